@@ -1,0 +1,7 @@
+/**
+ * Placeholder: the daemon module is being built (see the open issues).
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,168 @@
+import assert from "node:assert/strict";
+import { privateKeyToAccount } from "viem/accounts";
+import { bytesToHex, type Hex } from "viem";
+import {
+  endorseKey,
+  ENDORSEMENT_DOMAIN,
+  EndorsementError,
+  type EndorsementFailure,
+  endorsementFromJson,
+  endorsementMessage,
+  endorsementToJson,
+  type KeyEndorsement,
+  verifyEndorsement,
+} from "../../crypto/endorsement.ts";
+
+// Well-known anvil dev keys: deterministic, never used for anything real.
+const serving = privateKeyToAccount(
+  "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+);
+const other = privateKeyToAccount(
+  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+);
+const now = new Date("2026-11-22T12:00:00Z");
+const nowSeconds = Math.floor(now.getTime() / 1000);
+const keyConfig = Uint8Array.from({ length: 41 }, (_, i) => i);
+const nonce = Uint8Array.from({ length: 32 }, (_, i) => 255 - i);
+
+async function rejects(
+  promise: Promise<unknown>,
+  reason: EndorsementFailure,
+): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof EndorsementError, `expected EndorsementError, got ${error}`);
+    assert.equal(error.reason, reason, error.message);
+    return true;
+  });
+}
+
+Deno.test("endorsement message has the documented layout", () => {
+  const message = endorsementMessage({ keyConfig, expiresAt: 0x0102030405, nonce });
+  const domain = new TextEncoder().encode(ENDORSEMENT_DOMAIN);
+  assert.deepEqual(message.subarray(0, domain.length), domain);
+  let at = domain.length;
+  assert.equal(message[at++], 0);
+  assert.equal(bytesToHex(message.subarray(at, at + 8)), "0x0000000102030405");
+  at += 8;
+  assert.equal(message[at++], 1);
+  assert.deepEqual(message.subarray(at, at + 32), nonce);
+  at += 32;
+  assert.equal((message[at] << 8) | message[at + 1], keyConfig.length);
+  assert.deepEqual(message.subarray(at + 2), keyConfig);
+
+  const withoutNonce = endorsementMessage({ keyConfig, expiresAt: 1 });
+  assert.equal(withoutNonce.length, domain.length + 1 + 8 + 1 + 2 + keyConfig.length);
+  assert.equal(withoutNonce[domain.length + 9], 0);
+});
+
+Deno.test("an endorsement verifies and returns its signer", async () => {
+  const endorsement = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60 });
+  const signer = await verifyEndorsement(endorsement, { now, signer: serving.address });
+  assert.equal(signer, serving.address.toLowerCase());
+});
+
+Deno.test("a nonce-bound endorsement verifies only with that nonce", async () => {
+  const endorsement = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60, nonce });
+  assert.equal(
+    await verifyEndorsement(endorsement, { now, nonce }),
+    serving.address.toLowerCase(),
+  );
+  await rejects(verifyEndorsement(endorsement, { now }), "nonce_mismatch");
+  const otherNonce = nonce.slice();
+  otherNonce[31] ^= 1;
+  await rejects(verifyEndorsement(endorsement, { now, nonce: otherNonce }), "nonce_mismatch");
+  const unbound = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60 });
+  await rejects(verifyEndorsement(unbound, { now, nonce }), "nonce_mismatch");
+});
+
+Deno.test("an endorsement by another key is refused", async () => {
+  const endorsement = await endorseKey(other, { keyConfig, expiresAt: nowSeconds + 60 });
+  await rejects(verifyEndorsement(endorsement, { now, signer: serving.address }), "wrong_signer");
+});
+
+Deno.test("expired and over-long endorsements are refused", async () => {
+  const expired = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds });
+  await rejects(verifyEndorsement(expired, { now }), "expired");
+  const oneSecondLeft = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 1 });
+  assert.ok(await verifyEndorsement(oneSecondLeft, { now }));
+  const tooLong = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 8 * 86400 });
+  await rejects(verifyEndorsement(tooLong, { now }), "lifetime_too_long");
+  assert.ok(
+    await verifyEndorsement(tooLong, { now, maxLifetimeSeconds: 9 * 86400 }),
+    "a larger lifetime is accepted when the caller allows it",
+  );
+});
+
+Deno.test("tampering with any signed field changes the signer", async () => {
+  const endorsement = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60, nonce });
+  const tampered: KeyEndorsement[] = [
+    { ...endorsement, keyConfig: flip(endorsement.keyConfig, 7) },
+    { ...endorsement, expiresAt: endorsement.expiresAt + 1 },
+    { ...endorsement, nonce: flip(endorsement.nonce!, 0) },
+  ];
+  for (const candidate of tampered) {
+    const signer = await verifyEndorsement(candidate, {
+      now,
+      nonce: candidate.nonce,
+    }).catch((error) => error);
+    if (signer instanceof EndorsementError) {
+      assert.equal(signer.reason, "bad_signature");
+    } else {
+      assert.notEqual(signer, serving.address.toLowerCase());
+    }
+    await rejects(
+      verifyEndorsement(candidate, { now, nonce: candidate.nonce, signer: serving.address }),
+      signer instanceof EndorsementError ? "bad_signature" : "wrong_signer",
+    );
+  }
+});
+
+Deno.test("JSON form round-trips and is strictly validated", async () => {
+  const endorsement = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60, nonce });
+  const json = endorsementToJson(endorsement);
+  const parsed = endorsementFromJson(JSON.parse(JSON.stringify(json)));
+  assert.deepEqual(parsed, endorsement);
+  assert.equal(await verifyEndorsement(parsed, { now, nonce }), serving.address.toLowerCase());
+
+  const bad: [string, unknown][] = [
+    ["not an object", "0x00"],
+    ["array", [json]],
+    ["unknown field", { ...json, extra: 1 }],
+    ["key config not hex", { ...json, key_config: "zz" }],
+    ["key config without 0x", { ...json, key_config: json.key_config.slice(2) }],
+    ["empty key config", { ...json, key_config: "0x" }],
+    ["odd-length hex", { ...json, key_config: json.key_config + "0" }],
+    ["negative expiry", { ...json, expires_at: -1 }],
+    ["fractional expiry", { ...json, expires_at: 1.5 }],
+    ["string expiry", { ...json, expires_at: "1" }],
+    ["short nonce", { ...json, nonce: "0x" + "00".repeat(31) }],
+    ["short signature", { ...json, signature: json.signature.slice(0, -2) }],
+    ["missing signature", { ...json, signature: undefined }],
+  ];
+  for (const [label, value] of bad) {
+    assert.throws(
+      () => endorsementFromJson(value),
+      (error: unknown) => error instanceof EndorsementError && error.reason === "malformed",
+      label,
+    );
+  }
+});
+
+Deno.test("a garbage signature is refused, not thrown raw", async () => {
+  const endorsement = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 60 });
+  const garbage = ("0x" + "ff".repeat(65)) as Hex;
+  await rejects(
+    verifyEndorsement({ ...endorsement, signature: garbage }, { now }),
+    "bad_signature",
+  );
+  await rejects(
+    verifyEndorsement({ ...endorsement, signature: "0x1234" as Hex }, { now }),
+    "malformed",
+  );
+});
+
+function flip(bytes: Uint8Array, index: number): Uint8Array {
+  const copy = bytes.slice();
+  copy[index] ^= 0x01;
+  return copy;
+}
