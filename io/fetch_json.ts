@@ -66,7 +66,7 @@ export interface ReadBodyOptions {
 export async function readBodyLimited(
   response: Response,
   options: ReadBodyOptions,
-): Promise<Uint8Array> {
+): Promise<Uint8Array<ArrayBuffer>> {
   const url = options.url ?? response.url;
   const declared = Number(response.headers.get("content-length") ?? NaN);
   const tooLarge = (found: string) =>

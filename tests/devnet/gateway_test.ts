@@ -1,0 +1,239 @@
+import assert from "node:assert/strict";
+import { GatewaySet } from "../../daemon/gateway_set.ts";
+import { createGatewayHandler, type DirectoryEntry, listModels } from "../../devnet/gateway.ts";
+import { closedPort, serve } from "../_http.ts";
+
+const now = new Date("2026-11-22T12:00:00Z");
+const clock = () => now;
+const PROVIDER_A = "0x" + "a1".repeat(20);
+const PROVIDER_B = "0x" + "b2".repeat(20);
+const PROVIDER_DOWN = "0x" + "c3".repeat(20);
+
+function entry(
+  provider: string,
+  tier: "verified" | "tee",
+  endpoint: string,
+  models: [string, string, string, number][],
+): DirectoryEntry {
+  return {
+    provider,
+    tier,
+    ad: {
+      endpoint,
+      models: models.map(([id, input, output, context_length]) => ({
+        id,
+        prices: { input, output },
+        context_length,
+      })),
+    },
+    capacity: { max_concurrency: 4, available_concurrency: 2 },
+    metrics: { tokens_per_sec: 10 },
+  };
+}
+
+/** A gateway in front of one live provider (A), one other (B) and one unreachable. */
+function setup(provider: (req: Request) => Response | Promise<Response>) {
+  const upstream = serve(provider);
+  const entries = [
+    entry(PROVIDER_A, "verified", upstream.url, [["devnet/tiny", "100", "300", 4096]]),
+    entry(PROVIDER_B, "tee", upstream.url, [["devnet/tiny", "50", "300", 8192], [
+      "devnet/big",
+      "1",
+      "2",
+      1024,
+    ]]),
+    entry(PROVIDER_DOWN, "verified", `http://127.0.0.1:${closedPort()}`, [[
+      "devnet/tiny",
+      "1",
+      "1",
+      2048,
+    ]]),
+  ];
+  const peers = new GatewaySet({ clock });
+  peers.markReached("http://127.0.0.1:1", new Date(now.getTime() - 60_000));
+  const handler = createGatewayHandler({
+    directory: { entries: () => entries },
+    peers,
+    self: "http://127.0.0.1:9999/",
+    clock,
+    passThroughTimeoutMs: 2000,
+  });
+  const gateway = serve(handler);
+  return {
+    handler,
+    gateway,
+    [Symbol.asyncDispose]: async () => {
+      await gateway.close();
+      await upstream.close();
+    },
+  };
+}
+
+Deno.test("gossip answer lists the gateway itself and its peers", async () => {
+  await using s = setup(() => new Response());
+  const body = await (await s.handler(new Request("http://x/v1/gateways"))).json();
+  assert.deepEqual(body, {
+    gateways: [
+      { url: "http://127.0.0.1:9999", last_seen: now.toISOString() },
+      { url: "http://127.0.0.1:1", last_seen: new Date(now.getTime() - 60_000).toISOString() },
+    ],
+  });
+});
+
+Deno.test("models aggregate per model and tier with the cheapest blended price", () => {
+  const entries = [
+    entry(PROVIDER_A, "verified", "http://a", [["m/x", "100", "300", 4096]]),
+    entry(PROVIDER_B, "verified", "http://b", [["m/x", "250", "100", 8192]]),
+    entry(PROVIDER_DOWN, "verified", "http://c", [["m/x", "150", "200", 1024]]),
+    entry("0x" + "d4".repeat(20), "tee", "http://d", [["m/x", "1", "1", 1024]]),
+  ];
+  assert.deepEqual(listModels(entries), [
+    {
+      model: "m/x",
+      tier: "tee",
+      providers: 1,
+      context_length: 1024,
+      cheapest_price: { input: "1", output: "1" },
+    },
+    {
+      model: "m/x",
+      tier: "verified",
+      providers: 3,
+      context_length: 8192,
+      // 250 + 100 = 350 ties with 150 + 200 = 350: the lower output price wins.
+      cheapest_price: { input: "250", output: "100" },
+    },
+  ]);
+});
+
+Deno.test("providers are filtered by model and tier; bad queries are refused", async () => {
+  await using s = setup(() => new Response());
+  const get = async (query: string) => {
+    const res = await s.handler(new Request(`http://x/v1/providers${query}`));
+    return { status: res.status, body: await res.json() };
+  };
+  const tiny = await get("?model=devnet/tiny&tier=verified");
+  assert.deepEqual(tiny.body.providers.map((p: { provider: string }) => p.provider), [
+    PROVIDER_A,
+    PROVIDER_DOWN,
+  ]);
+  assert.equal((await get("?model=devnet/big")).body.providers.length, 1);
+  assert.equal((await get("")).body.providers.length, 3);
+  const badTier = await get("?tier=gold");
+  assert.equal(badTier.status, 400);
+  assert.equal(badTier.body.error.code, "invalid_tier");
+  assert.equal((await get("?model=no-slash")).body.error.code, "invalid_model");
+});
+
+Deno.test("key and attestation requests pass through; errors name the provider", async () => {
+  await using s = setup((req) => {
+    const url = new URL(req.url);
+    return Response.json({ path: url.pathname, nonce: url.searchParams.get("nonce") });
+  });
+  const key = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_A.toUpperCase()}/key`);
+  assert.deepEqual(await key.json(), { path: "/v1/key", nonce: null });
+  const nonce = "ab".repeat(32);
+  const att = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_B}/attestation?nonce=${nonce}`);
+  assert.deepEqual(await att.json(), { path: "/v1/attestation", nonce });
+
+  const cases: [string, number, string][] = [
+    [`/v1/providers/${PROVIDER_B}/attestation?nonce=xyz`, 400, "invalid_nonce"],
+    [`/v1/providers/0x1234/key`, 400, "invalid_provider"],
+    [`/v1/providers/0x${"99".repeat(20)}/key`, 404, "unknown_provider"],
+    [`/v1/providers/${PROVIDER_DOWN}/key`, 502, "provider_unreachable"],
+    [`/v1/nothing`, 404, "not_found"],
+  ];
+  for (const [path, status, code] of cases) {
+    const res = await fetch(`${s.gateway.url}${path}`);
+    const body = await res.json();
+    assert.equal(res.status, status, path);
+    assert.equal(body.error.code, code, path);
+    assert.equal(typeof body.error.message, "string");
+  }
+});
+
+Deno.test("the relay streams both ways as bytes arrive, without buffering", async () => {
+  let releaseSecond!: () => void;
+  const secondMayGo = new Promise<void>((resolve) => (releaseSecond = resolve));
+  let firstRequestBytes!: (bytes: Uint8Array) => void;
+  const providerSawFirstBytes = new Promise<Uint8Array>((resolve) => (firstRequestBytes = resolve));
+
+  await using s = setup(async (req) => {
+    assert.equal(req.headers.get("content-type"), "message/ohttp-chunked-req");
+    const reader = req.body!.getReader();
+    const first = await reader.read();
+    firstRequestBytes(first.value!);
+    const rest = (async () => {
+      while (!(await reader.read()).done);
+    })();
+    return new Response(
+      new ReadableStream({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode("sealed-1"));
+          await secondMayGo;
+          await rest;
+          controller.enqueue(new TextEncoder().encode("sealed-2"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "message/ohttp-chunked-res" } },
+    );
+  });
+
+  // The client sends its first bytes and keeps the request open.
+  let closeRequest!: () => void;
+  const requestBody = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(new TextEncoder().encode("req-1"));
+      await new Promise<void>((resolve) => (closeRequest = resolve));
+      controller.enqueue(new TextEncoder().encode("req-2"));
+      controller.close();
+    },
+  });
+  const responsePromise = fetch(`${s.gateway.url}/v1/providers/${PROVIDER_A}/relay`, {
+    method: "POST",
+    body: requestBody,
+    headers: { "content-type": "message/ohttp-chunked-req" },
+    // @ts-ignore: Deno needs duplex for a streaming request body
+    duplex: "half",
+  });
+  // The provider gets the first request bytes while the client has not finished sending.
+  assert.equal(new TextDecoder().decode(await providerSawFirstBytes), "req-1");
+  closeRequest();
+  const response = await responsePromise;
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("content-type"), "message/ohttp-chunked-res");
+  const reader = response.body!.getReader();
+  // The first sealed chunk arrives while the provider is still holding back the second.
+  assert.equal(new TextDecoder().decode((await reader.read()).value!), "sealed-1");
+  releaseSecond();
+  let rest = "";
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    rest += new TextDecoder().decode(r.value);
+  }
+  assert.equal(rest, "sealed-2");
+});
+
+Deno.test("the relay refuses wrong media types and reports provider failures", async () => {
+  await using s = setup(() => new Response("boom", { status: 500 }));
+  const post = (provider: string, type: string) =>
+    fetch(`${s.gateway.url}/v1/providers/${provider}/relay`, {
+      method: "POST",
+      body: "x",
+      headers: { "content-type": type },
+    });
+  const wrongType = await post(PROVIDER_A, "application/json");
+  assert.equal(wrongType.status, 415);
+  assert.equal((await wrongType.json()).error.code, "unsupported_media_type");
+  const failing = await post(PROVIDER_A, "message/ohttp-chunked-req");
+  assert.equal(failing.status, 502);
+  const body = await failing.json();
+  assert.equal(body.error.code, "provider_error");
+  assert.match(body.error.message, /answered 500/);
+  const down = await post(PROVIDER_DOWN, "message/ohttp-chunked-req");
+  assert.equal(down.status, 502);
+  assert.equal((await down.json()).error.code, "provider_unreachable");
+  const get = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_A}/relay`);
+  assert.equal(get.status, 405);
+  await get.body?.cancel();
+});
