@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import { encodeSse, parseSse, SseError, type SseEvent } from "../../io/sse.ts";
+
+async function collect(chunks: (string | Uint8Array)[], maxEventBytes?: number) {
+  const enc = new TextEncoder();
+  const body = ReadableStream.from(chunks.map((c) => typeof c === "string" ? enc.encode(c) : c));
+  const out: SseEvent[] = [];
+  for await (const event of parseSse(body, { maxEventBytes })) out.push(event);
+  return out;
+}
+
+Deno.test("parses events with every line ending, comments and fields", async () => {
+  const events = await collect([
+    "\ufeff: comment\n",
+    "data: one\r\n\r\n",
+    "event: x\rdata:two\rdata:  lines\r\r",
+    "id: 7\ndata\n\n",
+    "retry: 10\n\n",
+    "data: unterminated",
+  ]);
+  assert.deepEqual(events, [
+    { data: "one", event: undefined, id: undefined },
+    { data: "two\n lines", event: "x", id: undefined },
+    { data: "", event: undefined, id: "7" },
+  ]);
+});
+
+Deno.test("the same stream split at every byte gives the same events", async () => {
+  const text = 'data: {"a":1}\r\n\r\ndata: é ü 😀\n\ndata: [DONE]\n\n';
+  const bytes = new TextEncoder().encode(text);
+  const whole = await collect([bytes]);
+  assert.equal(whole.length, 3);
+  for (let cut = 1; cut < bytes.length; cut++) {
+    assert.deepEqual(await collect([bytes.slice(0, cut), bytes.slice(cut)]), whole, `cut ${cut}`);
+  }
+});
+
+Deno.test("encodeSse round-trips, multi-line data included", async () => {
+  const data = ['{"x":"y"}', "a\nb", "[DONE]"];
+  const events = await collect([...data.map((d) => encodeSse(d)), encodeSse("z", "error")]);
+  assert.deepEqual(events.map((e) => e.data), [...data, "z"]);
+  assert.equal(events[3].event, "error");
+});
+
+Deno.test("an oversized event or line is refused", async () => {
+  await assert.rejects(
+    collect(["data: " + "x".repeat(100) + "\n", "data: y\n\n"], 64),
+    SseError,
+  );
+  await assert.rejects(collect(["data: " + "x".repeat(5000)], 1024), SseError);
+});
