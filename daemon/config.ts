@@ -266,8 +266,8 @@ export function defaultDataDir(
   const missing = (what: string): never => {
     throw new DaemonConfigError(
       "--data-dir",
-      `Cannot find a per-user data directory: ${what} is not set; pass --data-dir or set ` +
-        "NET_DATA_DIR",
+      `Cannot find a per-user data directory: ${what} is not set to an absolute path; pass ` +
+        "--data-dir or set NET_DATA_DIR",
     );
   };
   if (os === "windows") {

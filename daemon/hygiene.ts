@@ -117,13 +117,31 @@ export function parseOriginPatterns(patterns: readonly string[]): OriginPattern[
     }
     const lower = source.toLowerCase();
     if (lower === "*") return { source, test: () => true };
-    const regex = new RegExp(
-      `^${
-        lower.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*")
-      }$`,
-    );
+    if (lower === "null") return { source, test: (origin: string) => origin === "null" };
+    const regex = new RegExp(`^${compileOrigin(lower)}$`);
     return { source, test: (origin: string) => regex.test(origin) };
   });
+}
+
+function escape(text: string): string {
+  return text.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * `scheme://host[:port]` to a regular expression: `*` matches a run of host characters (no
+ * `:` or `/`) in the scheme and host, and a run of digits in the port, so
+ * `http://localhost:*` cannot match `http://localhost:1.evil.example`.
+ */
+function compileOrigin(pattern: string): string {
+  const [scheme, rest] = pattern.split("://", 2);
+  const portAt = rest.lastIndexOf(":");
+  const hasPort = portAt > rest.lastIndexOf("]");
+  const host = hasPort ? rest.slice(0, portAt) : rest;
+  const port = hasPort ? rest.slice(portAt + 1) : null;
+  const wild = (part: string, any: string) => part.split("*").map(escape).join(any);
+  return `${wild(scheme, "[a-z0-9+.-]*")}://${wild(host, "[^/:]*")}${
+    port === null ? "" : `:${wild(port, "[0-9]+")}`
+  }`;
 }
 
 /** Thrown by {@linkcode parseOriginPatterns} for a malformed pattern. */

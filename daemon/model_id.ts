@@ -61,7 +61,7 @@ export function parseModelId(value: unknown): ModelId {
   if (typeof value !== "string") {
     throw new ModelIdError(
       "not_a_string",
-      `Cannot use model id: expected a string ${MODEL_ID_FORMAT}, found ${describe(value)}`,
+      `Cannot use model id: found ${describe(value)}; expected a string ${MODEL_ID_FORMAT}`,
     );
   }
   const shown = JSON.stringify(abbreviate(value, 120));
@@ -79,9 +79,8 @@ export function parseModelId(value: unknown): ModelId {
     id = id.slice(0, colon);
   }
   const parts = id.split("/");
-  if (parts.length !== 4 || parts[0] !== "net") {
-    fail("format", `found ${parts.length} segment${parts.length === 1 ? "" : "s"}`);
-  }
+  if (parts[0] !== "net") fail("format", 'it does not start with "net/"');
+  if (parts.length !== 4) fail("format", `found ${parts.length} segments, expected 4`);
   const [, tier, maker, model] = parts;
   if (tier !== "verified" && tier !== "tee") {
     fail("tier", `the tier ${JSON.stringify(abbreviate(tier, 40))} is not verified or tee`);

@@ -93,3 +93,55 @@ export function ndjson(text: string): Record<string, unknown>[] {
   }
   return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
 }
+
+/** A handler over a test double, served on 127.0.0.1 on a free port. */
+export interface ServedSurface extends AsyncDisposable {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** The bound port (also the handler's Host allowlist port). */
+  readonly port: number;
+  /** The test double behind it. */
+  readonly backend: TestBackend;
+  /** Everything the handler logged. */
+  readonly logged: { message: string; error: unknown }[];
+  /** Stops the server and waits until it is closed. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a handler over a test double with `Deno.serve` on 127.0.0.1, port 0. The handler is
+ * built once the port is known (its Host allowlist needs it), with the real clock and random
+ * source unless `overrides` say otherwise.
+ */
+export function serveSurface(
+  backendOptions: TestBackendOptions = {},
+  overrides: Partial<DaemonHandlerOptions> = {},
+): ServedSurface {
+  const backend = new TestBackend(backendOptions);
+  const logged: { message: string; error: unknown }[] = [];
+  const slot: { handler?: (request: Request) => Promise<Response> } = {};
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (request) => slot.handler!(request),
+  );
+  const port = server.addr.port;
+  slot.handler = createDaemonHandler({
+    backend,
+    gateways: () => [],
+    verdicts: new VerdictLog(),
+    version: "0.1.0",
+    port,
+    log: (message, error) => logged.push({ message, error }),
+    ...overrides,
+  });
+  let closed: Promise<void> | undefined;
+  const close = () => (closed ??= server.shutdown().then(() => server.finished));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    backend,
+    logged,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
