@@ -70,6 +70,54 @@ export async function withTimeout<T>(
   }
 }
 
+/**
+ * An idle watchdog for a stream: `next(promise)` waits for one step, and fails with a
+ * `timeout` (after aborting `controller`) when a step takes longer than `ms`. One timer per
+ * stream, re-armed lazily, instead of one per step: a step costs a promise, not a timer.
+ */
+export function idleWatchdog(
+  options: { ms: number; controller: AbortController; what: string },
+): { next<T>(step: Promise<T>): Promise<T>; stop(): void } {
+  const { ms, controller, what } = options;
+  let deadline = 0;
+  let waiting: ((error: unknown) => void) | undefined;
+  let expired: DaemonError | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const check = () => {
+    timer = undefined;
+    const left = deadline - performance.now();
+    if (waiting === undefined || left > 0) {
+      timer = setTimeout(check, waiting === undefined ? ms : left);
+      return;
+    }
+    expired = new DaemonError(
+      "timeout",
+      `Cannot finish the request: ${what} for ${formatSeconds(ms)}`,
+    );
+    controller.abort(expired);
+    waiting(expired);
+  };
+  return {
+    next<T>(step: Promise<T>): Promise<T> {
+      if (expired) return Promise.reject(expired);
+      deadline = performance.now() + ms;
+      timer ??= setTimeout(check, ms);
+      return new Promise<T>((resolve, reject) => {
+        waiting = reject;
+        step.then(resolve, reject).finally(() => {
+          // Only this step's waiter: the next step may already be waiting.
+          if (waiting === reject) waiting = undefined;
+        });
+      });
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      waiting = undefined;
+    },
+  };
+}
+
 function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
@@ -239,17 +287,18 @@ export async function* replyEvents(
 ): AsyncGenerator<ReplyEvent, void, undefined> {
   const { reply, controller } = call;
   const iterator = reply.chunks[Symbol.asyncIterator]();
+  const watchdog = idleWatchdog({
+    ms: context.idleTimeoutMs,
+    controller,
+    what: "the provider sent nothing more",
+  });
   let finished = false;
   let usage: Usage | undefined;
   let count = 0;
   let completed = false;
   try {
     while (true) {
-      const step = await withTimeout(iterator.next(), {
-        ms: context.idleTimeoutMs,
-        controller,
-        what: "the provider sent nothing more",
-      });
+      const step = await watchdog.next(iterator.next());
       if (step.done) break;
       const where = `chunk ${++count}`;
       const chunk = step.value as unknown as Record<string, unknown>;
@@ -316,6 +365,7 @@ export async function* replyEvents(
     }
     completed = true;
   } finally {
+    watchdog.stop();
     if (!completed) {
       if (!controller.signal.aborted) controller.abort();
       iterator.return?.()?.catch(() => {});

@@ -9,6 +9,8 @@
  *   (like `OLLAMA_ORIGINS`); allowed origins get CORS headers and preflight answers.
  *
  * Programs (the OpenAI and Ollama SDKs, curl, Open WebUI's backend) send no `Origin` and pass.
+ * Browser requests that omit `Origin` (`<script src>`, `<img src>`) but are marked
+ * `Sec-Fetch-Site: cross-site` or `same-site` are refused too.
  *
  * @example
  * ```ts
@@ -151,13 +153,26 @@ export class OriginPatternError extends NetError {
 
 /**
  * Checks the request's `Origin`. Returns `null` when the request has none (a program, not a
- * browser page), or the origin when a pattern allows it.
+ * browser page), or the origin when a pattern allows it. A browser request that carries no
+ * `Origin` but says `Sec-Fetch-Site: cross-site` or `same-site` is refused unless `*` is
+ * allowed.
  *
  * @throws {DaemonError} `forbidden_origin` naming the origin and how to allow it.
  */
 export function checkOrigin(request: Request, allowed: readonly OriginPattern[]): string | null {
   const origin = request.headers.get("origin");
-  if (origin === null) return null;
+  if (origin === null) {
+    // Browsers omit Origin on some cross-site requests (e.g. <script src>, <img src>), but
+    // mark them with Sec-Fetch-Site. Only "*" allows those; a user typing the URL sends "none".
+    const site = request.headers.get("sec-fetch-site");
+    if ((site === "cross-site" || site === "same-site") && !allowed.some((p) => p.source === "*")) {
+      throw new DaemonError(
+        "forbidden_origin",
+        `A ${site} browser request without an Origin is not allowed (Sec-Fetch-Site: ${site})`,
+      );
+    }
+    return null;
+  }
   const lower = origin.toLowerCase();
   if (allowed.some((pattern) => pattern.test(lower))) return origin;
   const shown = abbreviate(origin, 80);

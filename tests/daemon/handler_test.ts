@@ -245,7 +245,12 @@ Deno.test("handler: no first chunk within the timeout is a 504 and aborts the ba
 });
 
 Deno.test("handler: a stalled stream ends with an in-stream timeout and aborts the backend", async () => {
-  const fixture = surface({ stallAfter: 2 }, { idleTimeoutMs: 50 });
+  // Stall after the role chunk (which yields no event) and after a content chunk.
+  for (const stallAfter of [1, 2]) await stalled(stallAfter);
+});
+
+async function stalled(stallAfter: number): Promise<void> {
+  const fixture = surface({ stallAfter }, { idleTimeoutMs: 50 });
   const response = await fixture.handler(
     post("/v1/chat/completions", {
       model: MODEL,
@@ -260,6 +265,24 @@ Deno.test("handler: a stalled stream ends with an in-stream timeout and aborts t
   assert.match(last.error.message, /sent nothing more for 50 ms/);
   assert.ok(fixture.backend.chats[0].signal.aborted);
   assert.ok(fixture.backend.chats[0].closed);
+}
+
+Deno.test("handler: a slow reader is not a stalled provider (the idle timer only runs while waiting)", async () => {
+  const fixture = surface({}, { idleTimeoutMs: 30 });
+  const response = await fixture.handler(
+    post("/api/chat", { model: MODEL, messages: [{ role: "user", content: "a b" }] }),
+  );
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += value;
+    await new Promise((resolve) => setTimeout(resolve, 80));
+  }
+  assert.ok(!text.includes('"error"'), text);
+  assert.match(text, /"done":true/);
+  assert.ok(!fixture.backend.chats[0].signal.aborted);
 });
 
 Deno.test("handler: cancelling a streamed body aborts the backend and closes its stream", async () => {

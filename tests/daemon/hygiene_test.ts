@@ -142,6 +142,23 @@ Deno.test("hygiene: requests without Origin pass; others must match", () => {
   }
 });
 
+Deno.test("hygiene: cross-site browser requests without an Origin are refused unless * is allowed", () => {
+  const request = (site: string) =>
+    new Request("http://127.0.0.1:11435/v1/verdicts", { headers: { "sec-fetch-site": site } });
+  const allowed = parseOriginPatterns(["http://localhost:*"]);
+  for (const site of ["cross-site", "same-site"]) {
+    assert.throws(
+      () => checkOrigin(request(site), allowed),
+      (error: unknown) =>
+        error instanceof DaemonError && error.code === "forbidden_origin" &&
+        error.shortMessage.includes(`Sec-Fetch-Site: ${site}`),
+    );
+    assert.equal(checkOrigin(request(site), parseOriginPatterns(["*"])), null);
+  }
+  assert.equal(checkOrigin(request("none"), allowed), null, "the user typed the URL");
+  assert.equal(checkOrigin(request("same-origin"), allowed), null);
+});
+
 Deno.test("hygiene: preflight echoes well-formed requested headers only", () => {
   const request = (headers: Record<string, string>) =>
     new Request("http://127.0.0.1:11435/v1/models", { method: "OPTIONS", headers });
