@@ -13,6 +13,7 @@
  * | —                            | `NET_EVM_REGISTRY`          | unset                       |
  * | `--measurements <file>`      | `NET_MEASUREMENTS`          | unset                       |
  * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`       | none                        |
+ * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`         | none                        |
  * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES` | `4194304` (4 MiB)           |
  * | `--help`, `-h`               |                             |                             |
  *
@@ -70,6 +71,11 @@ Options (each also read from the environment variable shown; a flag wins):
   --allowed-origins <list>   Comma-separated origins that browser pages may call from:
                              *, null, or scheme://host[:port] with * wildcards
                              (e.g. http://localhost:*). [NET_ALLOWED_ORIGINS] Default: none.
+  --allowed-hosts <list>     Comma-separated extra hostnames accepted in the Host header,
+                             besides 127.0.0.1, localhost and [::1] (and the --bind
+                             address when it is a specific non-loopback one), e.g.
+                             host.docker.internal for Open WebUI in Docker.
+                             [NET_ALLOWED_HOSTS] Default: none.
   --max-body-bytes <n>       Largest accepted request body. [NET_DAEMON_MAX_BODY_BYTES]
                              Default: ${DEFAULT_MAX_BODY_BYTES} (4 MiB).
   -h, --help                 Print this text.
@@ -115,6 +121,12 @@ export interface DaemonConfig {
   readonly measurementsFile: string | null;
   /** Allowed browser origin patterns. */
   readonly allowedOrigins: readonly string[];
+  /**
+   * Extra hostnames (no port; IPv6 in brackets) accepted in `Host` besides the loopback
+   * names: `--allowed-hosts`, plus the bind address when it is a specific non-loopback one.
+   * Pass them to the handler's `hostnames`.
+   */
+  readonly allowedHosts: readonly string[];
   /** Largest accepted request body, bytes. */
   readonly maxBodyBytes: number;
 }
@@ -230,6 +242,35 @@ function parseOrigins(source: Source): string[] {
   return list;
 }
 
+const HOSTNAME =
+  /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function parseHosts(source: Source): string[] {
+  const list = source.value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  for (const host of list) {
+    if (!HOSTNAME.test(host) && !/^\[[0-9A-Fa-f:.]+\]$/.test(host)) {
+      throw new DaemonConfigError(
+        source.name,
+        `Cannot use ${source.name}: ${show(host)} is not a hostname; expected names or ` +
+          "addresses without a port, IPv6 in brackets, e.g. host.docker.internal,[fd00::1]",
+      );
+    }
+  }
+  return list.map((h) => h.toLowerCase());
+}
+
+const UNSPECIFIC = new Set(["0.0.0.0", "::", "127.0.0.1", "localhost", "::1"]);
+
+/** The extra Host names: the explicit ones, plus a specific non-loopback bind address. */
+function allowedHostsFor(bind: BindAddress, extra: string[]): string[] {
+  const out = [...extra];
+  if (!UNSPECIFIC.has(bind.hostname)) {
+    const name = bind.hostname.includes(":") ? `[${bind.hostname}]` : bind.hostname;
+    if (!out.includes(name)) out.push(name);
+  }
+  return out;
+}
+
 function parseByteCount(source: Source): number {
   if (!/^\d{1,10}$/.test(source.value) || Number(source.value) < 1024) {
     throw new DaemonConfigError(
@@ -313,6 +354,7 @@ export function parseDaemonConfig(
         "data-dir": { type: "string" },
         measurements: { type: "string" },
         "allowed-origins": { type: "string" },
+        "allowed-hosts": { type: "string" },
         "max-body-bytes": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -348,6 +390,7 @@ export function parseDaemonConfig(
   const dataDir = dataDirSource ? dataDirSource.value : defaultDataDir(env, os);
   const measurements = nonEmpty(pick("measurements", "NET_MEASUREMENTS"));
   const originsSource = pick("allowed-origins", "NET_ALLOWED_ORIGINS");
+  const hostsSource = pick("allowed-hosts", "NET_ALLOWED_HOSTS");
   const maxBodySource = nonEmpty(pick("max-body-bytes", "NET_DAEMON_MAX_BODY_BYTES"));
 
   const rpc = env.NET_EVM_RPC_URL ? { name: "NET_EVM_RPC_URL", value: env.NET_EVM_RPC_URL } : null;
@@ -374,6 +417,7 @@ export function parseDaemonConfig(
       evm: rpc && registry ? { rpcUrl: parseRpcUrl(rpc), registry: parseAddress(registry) } : null,
       measurementsFile: measurements ? measurements.value : null,
       allowedOrigins: originsSource ? parseOrigins(originsSource) : [],
+      allowedHosts: allowedHostsFor(bind, hostsSource ? parseHosts(hostsSource) : []),
       maxBodyBytes: maxBodySource ? parseByteCount(maxBodySource) : DEFAULT_MAX_BODY_BYTES,
     },
   };

@@ -48,6 +48,7 @@ Deno.test("config: defaults", () => {
     evm: null,
     measurementsFile: null,
     allowedOrigins: [],
+    allowedHosts: [],
     maxBodyBytes: 4 * 1024 * 1024,
   });
 });
@@ -64,6 +65,8 @@ Deno.test("config: every flag", () => {
       "approved.json",
       "--allowed-origins",
       "http://localhost:*, app://*",
+      "--allowed-hosts",
+      "Host.Docker.Internal,[fd00::1]",
       "--max-body-bytes",
       "1048576",
     ]),
@@ -74,6 +77,7 @@ Deno.test("config: every flag", () => {
       evm: null,
       measurementsFile: "approved.json",
       allowedOrigins: ["http://localhost:*", "app://*"],
+      allowedHosts: ["host.docker.internal", "[fd00::1]"],
       maxBodyBytes: 1048576,
     },
   );
@@ -90,6 +94,7 @@ Deno.test("config: every environment variable", () => {
       NET_EVM_REGISTRY: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
       NET_MEASUREMENTS: "/etc/net/measurements.json",
       NET_ALLOWED_ORIGINS: "*",
+      NET_ALLOWED_HOSTS: "mybox.local",
       NET_DAEMON_MAX_BODY_BYTES: "2048",
     }),
     {
@@ -102,6 +107,7 @@ Deno.test("config: every environment variable", () => {
       },
       measurementsFile: "/etc/net/measurements.json",
       allowedOrigins: ["*"],
+      allowedHosts: ["mybox.local"],
       maxBodyBytes: 2048,
     },
   );
@@ -115,6 +121,7 @@ Deno.test("config: a flag wins over its environment variable; empty variables ar
     NET_DATA_DIR: "/env",
     NET_MEASUREMENTS: "env.json",
     NET_ALLOWED_ORIGINS: "http://env.example",
+    NET_ALLOWED_HOSTS: "env.local",
     NET_DAEMON_MAX_BODY_BYTES: "4096",
   };
   const parsed = config([
@@ -123,6 +130,7 @@ Deno.test("config: a flag wins over its environment variable; empty variables ar
     "--data-dir=/flag",
     "--measurements=flag.json",
     "--allowed-origins=http://flag.example",
+    "--allowed-hosts=flag.local",
     "--max-body-bytes=8192",
   ], env);
   assert.equal(parsed.bind.port, 2222);
@@ -130,12 +138,25 @@ Deno.test("config: a flag wins over its environment variable; empty variables ar
   assert.equal(parsed.dataDir, "/flag");
   assert.equal(parsed.measurementsFile, "flag.json");
   assert.deepEqual(parsed.allowedOrigins, ["http://flag.example"]);
+  assert.deepEqual(parsed.allowedHosts, ["flag.local"]);
   assert.equal(parsed.maxBodyBytes, 8192);
   const empty = config([], { ...HOME, NET_DAEMON_BIND: "", NET_GATEWAY: "", NET_DATA_DIR: "" });
   assert.equal(empty.bind.port, 11435);
   assert.equal(empty.gateway, null);
   assert.equal(empty.dataDir, "/home/ada/.local/share/net-consumer");
   assert.deepEqual(config(["--allowed-origins="]).allowedOrigins, [], "an empty list allows none");
+});
+
+Deno.test("config: a specific non-loopback bind address is an allowed Host", () => {
+  assert.deepEqual(config(["--bind", "192.168.1.5:11435"]).allowedHosts, ["192.168.1.5"]);
+  assert.deepEqual(config(["--bind", "[fd00::5]:11435"]).allowedHosts, ["[fd00::5]"]);
+  assert.deepEqual(
+    config(["--bind", "192.168.1.5:1", "--allowed-hosts", "192.168.1.5,x"]).allowedHosts,
+    ["192.168.1.5", "x"],
+  );
+  for (const bind of ["0.0.0.0:1", "[::]:1", "127.0.0.1:1", "localhost:1", "[::1]:1"]) {
+    assert.deepEqual(config(["--bind", bind]).allowedHosts, [], bind);
+  }
 });
 
 Deno.test("config: --help and -h return the help text, which names every option", () => {
@@ -157,6 +178,8 @@ Deno.test("config: --help and -h return the help text, which names every option"
       "NET_MEASUREMENTS",
       "--allowed-origins",
       "NET_ALLOWED_ORIGINS",
+      "--allowed-hosts",
+      "NET_ALLOWED_HOSTS",
       "--max-body-bytes",
       "NET_DAEMON_MAX_BODY_BYTES",
       "NET_EVM_RPC_URL",
@@ -200,6 +223,9 @@ Deno.test("config: bad values are refused with the value shown", () => {
     ],
     [["--allowed-origins", "http://localhost:3000/app"], {}, "--allowed-origins", "without a path"],
     [[], { NET_ALLOWED_ORIGINS: "localhost" }, "NET_ALLOWED_ORIGINS", '"localhost"'],
+    [["--allowed-hosts", "host:80"], {}, "--allowed-hosts", '"host:80" is not a hostname'],
+    [[], { NET_ALLOWED_HOSTS: "a/b" }, "NET_ALLOWED_HOSTS", '"a/b"'],
+    [["--allowed-hosts", "::1"], {}, "--allowed-hosts", "IPv6 in brackets"],
     [["--max-body-bytes", "4MiB"], {}, "--max-body-bytes", '"4MiB"'],
     [["--max-body-bytes", "100"], {}, "--max-body-bytes", "at least 1024"],
     [["--port", "1"], {}, "arguments", "--port"],
