@@ -1,0 +1,206 @@
+/**
+ * The one interface between the daemon's client-facing surface (the OpenAI and Ollama
+ * dialects, hygiene, error rendering) and its network backend (gateway resolution, provider
+ * selection, attestation, sealing, failover).
+ *
+ * The surface validates a client's request, translates it into one OpenAI-shaped
+ * {@linkcode ChatRequest} and calls {@linkcode ChatBackend.chat}. The backend answers with a
+ * {@linkcode ChatReply}: who served it, and the reply as a stream of OpenAI
+ * `chat.completion.chunk` objects. The surface aggregates that stream for `stream: false`
+ * clients and translates it for Ollama clients, so the backend only ever deals with one shape.
+ *
+ * The contract, in full:
+ *
+ * - `chat()` resolves once the first chunk of the opened reply is available. Everything that
+ *   can fail before that (no gateway, no provider, attestation, key endorsement, failover to
+ *   the next candidate) happens inside `chat()`, and a refusal rejects it with a
+ *   {@linkcode DaemonError} whose `code` says why (`no_gateway`, `no_provider`,
+ *   `model_not_found`, `attestation_failed`, `attestation_mock`, `attestation_stale`,
+ *   `decryption_failed`, `stream_truncated`, `provider_error`, `timeout`). The surface then
+ *   answers the client with the matching HTTP status.
+ * - `chunks` yields the provider's chunks in order. It completes normally only after the
+ *   sealed stream's final chunk has been verified; a failure after the first chunk rejects the
+ *   iteration with a {@linkcode DaemonError} (typically `stream_truncated` or
+ *   `decryption_failed`), which the surface reports in-stream in the client's dialect.
+ * - The reply always has: content or tool-call deltas in `choices[0].delta`, one chunk with a
+ *   `finish_reason`, and a last chunk with `usage` (the surface always asks the provider to
+ *   stream with usage). A reply that ends without a finish reason or usage is reported to the
+ *   client as `provider_error`.
+ * - When the signal aborts (the client went away, or a timeout fired), the backend stops and
+ *   releases its connections; the surface also calls the iterator's `return()`.
+ * - Any other error thrown (not a `DaemonError`) is logged by the surface and shown to the
+ *   client as a generic `internal_error`: internals never leak.
+ *
+ * The surface never copies anything but these objects from the backend: no HTTP headers, no
+ * framing. It sets its own `Content-Type`, `Content-Length` or chunked encoding.
+ *
+ * @module
+ */
+
+// deno-lint-ignore no-unused-vars
+import type { DaemonError } from "./daemon_error.ts";
+
+/** The two service tiers: `verified` (sealed to an endorsed key) and `tee` (attested first). */
+export type Tier = "verified" | "tee";
+
+/** Prices of a model, decimal strings in the smallest token unit per 1M tokens. */
+export interface ModelPrices {
+  /** Price of input (prompt) tokens. */
+  readonly input: string;
+  /** Price of output (completion) tokens. */
+  readonly output: string;
+}
+
+/** One model the network offers in one tier. */
+export interface NetworkModel {
+  /** The tier it is offered in. */
+  readonly tier: Tier;
+  /** The network's id, `maker/model` (`docs/protocol.md` §1). */
+  readonly model: string;
+  /** Context length in tokens (the smallest among its providers). */
+  readonly contextLength: number;
+  /** How many providers serve it in this tier. */
+  readonly providers: number;
+  /** The cheapest advertised prices, or `null` when unknown. */
+  readonly cheapestPrice: ModelPrices | null;
+  /**
+   * Ollama-style capabilities reported by `POST /api/show` (`completion`, `tools`, `vision`,
+   * `thinking`, …).
+   *
+   * @default {["completion"]}
+   */
+  readonly capabilities?: readonly string[];
+}
+
+/**
+ * The OpenAI chat-completions body forwarded to the provider: the client's body (for Ollama
+ * clients, its translation), with `model` = `maker/model` (no `net/<tier>/` prefix) and
+ * streaming with usage always on.
+ */
+export interface ForwardedChatBody {
+  /** `maker/model`. */
+  model: string;
+  /** The conversation, OpenAI-shaped. */
+  messages: unknown[];
+  /** Always `true`: the reply is always streamed. */
+  stream: true;
+  /** Always `{ include_usage: true }`. */
+  stream_options: { include_usage: true };
+  /** Everything else the client asked for (sampling options, tools, response format, …). */
+  [field: string]: unknown;
+}
+
+/** One chat request, ready to be sealed and sent. */
+export interface ChatRequest {
+  /** The tier the client asked for (`net/<tier>/…`). */
+  readonly tier: Tier;
+  /** `maker/model`. */
+  readonly model: string;
+  /** The body to send to the provider, as `POST /v1/chat/completions`. */
+  readonly body: ForwardedChatBody;
+}
+
+/** Who served a reply, as the response headers and the verdict log report it. */
+export interface ServedBy {
+  /** The provider's address (`0x…`, lower case). */
+  readonly provider: string;
+  /** The tier it was served in. */
+  readonly tier: Tier;
+  /**
+   * The verification verdict in a short line, e.g. `endorsed-key` or
+   * `tee:tdx measurement 0x91eb… approved`. Printable ASCII; longer than 200 characters is cut.
+   */
+  readonly verdict: string;
+  /** The gateway URL that relayed the sealed exchange. */
+  readonly gateway: string;
+}
+
+/** Token counts of one reply. */
+export interface Usage {
+  /** Tokens in the prompt. */
+  prompt_tokens: number;
+  /** Tokens generated. */
+  completion_tokens: number;
+  /** Their sum. */
+  total_tokens: number;
+}
+
+/** One tool-call fragment in a streamed delta (OpenAI shape: `arguments` is a JSON string). */
+export interface ToolCallDelta {
+  /** Position of the tool call in the message. */
+  index: number;
+  /** The call id, on its first fragment. */
+  id?: string;
+  /** Always `"function"`, on its first fragment. */
+  type?: "function";
+  /** The function name (first fragment) and a piece of the arguments' JSON text. */
+  function?: { name?: string; arguments?: string };
+}
+
+/** The delta of one streamed choice. */
+export interface ChunkDelta {
+  /** `"assistant"`, on the first chunk. */
+  role?: string;
+  /** A piece of the text. */
+  content?: string | null;
+  /** A piece of a refusal. */
+  refusal?: string | null;
+  /** A piece of the model's reasoning, when the provider reports it (vLLM, DeepSeek style). */
+  reasoning_content?: string | null;
+  /** Tool-call fragments. */
+  tool_calls?: ToolCallDelta[];
+}
+
+/** One choice in a streamed chunk. */
+export interface ChunkChoice {
+  /** Always `0`: the daemon serves one choice per request. */
+  index: number;
+  /** What changed. */
+  delta: ChunkDelta;
+  /** Set on the chunk that ends the choice: `stop`, `length`, `tool_calls`, `content_filter`. */
+  finish_reason: string | null;
+}
+
+/** An OpenAI `chat.completion.chunk`, as the provider streams it. */
+export interface ChatCompletionChunk {
+  /** The completion id. */
+  id: string;
+  /** `"chat.completion.chunk"`. */
+  object: "chat.completion.chunk";
+  /** Unix seconds. */
+  created: number;
+  /** The provider's model id. */
+  model: string;
+  /** Zero or one choice (the usage chunk has none). */
+  choices: ChunkChoice[];
+  /** On the last chunk: the token counts. */
+  usage?: Usage | null;
+}
+
+/** The opened reply to a chat request. */
+export interface ChatReply {
+  /** Who served it, and how it was verified. */
+  readonly served: ServedBy;
+  /**
+   * The reply's chunks. Completes only after the sealed stream's final chunk; rejects with a
+   * {@linkcode DaemonError} when the stream fails after its first chunk.
+   */
+  readonly chunks: AsyncIterable<ChatCompletionChunk>;
+}
+
+/** The daemon's network side, implemented by the network backend and by test doubles. */
+export interface ChatBackend {
+  /**
+   * The models the network offers, one entry per tier and model.
+   *
+   * @throws {DaemonError} `no_gateway` when no gateway can be reached.
+   */
+  listModels(signal: AbortSignal): Promise<readonly NetworkModel[]>;
+  /**
+   * Runs one chat request; resolves when the first chunk of the reply is available. See the
+   * module documentation for the full contract.
+   *
+   * @throws {DaemonError} with the code of the refusal.
+   */
+  chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply>;
+}

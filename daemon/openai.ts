@@ -1,0 +1,348 @@
+/**
+ * The OpenAI dialect: `POST /v1/chat/completions` and `GET /v1/models` (and
+ * `GET /v1/models/{id}`), shaped as `../shared/design/clients.md` describes and as the official
+ * SDKs parse them.
+ *
+ * - Non-streaming: one `chat.completion` object with `usage`.
+ * - Streaming (`stream: true`): `text/event-stream`; a first chunk with `delta.role`, content
+ *   (or tool-call) deltas, a chunk with `finish_reason`, then, only when the client asked with
+ *   `stream_options.include_usage`, a chunk with `choices: []` and `usage`; then
+ *   `data: [DONE]`. Every chunk carries the same `id` and `created`. An error after the stream
+ *   has started is one `data: {"error":{…}}` event, and the stream ends without `[DONE]`.
+ * - Tool calls use string `arguments` (the JSON text), as OpenAI does.
+ *
+ * The functions here take a parsed request; routing, hygiene and error rendering are in
+ * `handler.ts` and `http_error.ts`.
+ *
+ * @module
+ */
+
+import { abbreviate } from "../errors.ts";
+import type { ChatRequest, ForwardedChatBody, NetworkModel, ServedBy } from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
+import { streamErrorText } from "./http_error.ts";
+import { formatModelId, parseModelId } from "./model_id.ts";
+import { randomId, type SurfaceContext } from "./_context.ts";
+import {
+  aggregateReply,
+  openReply,
+  type ReplyEvent,
+  replyEvents,
+  requestController,
+  servedHeaders,
+  textStream,
+} from "./_reply.ts";
+import { findModel, listNetworkModels } from "./_models.ts";
+
+/** A validated `POST /v1/chat/completions` request. */
+export interface OpenAIChatCall {
+  /** The model id as the client wrote it (echoed in the reply). */
+  readonly requestedModel: string;
+  /** What goes to the backend. */
+  readonly request: ChatRequest;
+  /** Whether the client wants a stream. */
+  readonly stream: boolean;
+  /** Whether the client asked for the usage chunk (`stream_options.include_usage`). */
+  readonly includeUsage: boolean;
+}
+
+function invalid(message: string, param: string | null): DaemonError {
+  return new DaemonError("invalid_request_error", message, { param });
+}
+
+function kind(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/**
+ * Validates a chat-completions body and builds the request to forward: the client's body with
+ * `model` = `maker/model`, `stream: true` and `stream_options: {include_usage: true}`.
+ *
+ * @throws {DaemonError} `invalid_request_error` naming the field (`param`), or the
+ * `ModelIdError` of a malformed model id (rendered as a 400 with `param: "model"`).
+ */
+export function parseOpenAIChat(body: Record<string, unknown>): OpenAIChatCall {
+  if (body.model === undefined) {
+    throw invalid('Cannot chat: the request has no "model"', "model");
+  }
+  const id = parseModelId(body.model);
+  const messages = body.messages;
+  if (!Array.isArray(messages)) {
+    throw invalid(
+      `Cannot chat: "messages" must be an array of messages, found ${
+        messages === undefined ? "nothing" : kind(messages)
+      }`,
+      "messages",
+    );
+  }
+  if (messages.length === 0) {
+    throw invalid('Cannot chat: "messages" is empty; expected at least one message', "messages");
+  }
+  for (const [i, message] of messages.entries()) {
+    const role = (message as { role?: unknown } | null)?.role;
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      throw invalid(
+        `Cannot chat: messages[${i}] must be an object, found ${kind(message)}`,
+        `messages[${i}]`,
+      );
+    }
+    if (typeof role !== "string" || role.length === 0) {
+      throw invalid(
+        `Cannot chat: messages[${i}].role must be a non-empty string, found ${
+          role === undefined ? "nothing" : kind(role)
+        }`,
+        `messages[${i}].role`,
+      );
+    }
+    const content = (message as { content?: unknown }).content;
+    if (
+      content !== undefined && content !== null && typeof content !== "string" &&
+      !Array.isArray(content)
+    ) {
+      throw invalid(
+        `Cannot chat: messages[${i}].content must be a string or an array of parts, found ${
+          kind(content)
+        }`,
+        `messages[${i}].content`,
+      );
+    }
+  }
+  const stream = body.stream ?? false;
+  if (typeof stream !== "boolean") {
+    throw invalid(`Cannot chat: "stream" must be a boolean, found ${kind(stream)}`, "stream");
+  }
+  const options = body.stream_options ?? null;
+  if (options !== null && (typeof options !== "object" || Array.isArray(options))) {
+    throw invalid(
+      `Cannot chat: "stream_options" must be an object, found ${kind(options)}`,
+      "stream_options",
+    );
+  }
+  const n = body.n ?? 1;
+  if (n !== 1) {
+    throw invalid(
+      `Cannot chat: "n" must be 1 (the daemon serves one choice per request), found ${
+        abbreviate(JSON.stringify(n), 20)
+      }`,
+      "n",
+    );
+  }
+  const forwarded: ForwardedChatBody = {
+    ...body,
+    model: id.model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  delete forwarded.n;
+  return {
+    requestedModel: body.model as string,
+    request: { tier: id.tier, model: id.model, body: forwarded },
+    stream,
+    includeUsage: stream && (options as { include_usage?: unknown } | null)?.include_usage === true,
+  };
+}
+
+function jsonHeaders(served: ServedBy | null): Headers {
+  const headers = new Headers({
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+  });
+  if (served) { for (const [k, v] of Object.entries(servedHeaders(served))) headers.set(k, v); }
+  return headers;
+}
+
+/**
+ * Serves a validated chat call: the backend's reply as a `chat.completion` object, or as an
+ * SSE stream.
+ *
+ * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts;
+ * for a stream, later failures are sent in-stream.
+ */
+export async function serveOpenAIChat(
+  context: SurfaceContext,
+  served: { call: OpenAIChatCall; request: Request },
+): Promise<Response> {
+  const { call } = served;
+  const { controller, release } = requestController(served.request);
+  try {
+    const reply = await openReply(context, {
+      request: call.request,
+      requestedModel: call.requestedModel,
+      controller,
+    });
+    const id = randomId(context, "chatcmpl-");
+    const created = Math.floor(context.clock().getTime() / 1000);
+    const events = replyEvents(context, { reply, controller });
+    if (!call.stream) {
+      const whole = await aggregateReply(context, events);
+      const message: Record<string, unknown> = {
+        role: "assistant",
+        content: whole.content === "" && whole.toolCalls.length > 0 ? null : whole.content,
+        refusal: whole.refusal === "" ? null : whole.refusal,
+      };
+      if (whole.reasoning) message.reasoning_content = whole.reasoning;
+      if (whole.toolCalls.length > 0) {
+        message.tool_calls = whole.toolCalls.map((call) => ({
+          id: call.id,
+          type: "function",
+          function: { name: call.name, arguments: call.arguments },
+        }));
+      }
+      const completion = {
+        id,
+        object: "chat.completion",
+        created,
+        model: call.requestedModel,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: whole.finishReason }],
+        usage: whole.usage,
+      };
+      release();
+      return new Response(JSON.stringify(completion), { headers: jsonHeaders(reply.served) });
+    }
+    const headers = jsonHeaders(reply.served);
+    headers.set("content-type", "text/event-stream; charset=utf-8");
+    headers.set("cache-control", "no-cache, no-store");
+    const pieces = sseEvents(context, { call, events, id, created });
+    return new Response(textStream(pieces, { controller, onDone: release }), { headers });
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+async function* sseEvents(
+  context: SurfaceContext,
+  stream: {
+    call: OpenAIChatCall;
+    events: AsyncGenerator<ReplyEvent, void, undefined>;
+    id: string;
+    created: number;
+  },
+): AsyncGenerator<string, void, undefined> {
+  const { call, events } = stream;
+  const meta = stream;
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => {
+    const value: Record<string, unknown> = {
+      id: meta.id,
+      object: "chat.completion.chunk",
+      created: meta.created,
+      model: call.requestedModel,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    };
+    if (call.includeUsage) value.usage = null;
+    return `data: ${JSON.stringify(value)}\n\n`;
+  };
+  try {
+    yield chunk({ role: "assistant", content: "" });
+    for await (const event of events) {
+      switch (event.type) {
+        case "content":
+          yield chunk({ content: event.text });
+          break;
+        case "refusal":
+          yield chunk({ refusal: event.text });
+          break;
+        case "reasoning":
+          yield chunk({ reasoning_content: event.text });
+          break;
+        case "tool_call":
+          yield chunk({ tool_calls: [event.delta] });
+          break;
+        case "finish":
+          yield chunk({}, event.reason);
+          break;
+        case "usage":
+          if (call.includeUsage) {
+            yield `data: ${
+              JSON.stringify({
+                id: meta.id,
+                object: "chat.completion.chunk",
+                created: meta.created,
+                model: call.requestedModel,
+                choices: [],
+                usage: event.usage,
+              })
+            }\n\n`;
+          }
+          break;
+      }
+    }
+    yield "data: [DONE]\n\n";
+  } catch (error) {
+    yield streamErrorText(error, "openai", { log: context.log });
+  } finally {
+    await events.return(undefined);
+  }
+}
+
+/** One entry of `GET /v1/models`. */
+export interface OpenAIModelEntry {
+  /** `net/<tier>/<maker>/<model>`. */
+  id: string;
+  /** `"model"`. */
+  object: "model";
+  /** Unix seconds: when the daemon started. */
+  created: number;
+  /** The model's maker. */
+  owned_by: string;
+  /** What the network says about it. */
+  net: {
+    tier: string;
+    providers: number;
+    context_length: number;
+    cheapest_price: { input: string; output: string } | null;
+  };
+}
+
+/** Renders a network model as a `/v1/models` entry. */
+export function openaiModelEntry(context: SurfaceContext, model: NetworkModel): OpenAIModelEntry {
+  return {
+    id: formatModelId(model),
+    object: "model",
+    created: Math.floor(context.startedAt.getTime() / 1000),
+    owned_by: model.model.split("/")[0],
+    net: {
+      tier: model.tier,
+      providers: model.providers,
+      context_length: model.contextLength,
+      cheapest_price: model.cheapestPrice
+        ? { input: model.cheapestPrice.input, output: model.cheapestPrice.output }
+        : null,
+    },
+  };
+}
+
+/** Serves `GET /v1/models`: `{"object":"list","data":[…]}`. */
+export async function serveOpenAIModels(
+  context: SurfaceContext,
+  httpRequest: Request,
+): Promise<Response> {
+  const models = await listNetworkModels(context, httpRequest);
+  const data = models.map((model) => openaiModelEntry(context, model));
+  return new Response(JSON.stringify({ object: "list", data }), { headers: jsonHeaders(null) });
+}
+
+/**
+ * Serves `GET /v1/models/{id}`: the entry, or 404 `model_not_found`.
+ *
+ * @throws {DaemonError} `model_not_found`, or a `ModelIdError` for a malformed id.
+ */
+export async function serveOpenAIModel(
+  context: SurfaceContext,
+  lookup: { request: Request; model: string },
+): Promise<Response> {
+  const requested = lookup.model;
+  const id = parseModelId(requested);
+  const models = await listNetworkModels(context, lookup.request);
+  const found = findModel(models, id);
+  if (!found) {
+    throw new DaemonError("model_not_found", `model '${requested}' not found`, { param: "model" });
+  }
+  return new Response(JSON.stringify(openaiModelEntry(context, found)), {
+    headers: jsonHeaders(null),
+  });
+}

@@ -1,0 +1,277 @@
+import assert from "node:assert/strict";
+import {
+  DAEMON_HELP,
+  DaemonConfigError,
+  defaultDataDir,
+  parseDaemonConfig,
+} from "../../daemon/config.ts";
+import type { DaemonConfig } from "../../daemon/config.ts";
+
+const HOME = { HOME: "/home/ada" };
+
+function config(
+  args: string[],
+  env: Record<string, string> = HOME,
+  os: typeof Deno.build.os = "linux",
+): DaemonConfig {
+  const parsed = parseDaemonConfig(args, env, { os });
+  assert.equal(parsed.help, false);
+  if (parsed.help) throw new Error("unreachable");
+  return parsed.config;
+}
+
+function refuses(
+  args: string[],
+  env: Record<string, string>,
+  setting: string,
+  fragment: string,
+): void {
+  assert.throws(
+    () => parseDaemonConfig(args, { ...HOME, ...env }, { os: "linux" }),
+    (error: unknown) => {
+      assert.ok(error instanceof DaemonConfigError, String(error));
+      assert.equal(error.name, "DaemonConfigError");
+      assert.equal(error.setting, setting, error.message);
+      assert.ok(error.shortMessage.includes(fragment), `${error.shortMessage} ∌ ${fragment}`);
+      assert.ok(error.message.includes("--help"), "the message points at --help");
+      return true;
+    },
+    JSON.stringify([args, env]),
+  );
+}
+
+Deno.test("config: defaults", () => {
+  assert.deepEqual(config([]), {
+    bind: { hostname: "127.0.0.1", port: 11435 },
+    gateway: null,
+    dataDir: "/home/ada/.local/share/net-consumer",
+    evm: null,
+    measurementsFile: null,
+    allowedOrigins: [],
+    allowedHosts: [],
+    maxBodyBytes: 4 * 1024 * 1024,
+  });
+});
+
+Deno.test("config: every flag", () => {
+  assert.deepEqual(
+    config([
+      "--bind",
+      "[::1]:0",
+      "--gateway",
+      "https://gw.example:8443/base/",
+      "--data-dir=/var/lib/net",
+      "--measurements",
+      "approved.json",
+      "--allowed-origins",
+      "http://localhost:*, app://*",
+      "--allowed-hosts",
+      "Host.Docker.Internal,[fd00::1]",
+      "--max-body-bytes",
+      "1048576",
+    ]),
+    {
+      bind: { hostname: "::1", port: 0 },
+      gateway: "https://gw.example:8443/base",
+      dataDir: "/var/lib/net",
+      evm: null,
+      measurementsFile: "approved.json",
+      allowedOrigins: ["http://localhost:*", "app://*"],
+      allowedHosts: ["host.docker.internal", "[fd00::1]"],
+      maxBodyBytes: 1048576,
+    },
+  );
+});
+
+Deno.test("config: every environment variable", () => {
+  assert.deepEqual(
+    config([], {
+      ...HOME,
+      NET_DAEMON_BIND: "localhost:8080",
+      NET_GATEWAY: "http://127.0.0.1:9201",
+      NET_DATA_DIR: "/srv/net",
+      NET_EVM_RPC_URL: "http://127.0.0.1:8545",
+      NET_EVM_REGISTRY: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      NET_MEASUREMENTS: "/etc/net/measurements.json",
+      NET_ALLOWED_ORIGINS: "*",
+      NET_ALLOWED_HOSTS: "mybox.local",
+      NET_DAEMON_MAX_BODY_BYTES: "2048",
+    }),
+    {
+      bind: { hostname: "localhost", port: 8080 },
+      gateway: "http://127.0.0.1:9201",
+      dataDir: "/srv/net",
+      evm: {
+        rpcUrl: "http://127.0.0.1:8545",
+        registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+      },
+      measurementsFile: "/etc/net/measurements.json",
+      allowedOrigins: ["*"],
+      allowedHosts: ["mybox.local"],
+      maxBodyBytes: 2048,
+    },
+  );
+});
+
+Deno.test("config: a flag wins over its environment variable; empty variables are unset", () => {
+  const env = {
+    ...HOME,
+    NET_DAEMON_BIND: "127.0.0.1:1111",
+    NET_GATEWAY: "http://env.example",
+    NET_DATA_DIR: "/env",
+    NET_MEASUREMENTS: "env.json",
+    NET_ALLOWED_ORIGINS: "http://env.example",
+    NET_ALLOWED_HOSTS: "env.local",
+    NET_DAEMON_MAX_BODY_BYTES: "4096",
+  };
+  const parsed = config([
+    "--bind=127.0.0.1:2222",
+    "--gateway=http://flag.example",
+    "--data-dir=/flag",
+    "--measurements=flag.json",
+    "--allowed-origins=http://flag.example",
+    "--allowed-hosts=flag.local",
+    "--max-body-bytes=8192",
+  ], env);
+  assert.equal(parsed.bind.port, 2222);
+  assert.equal(parsed.gateway, "http://flag.example");
+  assert.equal(parsed.dataDir, "/flag");
+  assert.equal(parsed.measurementsFile, "flag.json");
+  assert.deepEqual(parsed.allowedOrigins, ["http://flag.example"]);
+  assert.deepEqual(parsed.allowedHosts, ["flag.local"]);
+  assert.equal(parsed.maxBodyBytes, 8192);
+  const empty = config([], { ...HOME, NET_DAEMON_BIND: "", NET_GATEWAY: "", NET_DATA_DIR: "" });
+  assert.equal(empty.bind.port, 11435);
+  assert.equal(empty.gateway, null);
+  assert.equal(empty.dataDir, "/home/ada/.local/share/net-consumer");
+  assert.deepEqual(config(["--allowed-origins="]).allowedOrigins, [], "an empty list allows none");
+});
+
+Deno.test("config: a specific non-loopback bind address is an allowed Host", () => {
+  assert.deepEqual(config(["--bind", "192.168.1.5:11435"]).allowedHosts, ["192.168.1.5"]);
+  assert.deepEqual(config(["--bind", "[fd00::5]:11435"]).allowedHosts, ["[fd00::5]"]);
+  assert.deepEqual(
+    config(["--bind", "192.168.1.5:1", "--allowed-hosts", "192.168.1.5,x"]).allowedHosts,
+    ["192.168.1.5", "x"],
+  );
+  for (const bind of ["0.0.0.0:1", "[::]:1", "127.0.0.1:1", "localhost:1", "[::1]:1"]) {
+    assert.deepEqual(config(["--bind", bind]).allowedHosts, [], bind);
+  }
+});
+
+Deno.test("config: --help and -h return the help text, which names every option", () => {
+  for (const flag of ["--help", "-h"]) {
+    const parsed = parseDaemonConfig([flag, "--bind", "nonsense"], {}, { os: "linux" });
+    assert.equal(parsed.help, true);
+    if (parsed.help) assert.equal(parsed.text, DAEMON_HELP);
+  }
+  for (
+    const name of [
+      "--bind",
+      "NET_DAEMON_BIND",
+      "127.0.0.1:11435",
+      "--gateway",
+      "NET_GATEWAY",
+      "--data-dir",
+      "NET_DATA_DIR",
+      "--measurements",
+      "NET_MEASUREMENTS",
+      "--allowed-origins",
+      "NET_ALLOWED_ORIGINS",
+      "--allowed-hosts",
+      "NET_ALLOWED_HOSTS",
+      "--max-body-bytes",
+      "NET_DAEMON_MAX_BODY_BYTES",
+      "NET_EVM_RPC_URL",
+      "NET_EVM_REGISTRY",
+      "OPENAI_BASE_URL=http://127.0.0.1:11435/v1",
+      "OLLAMA_HOST=127.0.0.1:11435",
+    ]
+  ) {
+    assert.ok(DAEMON_HELP.includes(name), name);
+  }
+});
+
+Deno.test("config: bad values are refused with the value shown", () => {
+  const cases: [string[], Record<string, string>, string, string][] = [
+    [["--bind", "11435"], {}, "--bind", '"11435": not of the form host:port'],
+    [["--bind", "127.0.0.1:99999"], {}, "--bind", "port 99999 is above 65535"],
+    [["--bind", "[127.0.0.1]:80"], {}, "--bind", "brackets are for IPv6"],
+    [["--bind", ":80"], {}, "--bind", "not of the form host:port"],
+    [["--bind=-x:80"], {}, "--bind", "malformed"],
+    [["--bind="], {}, "--bind", "the value is empty"],
+    [[], { NET_DAEMON_BIND: "127.0.0.1" }, "NET_DAEMON_BIND", '"127.0.0.1"'],
+    [["--gateway", "ftp://gw.example"], {}, "--gateway", "scheme ftp:"],
+    [["--gateway", "http://user:pw@gw.example"], {}, "--gateway", "credentials"],
+    [["--gateway", "http://gw.example/?a=1"], {}, "--gateway", "a query"],
+    [["--gateway", "http://gw.example/#top"], {}, "--gateway", "a fragment"],
+    [[], { NET_GATEWAY: "gw.example" }, "NET_GATEWAY", "not an absolute URL"],
+    [["--gateway", `http://x/${"a".repeat(2048)}`], {}, "--gateway", "longer than 2048"],
+    [[], { NET_EVM_RPC_URL: "http://127.0.0.1:8545" }, "NET_EVM_REGISTRY", "set both or neither"],
+    [[], { NET_EVM_REGISTRY: "0x" + "1".repeat(40) }, "NET_EVM_RPC_URL", "set both or neither"],
+    [
+      [],
+      { NET_EVM_RPC_URL: "http://127.0.0.1:8545", NET_EVM_REGISTRY: "0x1234" },
+      "NET_EVM_REGISTRY",
+      '"0x1234": expected a 20-byte address',
+    ],
+    [
+      [],
+      { NET_EVM_RPC_URL: "127.0.0.1:8545", NET_EVM_REGISTRY: "0x" + "1".repeat(40) },
+      "NET_EVM_RPC_URL",
+      '"127.0.0.1:8545"',
+    ],
+    [["--allowed-origins", "http://localhost:3000/app"], {}, "--allowed-origins", "without a path"],
+    [[], { NET_ALLOWED_ORIGINS: "localhost" }, "NET_ALLOWED_ORIGINS", '"localhost"'],
+    [["--allowed-hosts", "host:80"], {}, "--allowed-hosts", '"host:80" is not a hostname'],
+    [[], { NET_ALLOWED_HOSTS: "a/b" }, "NET_ALLOWED_HOSTS", '"a/b"'],
+    [["--allowed-hosts", "::1"], {}, "--allowed-hosts", "IPv6 in brackets"],
+    [["--max-body-bytes", "4MiB"], {}, "--max-body-bytes", '"4MiB"'],
+    [["--max-body-bytes", "100"], {}, "--max-body-bytes", "at least 1024"],
+    [["--port", "1"], {}, "arguments", "--port"],
+    [["serve"], {}, "arguments", "serve"],
+    [["--bind"], {}, "arguments", "--bind"],
+    [["--help=yes"], {}, "arguments", "--help"],
+  ];
+  for (const [args, env, setting, fragment] of cases) refuses(args, env, setting, fragment);
+});
+
+Deno.test("config: the per-user data directory follows each platform's convention", () => {
+  assert.equal(
+    defaultDataDir({ HOME: "/home/ada", XDG_DATA_HOME: "/data/ada" }, "linux"),
+    "/data/ada/net-consumer",
+  );
+  assert.equal(
+    defaultDataDir({ HOME: "/home/ada/", XDG_DATA_HOME: "relative/dir" }, "linux"),
+    "/home/ada/.local/share/net-consumer",
+    "a relative XDG_DATA_HOME is ignored",
+  );
+  assert.equal(
+    defaultDataDir({ HOME: "/home/ada", XDG_DATA_HOME: "/x" }, "freebsd"),
+    "/x/net-consumer",
+  );
+  assert.equal(
+    defaultDataDir({ HOME: "/Users/ada", XDG_DATA_HOME: "/ignored" }, "darwin"),
+    "/Users/ada/Library/Application Support/net-consumer",
+  );
+  assert.equal(
+    defaultDataDir({ APPDATA: "C:\\Users\\ada\\AppData\\Roaming" }, "windows"),
+    "C:\\Users\\ada\\AppData\\Roaming\\net-consumer",
+  );
+  const missing: [Record<string, string>, typeof Deno.build.os, string][] = [
+    [{}, "linux", "HOME (or XDG_DATA_HOME)"],
+    [{ HOME: "relative" }, "linux", "HOME (or XDG_DATA_HOME)"],
+    [{}, "darwin", "HOME"],
+    [{ HOME: "/home/ada" }, "windows", "APPDATA"],
+  ];
+  for (const [env, os, name] of missing) {
+    assert.throws(
+      () => defaultDataDir(env, os),
+      (error: unknown) =>
+        error instanceof DaemonConfigError &&
+        error.shortMessage.includes(`${name} is not set to an absolute path`) &&
+        error.shortMessage.includes("--data-dir"),
+    );
+  }
+  assert.equal(config(["--data-dir", "D:\\net"], {}, "windows").dataDir, "D:\\net");
+});
