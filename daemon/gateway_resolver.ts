@@ -1,0 +1,188 @@
+/**
+ * Gateway resolution, exactly as the seed's §4 says:
+ *
+ * 1. If a gateway is pinned (`--gateway` / `NET_GATEWAY`), use it.
+ * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list compiled
+ *    into the daemon, the `gateways.json` cache in the data directory, and gateways learned by
+ *    gossip — most recently seen first.
+ * 3. On connect, ask the gateway reached for its peers (`GET /v1/gateways`), merge them into
+ *    the known set and persist the union in the cache file (atomically).
+ *
+ * "Reachable" means the gateway answered its gossip endpoint sensibly; that request is the
+ * connect. A gateway that fails later (before the first byte of a reply) is reported with
+ * {@linkcode GatewayResolver.reportFailure} and skipped for a cool-down period.
+ *
+ * @module
+ */
+
+import {
+  askPeer,
+  GatewaySet,
+  GatewaySetError,
+  loadGatewayCache,
+  normalizeGatewayUrl,
+  saveGatewayCache,
+} from "./gateway_set.ts";
+import { DaemonError } from "./daemon_error.ts";
+
+/**
+ * The bootstrap list compiled into the daemon: the reference network's gateways
+ * (`deno task devnet`). A build for another network replaces this list.
+ */
+export const BOOTSTRAP_GATEWAYS: readonly string[] = Object.freeze([
+  "http://127.0.0.1:8701",
+  "http://127.0.0.1:8702",
+]);
+
+/** Options of {@linkcode GatewayResolver}. */
+export interface GatewayResolverOptions {
+  /** A pinned gateway: always used, never replaced. */
+  pinned?: string;
+  /** The compiled-in bootstrap list. @default {BOOTSTRAP_GATEWAYS} */
+  bootstrap?: readonly string[];
+  /** Path of `gateways.json`; without one nothing is persisted. */
+  cachePath?: string;
+  /** The fetch implementation. @default {globalThis.fetch} */
+  fetch?: typeof fetch;
+  /** The clock. @default {() => new Date()} */
+  clock?: () => Date;
+  /** Time allowed for one gateway to answer, in ms. @default {3000} */
+  timeoutMs?: number;
+  /** How long a failed gateway is skipped, in ms. @default {30000} */
+  coolDownMs?: number;
+  /** Where problems are reported (corrupt cache, unreachable gateways). @default {console.warn} */
+  log?: (message: string) => void;
+}
+
+/** Finds and remembers the gateway the daemon talks to. */
+export class GatewayResolver {
+  readonly #options: GatewayResolverOptions;
+  readonly #set: GatewaySet;
+  readonly #clock: () => Date;
+  readonly #log: (message: string) => void;
+  readonly #pinned: string | undefined;
+  readonly #failedAt = new Map<string, number>();
+  #current: string | undefined;
+  #loaded: Promise<void> | undefined;
+  #connecting: Promise<string> | undefined;
+
+  /**
+   * Creates the resolver. Nothing is read or fetched until {@linkcode resolve}.
+   *
+   * @throws {GatewaySetError} when the pinned gateway URL is invalid.
+   */
+  constructor(options: GatewayResolverOptions = {}) {
+    this.#options = options;
+    this.#clock = options.clock ?? (() => new Date());
+    this.#log = options.log ?? ((message) => console.warn(message));
+    this.#set = new GatewaySet({ clock: this.#clock });
+    this.#pinned = options.pinned === undefined ? undefined : normalizeGatewayUrl(options.pinned);
+  }
+
+  /** The known set (served by the daemon's own `GET /v1/gateways`). */
+  get known(): GatewaySet {
+    return this.#set;
+  }
+
+  /** The pinned gateway, if any. */
+  get pinned(): string | undefined {
+    return this.#pinned;
+  }
+
+  /**
+   * Returns the gateway to use: the current one if there is one, else the result of a new
+   * connect (pinned, or the first reachable of the known set). Concurrent callers share one
+   * connect.
+   *
+   * @throws {DaemonError} with code `no_gateway` when none is reachable, listing what was tried.
+   */
+  resolve(signal?: AbortSignal): Promise<string> {
+    if (this.#current) return Promise.resolve(this.#current);
+    this.#connecting ??= this.#connect(signal).finally(() => (this.#connecting = undefined));
+    return this.#connecting;
+  }
+
+  /**
+   * Reports that `url` failed before answering a request: it stops being the current gateway
+   * and is skipped for the cool-down period (a pinned gateway is never replaced).
+   */
+  reportFailure(url: string): void {
+    if (url === this.#pinned) return;
+    this.#failedAt.set(url, this.#clock().getTime());
+    if (this.#current === url) this.#current = undefined;
+  }
+
+  async #load(): Promise<void> {
+    const now = this.#clock();
+    if (this.#options.cachePath) {
+      const { entries, problem } = await loadGatewayCache(this.#options.cachePath, { now });
+      if (problem) this.#log(`daemon: ${problem}; it will be rewritten`);
+      for (const entry of entries) this.#set.add(entry.url, entry.lastSeen);
+    }
+    for (const url of this.#options.bootstrap ?? BOOTSTRAP_GATEWAYS) {
+      try {
+        this.#set.add(url);
+      } catch (error) {
+        this.#log(`daemon: bootstrap gateway skipped: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  async #connect(signal?: AbortSignal): Promise<string> {
+    await (this.#loaded ??= this.#load());
+    const candidates = this.#pinned ? [this.#pinned] : this.#candidates();
+    const tried: string[] = [];
+    for (const url of candidates) {
+      signal?.throwIfAborted();
+      try {
+        await askPeer(this.#set, url, {
+          fetch: this.#options.fetch,
+          timeoutMs: this.#options.timeoutMs ?? 3000,
+          signal,
+        });
+      } catch (error) {
+        tried.push(`${url} (${error instanceof GatewaySetError ? error.shortMessage : error})`);
+        if (!this.#pinned) this.#failedAt.set(url, this.#clock().getTime());
+        continue;
+      }
+      this.#failedAt.delete(url);
+      this.#current = url;
+      await this.#persist();
+      return url;
+    }
+    throw new DaemonError(
+      "no_gateway",
+      this.#pinned
+        ? `Cannot reach the pinned gateway ${this.#pinned}`
+        : `Cannot reach any gateway: tried ${tried.length} of ${this.#set.size} known`,
+      {
+        details: tried.join("; ") || "the known set is empty",
+        hints: this.#pinned
+          ? ["Check --gateway / NET_GATEWAY, or unset it to use the known set."]
+          : ["Start the reference network (`deno task devnet`) or pin one with --gateway."],
+      },
+    );
+  }
+
+  /** Known gateways, most recently seen first; those in cool-down go last. */
+  #candidates(): string[] {
+    const now = this.#clock().getTime();
+    const coolDown = this.#options.coolDownMs ?? 30_000;
+    const fresh: string[] = [];
+    const cooling: string[] = [];
+    for (const { url } of this.#set.entries()) {
+      const failed = this.#failedAt.get(url);
+      (failed !== undefined && now - failed < coolDown ? cooling : fresh).push(url);
+    }
+    return [...fresh, ...cooling];
+  }
+
+  async #persist(): Promise<void> {
+    if (!this.#options.cachePath) return;
+    try {
+      await saveGatewayCache(this.#options.cachePath, this.#set);
+    } catch (error) {
+      this.#log(`daemon: cannot save the gateway cache: ${(error as Error).message}`);
+    }
+  }
+}
