@@ -3,7 +3,6 @@ import {
   AttestationError,
   parseTdxQuote,
   PINNED_ROOTS,
-  tdxCollateralFromJson,
   verifyTdxQuote,
 } from "../../../crypto/tee/mod.ts";
 import { readVectorBytes, readVectorJson, vectorTest } from "../../_vectors.ts";
