@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { QuoteVerifier, verify as qvlVerify } from "@phala/dcap-qvl";
+import { QuoteVerifier } from "@phala/dcap-qvl";
 import {
   AttestationError,
   type TdxCollateral,
