@@ -31,7 +31,9 @@ function vectorCollateral(file: string): TdxCollateral {
 
 /** Runs @phala/dcap-qvl: the status, or "no matching TCB level", or its error message. */
 function oracle(quote: Uint8Array, collateral: TdxCollateral, now: Date, rootDer?: Uint8Array) {
-  const verifier = rootDer ? QuoteVerifier.newWithRootCa(Buffer.from(rootDer)) : QuoteVerifier.newProd();
+  const verifier = rootDer
+    ? QuoteVerifier.newWithRootCa(Buffer.from(rootDer))
+    : QuoteVerifier.newProd();
   try {
     const report = verifier.verify(quote, tdxCollateralToJson(collateral), now.getTime() / 1000);
     return { status: report.status as string, advisoryIds: report.advisory_ids as string[] };
