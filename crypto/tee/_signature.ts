@@ -4,13 +4,18 @@
  * here from the algorithm, never implied by the curve), and RSASSA-PSS through WebCrypto.
  *
  * Every function returns `false` for a signature that does not verify, including malformed
- * signatures and keys; none throws.
+ * signatures and keys; none throws. Successes are memoized by their exact inputs (see
+ * `_memo.ts`), so re-checking the same certificate or collateral signature costs one hash.
  *
  * @module
  */
 
 import { p256, p384 } from "@noble/curves/nist.js";
 import { sha256, sha384, sha512 } from "@noble/hashes/sha2.js";
+import { memoKey, memoTable } from "./_memo.ts";
+
+/** Signature checks that succeeded, by their exact inputs. */
+const verified = memoTable<true>(1024);
 
 /** A hash named by its WebCrypto name. */
 export type HashName = "SHA-256" | "SHA-384" | "SHA-512";
@@ -51,15 +56,25 @@ export function verifyEcdsa(
   options: { hash: HashName; format: "compact" | "der" },
 ): boolean {
   const curve = key.curve === "P-256" ? p256 : p384;
+  const id = memoKey(
+    `ecdsa/${key.curve}/${options.hash}/${options.format}`,
+    key.point,
+    message,
+    signature,
+  );
+  if (verified.get(id)) return true;
+  let ok: boolean;
   try {
-    return curve.verify(signature, digest(options.hash, message), key.point, {
+    ok = curve.verify(signature, digest(options.hash, message), key.point, {
       prehash: false,
       lowS: false,
       format: options.format,
     });
   } catch {
-    return false;
+    ok = false;
   }
+  if (ok) verified.set(id, true);
+  return ok;
 }
 
 /** Verifies an RSASSA-PSS signature (MGF1 with the same hash). */
@@ -69,6 +84,8 @@ export async function verifyRsaPss(
   signature: Uint8Array,
   options: { hash: HashName; saltLength: number },
 ): Promise<boolean> {
+  const id = memoKey(`rsa-pss/${options.hash}/${options.saltLength}`, spki, message, signature);
+  if (verified.get(id)) return true;
   try {
     const key = await crypto.subtle.importKey(
       "spki",
@@ -77,12 +94,14 @@ export async function verifyRsaPss(
       false,
       ["verify"],
     );
-    return await crypto.subtle.verify(
+    const ok = await crypto.subtle.verify(
       { name: "RSA-PSS", saltLength: options.saltLength },
       key,
       signature as Uint8Array<ArrayBuffer>,
       message as Uint8Array<ArrayBuffer>,
     );
+    if (ok) verified.set(id, true);
+    return ok;
   } catch {
     return false;
   }

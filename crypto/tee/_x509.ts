@@ -9,6 +9,7 @@
 import * as asn1js from "asn1js";
 import * as pkijs from "pkijs";
 import { equalBytes, fromHex, toHex } from "./_bytes.ts";
+import { memoKey, memoTable } from "./_memo.ts";
 import type { CurveName, HashName, PublicKey, SignatureAlgorithm } from "./_signature.ts";
 import { type AttestationCheck, AttestationError } from "./errors.ts";
 
@@ -105,6 +106,10 @@ const HASHES: Record<string, HashName> = {
 };
 
 class ParseFailure extends Error {}
+
+/** Parsed certificates and CRLs by their DER (parsing is pure; see `_memo.ts`). */
+const parsedCertificates = memoTable<Certificate>(256);
+const parsedCrls = memoTable<RevocationList>(32);
 
 function fail(what: string): never {
   throw new ParseFailure(what);
@@ -224,6 +229,15 @@ function readBasicConstraints(
  * @throws {AttestationError} `malformed` naming `context.label`.
  */
 export function parseCertificate(der: Uint8Array, context: CertContext): Certificate {
+  const id = memoKey("certificate", der);
+  const cached = parsedCertificates.get(id);
+  if (cached) return cached;
+  const parsed = parseCertificateUncached(der.slice(), context);
+  parsedCertificates.set(id, parsed);
+  return parsed;
+}
+
+function parseCertificateUncached(der: Uint8Array, context: CertContext): Certificate {
   try {
     const cert = new pkijs.Certificate({ schema: decodeDer(der) });
     const extensions = new Map<string, CertExtension>();
@@ -325,6 +339,15 @@ export function parsePemChain(text: string, context: CertContext): Certificate[]
  * @throws {AttestationError} `malformed` naming `context.label`.
  */
 export function parseRevocationList(der: Uint8Array, context: CertContext): RevocationList {
+  const id = memoKey("crl", der);
+  const cached = parsedCrls.get(id);
+  if (cached) return cached;
+  const parsed = parseRevocationListUncached(der, context);
+  parsedCrls.set(id, parsed);
+  return parsed;
+}
+
+function parseRevocationListUncached(der: Uint8Array, context: CertContext): RevocationList {
   try {
     const crl = new pkijs.CertificateRevocationList({ schema: decodeDer(der) });
     if (!crl.nextUpdate) fail("it has no nextUpdate");
