@@ -679,6 +679,23 @@ export async function buildTdxCollateral(
 // ---------------------------------------------------------------------------------------------
 // Bundles.
 
+const intelPkis = new Map<number, Promise<TestIntelPki>>();
+const amdPkis = new Map<number, Promise<TestAmdPki>>();
+
+/** One PKI per `now` for the builders' default (key generation, RSA above all, is slow). */
+function sharedPki<P>(
+  cache: Map<number, Promise<P>>,
+  now: Date,
+  create: (options: { now: Date }) => Promise<P>,
+): Promise<P> {
+  let pki = cache.get(now.getTime());
+  if (!pki) {
+    pki = create({ now });
+    cache.set(now.getTime(), pki);
+  }
+  return pki;
+}
+
 /** Default HPKE key configuration bytes used by the builders (opaque to this library). */
 export const TEST_KEY_CONFIG: Uint8Array = Uint8Array.from(
   { length: 41 },
@@ -723,7 +740,7 @@ export interface BundleOptions {
 
 /** Options of {@linkcode buildTdxBundle}. */
 export interface TdxBundleOptions extends BundleOptions, Omit<TdxQuoteOptions, "reportData"> {
-  /** An existing PKI (reuse it to save time). @default {a new one} */
+  /** The PKI to issue under. @default {one shared PKI per `now` value} */
   pki?: TestIntelPki;
   /** Collateral: `false` for none, or options. @default {UpToDate collateral valid at now} */
   collateral?: false | Omit<TdxCollateralOptions, "now">;
@@ -743,11 +760,11 @@ async function common(options: BundleOptions) {
 
 /**
  * Builds a TDX bundle that verifies under the returned roots (with its measurement approved):
- * a fresh test PKI unless one is given, a quote binding the nonce and serving key, collateral
+ * a quote binding the nonce and serving key under the given (or a shared) test PKI, collateral
  * and a nonce-bound endorsement.
  */
 export async function buildTdxBundle(options: TdxBundleOptions): Promise<BuiltBundle<TdxBundle>> {
-  const pki = options.pki ?? await createTestIntelPki({ now: options.now });
+  const pki = options.pki ?? await sharedPki(intelPkis, options.now, createTestIntelPki);
   const { servingKey, servingPublicKey, reportData, endorsement } = await common(options);
   const quote = await buildTdxQuote(pki, { ...options, reportData });
   const collateral = options.collateral === false
@@ -919,13 +936,13 @@ export async function buildSnpReport(
 
 /** Options of {@linkcode buildSnpBundle}. */
 export interface SnpBundleOptions extends BundleOptions, Omit<SnpReportOptions, "reportData"> {
-  /** An existing PKI. @default {a new one} */
+  /** The PKI to issue under. @default {one shared PKI per `now` value} */
   pki?: TestAmdPki;
 }
 
 /** Builds an SEV-SNP bundle that verifies under the returned roots. */
 export async function buildSnpBundle(options: SnpBundleOptions): Promise<BuiltBundle<SnpBundle>> {
-  const pki = options.pki ?? await createTestAmdPki({ now: options.now });
+  const pki = options.pki ?? await sharedPki(amdPkis, options.now, createTestAmdPki);
   const { servingKey, servingPublicKey, reportData, endorsement } = await common(options);
   const measurement = options.measurement ?? filled(48, 0x5e);
   const quote = await buildSnpReport(pki, { ...options, reportData, measurement });
