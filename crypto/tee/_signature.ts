@@ -17,6 +17,9 @@ import { memoKey, memoTable } from "./_memo.ts";
 /** Signature checks that succeeded, by their exact inputs. */
 const verified = memoTable<true>(1024);
 
+/** Smallest RSA modulus accepted, in bits (AMD's keys have 4096). */
+export const MIN_RSA_BITS = 2048;
+
 /** A hash named by its WebCrypto name. */
 export type HashName = "SHA-256" | "SHA-384" | "SHA-512";
 
@@ -121,6 +124,6 @@ export async function verifySignedData(
     if (key.kind !== "ec") return false;
     return verifyEcdsa(key, message, signature, { hash: algorithm.hash, format: "der" });
   }
-  if (key.kind !== "rsa") return false;
+  if (key.kind !== "rsa" || key.bits < MIN_RSA_BITS) return false;
   return await verifyRsaPss(key.spki, message, signature, algorithm);
 }

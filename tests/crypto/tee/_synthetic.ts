@@ -232,6 +232,50 @@ function sgxExtension(platform: TestPlatform): pkijs.Extension {
   return new pkijs.Extension({ extnID: SGX_OID, critical: false, extnValue: value.toBER(false) });
 }
 
+/** Options of {@linkcode issueTestCertificate}. */
+export interface TestCertificateOptions {
+  /** Subject common name. */
+  subject: string;
+  /** The issuer; omitted: self-signed. */
+  issuer?: { cn: string; keys: CryptoKeyPair };
+  /** Validity. @default {2020-01-01 … 2040-01-01} */
+  validity?: Window;
+  /** basicConstraints CA, with an optional path length. @default {not a CA} */
+  ca?: { pathLength?: number };
+  /** First byte of keyUsage (0x80 digitalSignature, 0x04 keyCertSign, 0x02 cRLSign). */
+  keyUsage?: number;
+  /** Extra extensions: `[oid, critical]` with an empty OCTET STRING value. */
+  extraExtensions?: [string, boolean][];
+}
+
+/** Issues one P-256 certificate for path-validation tests; returns it with its keys. */
+export async function issueTestCertificate(
+  options: TestCertificateOptions,
+): Promise<TestCertificate> {
+  const keys = await ecKeys("P-256");
+  const validity = options.validity ??
+    { from: new Date("2020-01-01T00:00:00Z"), to: new Date("2040-01-01T00:00:00Z") };
+  const { der, serial } = await issue({
+    subject: options.subject,
+    issuer: options.issuer?.cn ?? options.subject,
+    publicKey: keys.publicKey,
+    signingKey: options.issuer?.keys.privateKey ?? keys.privateKey,
+    hash: "SHA-256",
+    notBefore: validity.from,
+    notAfter: validity.to,
+    ca: options.ca,
+    keyUsage: options.keyUsage,
+    extensions: (options.extraExtensions ?? []).map(([oid, critical]) =>
+      new pkijs.Extension({
+        extnID: oid,
+        critical,
+        extnValue: new asn1js.OctetString({ valueHex: new ArrayBuffer(0) }).toBER(false),
+      })
+    ),
+  });
+  return { der, serial, keys, notBefore: validity.from, notAfter: validity.to };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The Intel-shaped test PKI.
 
