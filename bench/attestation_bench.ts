@@ -1,0 +1,210 @@
+/**
+ * Time per TEE verification, with ratios against `@phala/dcap-qvl` on the same quote in the
+ * same run (`deno bench -A bench/attestation_bench.ts`).
+ *
+ * Our verifier memoizes parsed certificates and CRLs and successful signature checks by their
+ * exact bytes (`crypto/tee/_memo.ts`). "Cold" runs empty those tables before every iteration
+ * (outside the timed part): that is the fair comparison with dcap-qvl, which keeps nothing.
+ * "Warm" runs verify a fresh quote of a platform already seen, as a daemon does on every
+ * request after the first: the chain and collateral are known, the quote is new.
+ *
+ * Groups:
+ *
+ * - `tdx-real`: the Phala v4 vector with its collateral at 2025-07-04 (UpToDate), dcap-qvl as
+ *   baseline; ours with collateral and crypto-only, cold.
+ * - `tdx-fresh-quote`: synthetic quotes under a test root, a new quote every iteration;
+ *   dcap-qvl (with the test root) as baseline; ours warm.
+ * - `snp`: the Milan vector (a debug guest: the policy, checked last, refuses it after every
+ *   signature passed). dcap-qvl has no SEV-SNP support: the baseline is the bare P-384 check
+ *   of the same report.
+ * - `tier`: `verifyAttestation` on fresh synthetic bundles against `verifyTdxQuote` on the
+ *   same quotes: the cost of nonce, binding, measurement and endorsement checks.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { QuoteVerifier } from "@phala/dcap-qvl";
+import { p384 } from "@noble/curves/nist.js";
+import {
+  ApprovedMeasurements,
+  AttestationError,
+  NonceBook,
+  parseSnpReport,
+  tdxCollateralFromJson,
+  tdxCollateralToJson,
+  verifyAttestation,
+  verifySnpReport,
+  verifyTdxQuote,
+} from "../crypto/mod.ts";
+import { clearMemos } from "../crypto/tee/_memo.ts";
+import { readVectorBytes, readVectorText, vectorsAvailable } from "../tests/_vectors.ts";
+import {
+  buildTdxBundle,
+  buildTdxCollateral,
+  buildTdxQuote,
+  createTestIntelPki,
+} from "../tests/crypto/tee/_synthetic.ts";
+
+const FRESH = 24; // iterations of the fresh-quote benchmarks (each needs its own quote)
+
+if (!vectorsAvailable()) {
+  console.log("SKIPPED: tdx-real and snp need ../shared/vectors (see tests/_vectors.ts)");
+} else {
+  const quote = readVectorBytes("tee/tdx/phala-v4.quote");
+  const collateralJson = JSON.parse(readVectorText("tee/tdx/phala-v4.collateral.json"));
+  const collateral = tdxCollateralFromJson(collateralJson);
+  const at = new Date("2025-07-04T00:00:00Z");
+  const qvl = QuoteVerifier.newProd();
+  const quoteBuffer = Buffer.from(quote);
+  const theirs = qvl.verify(quoteBuffer, collateralJson, at.getTime() / 1000);
+  const ours = await verifyTdxQuote(quote, { now: at, collateral });
+  if (theirs.status !== ours.tcb?.status) throw new Error("dcap-qvl and we disagree");
+
+  Deno.bench({
+    name: "dcap-qvl verify, with collateral",
+    group: "tdx-real",
+    baseline: true,
+    fn: () => {
+      qvl.verify(quoteBuffer, collateralJson, at.getTime() / 1000);
+    },
+  });
+  Deno.bench({
+    name: "verifyTdxQuote, with collateral, cold",
+    group: "tdx-real",
+    fn: async (b) => {
+      clearMemos();
+      b.start();
+      await verifyTdxQuote(quote, { now: at, collateral });
+      b.end();
+    },
+  });
+  Deno.bench({
+    name: "verifyTdxQuote, crypto only, cold",
+    group: "tdx-real",
+    fn: async (b) => {
+      clearMemos();
+      b.start();
+      await verifyTdxQuote(quote, { now: at });
+      b.end();
+    },
+  });
+
+  const report = readVectorBytes("tee/snp/milan-debug.report");
+  const vcek = readVectorBytes("tee/snp/milan-debug.vcek.der");
+  const snpAt = new Date("2026-01-01T00:00:00Z");
+  const parsed = parseSnpReport(report);
+  // The VCEK's P-384 point: the 97 bytes after the SPKI's fixed prefix.
+  const prefix = "3076301006072a8648ce3d020106052b81040022036200";
+  const vcekHex = Buffer.from(vcek).toString("hex");
+  const point = Buffer.from(
+    vcekHex.slice(vcekHex.indexOf(prefix) + prefix.length).slice(0, 194),
+    "hex",
+  );
+  if (!p384.verify(parsed.signature, parsed.signedRegion, point, { lowS: false })) {
+    throw new Error("SEV-SNP baseline does not verify");
+  }
+  const snp = async () => {
+    try {
+      await verifySnpReport(report, { vcek, now: snpAt });
+    } catch (error) {
+      if (!(error instanceof AttestationError) || error.check !== "guest_policy") throw error;
+    }
+  };
+  Deno.bench({
+    name: "P-384 report signature only",
+    group: "snp",
+    baseline: true,
+    fn: () => {
+      p384.verify(parsed.signature, parsed.signedRegion, point, { lowS: false });
+    },
+  });
+  Deno.bench({
+    name: "verifySnpReport, cold",
+    group: "snp",
+    fn: async (b) => {
+      clearMemos();
+      b.start();
+      await snp();
+      b.end();
+    },
+  });
+  Deno.bench({ name: "verifySnpReport, warm (same report)", group: "snp", fn: snp });
+
+  if (tdxCollateralToJson(collateral).tcb_info !== collateralJson.tcb_info) {
+    throw new Error("collateral does not round-trip");
+  }
+}
+
+// Synthetic: one platform, a fresh quote per iteration.
+const now = new Date("2026-11-22T12:00:00Z");
+const pki = await createTestIntelPki({ now });
+const collateral = await buildTdxCollateral(pki, { now });
+const collateralJson = tdxCollateralToJson(collateral);
+const testQvl = QuoteVerifier.newWithRootCa(Buffer.from(pki.root.der));
+const quotes = await Promise.all(
+  Array.from(
+    { length: FRESH + 2 },
+    (_, i) => buildTdxQuote(pki, { reportData: new Uint8Array(64).fill(i) }),
+  ),
+);
+await verifyTdxQuote(quotes[FRESH + 1], { now, roots: pki.roots, collateral }); // warms the memo
+let q1 = 0;
+let q2 = 0;
+Deno.bench({
+  name: "dcap-qvl verify, fresh quote",
+  group: "tdx-fresh-quote",
+  baseline: true,
+  n: FRESH,
+  warmup: 0,
+  fn: () => {
+    testQvl.verify(Buffer.from(quotes[q1++ % FRESH]), collateralJson, now.getTime() / 1000);
+  },
+});
+Deno.bench({
+  name: "verifyTdxQuote, fresh quote, warm platform",
+  group: "tdx-fresh-quote",
+  n: FRESH,
+  warmup: 0,
+  fn: async () => {
+    await verifyTdxQuote(quotes[q2++ % FRESH], { now, roots: pki.roots, collateral });
+  },
+});
+
+// The tier's function on fresh bundles of the same platform.
+// Two pools, so that neither benchmark finds the other's quotes in the memo.
+const pool = (offset: number) =>
+  Promise.all(
+    Array.from({ length: FRESH + 1 }, async (_, i) => {
+      const nonce = new Uint8Array(32).fill(offset + i);
+      return { nonce, ...(await buildTdxBundle({ nonce, now, pki })) };
+    }),
+  );
+const quotePool = await pool(1);
+const bundlePool = await pool(101);
+const approved = ApprovedMeasurements.fromList([bundlePool[0].measurementId]);
+let t1 = 0;
+let t2 = 0;
+Deno.bench({
+  name: "verifyTdxQuote of the bundle's quote",
+  group: "tier",
+  baseline: true,
+  n: FRESH,
+  warmup: 0,
+  fn: async () => {
+    const { bundle, roots } = quotePool[t1++ % FRESH];
+    await verifyTdxQuote(bundle.quote, { now, roots, collateral: bundle.collateral });
+  },
+});
+Deno.bench({
+  name: "verifyAttestation of the bundle",
+  group: "tier",
+  n: FRESH,
+  warmup: 0,
+  fn: async () => {
+    const { bundle, roots, nonce } = bundlePool[t2++ % FRESH];
+    const nonces = new NonceBook({ random: () => nonce.slice() });
+    nonces.issue(now);
+    await verifyAttestation(bundle, { nonce, nonces, now, roots, approved });
+  },
+});

@@ -1,0 +1,592 @@
+/**
+ * Intel's TDX collateral: TCB info, QE identity, the PCK and root CRLs and their issuer chains
+ * (`docs/protocol.md` §6, the shape of Intel PCS / PCCS answers). Collateral is Intel-signed,
+ * so it may come from anywhere, including the provider itself; {@linkcode verifyTdxCollateral}
+ * checks every signature over the **exact raw bytes** (the JSON text is never re-serialized),
+ * every chain to the pinned root, revocation, and freshness at `now`.
+ *
+ * @example Parse the collateral of a bundle
+ * ```ts ignore
+ * import { tdxCollateralFromJson } from "@net/consumer/crypto";
+ *
+ * const collateral = tdxCollateralFromJson(JSON.parse(await Deno.readTextFile("collateral.json")));
+ * console.log(collateral.tcbInfo.slice(0, 40));
+ * ```
+ *
+ * @module
+ */
+
+import { equalBytes, fromHex, toHex } from "./_bytes.ts";
+import { type ValidatedChain, verifyChain } from "./_chain.ts";
+import { verifyEcdsa, verifySignedData } from "./_signature.ts";
+import {
+  type Certificate,
+  parsePemChain,
+  parseRevocationList,
+  type RevocationList,
+} from "./_x509.ts";
+import { AttestationError } from "./errors.ts";
+import {
+  type IdentityLevel,
+  type IdentityStatus,
+  TCB_LEVEL_STATUSES,
+  type TcbLevel,
+  type TcbStatus,
+  type TdxModuleIdentity,
+} from "./tcb_status.ts";
+
+/** TDX collateral as carried in an attestation bundle. Text fields keep their exact bytes. */
+export interface TdxCollateral {
+  /** PEM chain of the PCK CRL issuer (PCK Platform/Processor CA, root). */
+  readonly pckCrlIssuerChain: string;
+  /** DER of the Intel SGX Root CA's CRL. */
+  readonly rootCaCrl: Uint8Array;
+  /** DER of the PCK CA's CRL. */
+  readonly pckCrl: Uint8Array;
+  /** PEM chain of the TCB info signer (TCB Signing, root). */
+  readonly tcbInfoIssuerChain: string;
+  /** The raw JSON text of the `tcbInfo` object, exactly as Intel signed it. */
+  readonly tcbInfo: string;
+  /** ECDSA P-256 signature `r ‖ s` over the raw TCB info text. */
+  readonly tcbInfoSignature: Uint8Array;
+  /** PEM chain of the QE identity signer. */
+  readonly qeIdentityIssuerChain: string;
+  /** The raw JSON text of the `enclaveIdentity` object. */
+  readonly qeIdentity: string;
+  /** ECDSA P-256 signature `r ‖ s` over the raw QE identity text. */
+  readonly qeIdentitySignature: Uint8Array;
+}
+
+/** The JSON form of {@linkcode TdxCollateral} (binary fields are hex, with or without `0x`). */
+export interface TdxCollateralJson {
+  /** PEM text. */
+  pck_crl_issuer_chain: string;
+  /** Hex of the DER CRL. */
+  root_ca_crl: string;
+  /** Hex of the DER CRL. */
+  pck_crl: string;
+  /** PEM text. */
+  tcb_info_issuer_chain: string;
+  /** Raw JSON text. */
+  tcb_info: string;
+  /** Hex, 64 bytes. */
+  tcb_info_signature: string;
+  /** PEM text. */
+  qe_identity_issuer_chain: string;
+  /** Raw JSON text. */
+  qe_identity: string;
+  /** Hex, 64 bytes. */
+  qe_identity_signature: string;
+}
+
+/** Intel's TDX TCB info (version 3), as the verifier uses it. */
+export interface TcbInfo {
+  /** `"TDX"`. */
+  readonly id: string;
+  /** 3. */
+  readonly version: number;
+  /** When Intel issued it. */
+  readonly issueDate: Date;
+  /** When it must be replaced. */
+  readonly nextUpdate: Date;
+  /** FMSPC, 6 bytes. */
+  readonly fmspc: Uint8Array;
+  /** PCE id, 2 bytes. */
+  readonly pceId: Uint8Array;
+  /** TCB evaluation data number. */
+  readonly tcbEvaluationDataNumber: number;
+  /** Expected TDX module signer and attributes (`tdxModule`). */
+  readonly tdxModule: {
+    readonly mrSigner: Uint8Array;
+    readonly attributes: Uint8Array;
+    readonly attributesMask: Uint8Array;
+  };
+  /** `tdxModuleIdentities`. */
+  readonly tdxModuleIdentities: readonly TdxModuleIdentity[];
+  /** `tcbLevels`, in Intel's order. */
+  readonly tcbLevels: readonly TcbLevel[];
+}
+
+/** Intel's TD QE identity (version 2). */
+export interface QeIdentity {
+  /** `"TD_QE"`. */
+  readonly id: string;
+  /** 2. */
+  readonly version: number;
+  /** When Intel issued it. */
+  readonly issueDate: Date;
+  /** When it must be replaced. */
+  readonly nextUpdate: Date;
+  /** MISCSELECT. */
+  readonly miscSelect: number;
+  /** Mask of MISCSELECT. */
+  readonly miscSelectMask: number;
+  /** Attributes, 16 bytes. */
+  readonly attributes: Uint8Array;
+  /** Mask of the attributes, 16 bytes. */
+  readonly attributesMask: Uint8Array;
+  /** MRSIGNER, 32 bytes. */
+  readonly mrSigner: Uint8Array;
+  /** ISVPRODID. */
+  readonly isvProdId: number;
+  /** TCB levels by ISVSVN, in Intel's order. */
+  readonly tcbLevels: readonly IdentityLevel[];
+}
+
+/** Collateral whose signatures, chains, revocation and freshness were checked. */
+export interface VerifiedCollateral {
+  /** The TCB info. */
+  readonly tcbInfo: TcbInfo;
+  /** The QE identity. */
+  readonly qeIdentity: QeIdentity;
+  /** Earliest end of validity among the collateral's items and chains. */
+  readonly notAfter: Date;
+}
+
+const FIELDS = [
+  "pck_crl_issuer_chain",
+  "root_ca_crl",
+  "pck_crl",
+  "tcb_info_issuer_chain",
+  "tcb_info",
+  "tcb_info_signature",
+  "qe_identity_issuer_chain",
+  "qe_identity",
+  "qe_identity_signature",
+] as const;
+
+function malformed(message: string, cause?: unknown): never {
+  throw new AttestationError(
+    "malformed",
+    "collateral",
+    `Cannot verify attestation: collateral ${message}`,
+    { cause },
+  );
+}
+
+/**
+ * Parses the JSON form of TDX collateral. Unknown fields are refused; the JSON texts are kept
+ * byte for byte.
+ *
+ * @throws {AttestationError} `malformed` with check `collateral`.
+ */
+export function tdxCollateralFromJson(value: unknown): TdxCollateral {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return malformed(
+      `must be a JSON object, found ${Array.isArray(value) ? "array" : typeof value}`,
+    );
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!(FIELDS as readonly string[]).includes(key)) malformed(`has an unknown field "${key}"`);
+  }
+  const text = (name: (typeof FIELDS)[number]): string => {
+    const field = record[name];
+    if (typeof field !== "string" || field.length === 0) {
+      return malformed(`field "${name}" must be a non-empty string, found ${typeof field}`);
+    }
+    return field;
+  };
+  const hex = (name: (typeof FIELDS)[number], length?: number): Uint8Array => {
+    const bytes = fromHex(text(name));
+    if (!bytes || bytes.length === 0) return malformed(`field "${name}" must be hex`);
+    if (length !== undefined && bytes.length !== length) {
+      malformed(`field "${name}" must be ${length} bytes, found ${bytes.length}`);
+    }
+    return bytes;
+  };
+  return {
+    pckCrlIssuerChain: text("pck_crl_issuer_chain"),
+    rootCaCrl: hex("root_ca_crl"),
+    pckCrl: hex("pck_crl"),
+    tcbInfoIssuerChain: text("tcb_info_issuer_chain"),
+    tcbInfo: text("tcb_info"),
+    tcbInfoSignature: hex("tcb_info_signature", 64),
+    qeIdentityIssuerChain: text("qe_identity_issuer_chain"),
+    qeIdentity: text("qe_identity"),
+    qeIdentitySignature: hex("qe_identity_signature", 64),
+  };
+}
+
+/** Converts collateral to its JSON form (hex without `0x`, as Intel's PCS writes it). */
+export function tdxCollateralToJson(collateral: TdxCollateral): TdxCollateralJson {
+  return {
+    pck_crl_issuer_chain: collateral.pckCrlIssuerChain,
+    root_ca_crl: toHex(collateral.rootCaCrl),
+    pck_crl: toHex(collateral.pckCrl),
+    tcb_info_issuer_chain: collateral.tcbInfoIssuerChain,
+    tcb_info: collateral.tcbInfo,
+    tcb_info_signature: toHex(collateral.tcbInfoSignature),
+    qe_identity_issuer_chain: collateral.qeIdentityIssuerChain,
+    qe_identity: collateral.qeIdentity,
+    qe_identity_signature: toHex(collateral.qeIdentitySignature),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON readers for the signed documents (run only after their signature verified).
+
+type Json = Record<string, unknown>;
+
+function object(value: unknown, where: string): Json {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return malformed(`${where} must be an object`);
+  }
+  return value as Json;
+}
+
+function array(value: unknown, where: string): unknown[] {
+  if (!Array.isArray(value)) return malformed(`${where} must be an array`);
+  return value;
+}
+
+function uint(value: unknown, where: string, max = 0xffff): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > max) {
+    return malformed(
+      `${where} must be an integer from 0 to ${max}, found ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+function str(value: unknown, where: string): string {
+  if (typeof value !== "string") return malformed(`${where} must be a string`);
+  return value;
+}
+
+function date(value: unknown, where: string): Date {
+  const text = str(value, where);
+  const parsed = new Date(text);
+  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(text) || Number.isNaN(parsed.getTime())) {
+    return malformed(`${where} must be an RFC 3339 UTC time, found ${JSON.stringify(text)}`);
+  }
+  return parsed;
+}
+
+function hexOf(value: unknown, where: string, length: number): Uint8Array {
+  const bytes = fromHex(str(value, where));
+  if (!bytes || bytes.length !== length) {
+    return malformed(`${where} must be ${length} bytes of hex`);
+  }
+  return bytes;
+}
+
+function advisories(value: unknown, where: string): string[] {
+  if (value === undefined) return [];
+  return array(value, where).map((id, i) => str(id, `${where}[${i}]`));
+}
+
+function components(value: unknown, where: string): number[] {
+  const list = array(value, where);
+  if (list.length !== 16) malformed(`${where} must have 16 components, found ${list.length}`);
+  return list.map((entry, i) =>
+    uint(object(entry, `${where}[${i}]`).svn, `${where}[${i}].svn`, 255)
+  );
+}
+
+function levelStatus(value: unknown, where: string): TcbStatus {
+  const status = str(value, where);
+  if (!(TCB_LEVEL_STATUSES as readonly string[]).includes(status)) {
+    return malformed(`${where} "${status}" is not a known TCB status`);
+  }
+  return status as TcbStatus;
+}
+
+function identityStatus(value: unknown, where: string): IdentityStatus {
+  const status = str(value, where);
+  if (status !== "UpToDate" && status !== "OutOfDate" && status !== "Revoked") {
+    return malformed(`${where} "${status}" is not a known identity TCB status`);
+  }
+  return status;
+}
+
+function identityLevels(value: unknown, where: string): IdentityLevel[] {
+  return array(value, where).map((entry, i) => {
+    const level = object(entry, `${where}[${i}]`);
+    return {
+      isvSvn: uint(object(level.tcb, `${where}[${i}].tcb`).isvsvn, `${where}[${i}].tcb.isvsvn`),
+      tcbDate: str(level.tcbDate, `${where}[${i}].tcbDate`),
+      status: identityStatus(level.tcbStatus, `${where}[${i}].tcbStatus`),
+      advisoryIds: advisories(level.advisoryIDs, `${where}[${i}].advisoryIDs`),
+    };
+  });
+}
+
+function parseJson(text: string, what: string): Json {
+  try {
+    return object(JSON.parse(text), what);
+  } catch (cause) {
+    if (cause instanceof AttestationError) throw cause;
+    return malformed(`${what} is not JSON`, cause);
+  }
+}
+
+/**
+ * Parses the raw TDX TCB info text (call only after its signature verified).
+ *
+ * @throws {AttestationError} `malformed` with check `collateral`.
+ */
+export function parseTcbInfo(text: string): TcbInfo {
+  const info = parseJson(text, "TCB info");
+  const module = object(info.tdxModule, "tcbInfo.tdxModule");
+  return {
+    id: str(info.id, "tcbInfo.id"),
+    version: uint(info.version, "tcbInfo.version"),
+    issueDate: date(info.issueDate, "tcbInfo.issueDate"),
+    nextUpdate: date(info.nextUpdate, "tcbInfo.nextUpdate"),
+    fmspc: hexOf(info.fmspc, "tcbInfo.fmspc", 6),
+    pceId: hexOf(info.pceId, "tcbInfo.pceId", 2),
+    tcbEvaluationDataNumber: uint(
+      info.tcbEvaluationDataNumber,
+      "tcbInfo.tcbEvaluationDataNumber",
+      0xffffffff,
+    ),
+    tdxModule: {
+      mrSigner: hexOf(module.mrsigner, "tcbInfo.tdxModule.mrsigner", 48),
+      attributes: hexOf(module.attributes, "tcbInfo.tdxModule.attributes", 8),
+      attributesMask: hexOf(module.attributesMask, "tcbInfo.tdxModule.attributesMask", 8),
+    },
+    tdxModuleIdentities:
+      (info.tdxModuleIdentities === undefined
+        ? []
+        : array(info.tdxModuleIdentities, "tcbInfo.tdxModuleIdentities")).map((entry, i) => {
+          const where = `tcbInfo.tdxModuleIdentities[${i}]`;
+          const identity = object(entry, where);
+          return {
+            id: str(identity.id, `${where}.id`),
+            mrSigner: hexOf(identity.mrsigner, `${where}.mrsigner`, 48),
+            attributes: hexOf(identity.attributes, `${where}.attributes`, 8),
+            attributesMask: hexOf(identity.attributesMask, `${where}.attributesMask`, 8),
+            tcbLevels: identityLevels(identity.tcbLevels, `${where}.tcbLevels`),
+          };
+        }),
+    tcbLevels: array(info.tcbLevels, "tcbInfo.tcbLevels").map((entry, i) => {
+      const where = `tcbInfo.tcbLevels[${i}]`;
+      const level = object(entry, where);
+      const tcb = object(level.tcb, `${where}.tcb`);
+      return {
+        sgxComponents: components(tcb.sgxtcbcomponents, `${where}.tcb.sgxtcbcomponents`),
+        pceSvn: uint(tcb.pcesvn, `${where}.tcb.pcesvn`),
+        tdxComponents: components(tcb.tdxtcbcomponents, `${where}.tcb.tdxtcbcomponents`),
+        tcbDate: str(level.tcbDate, `${where}.tcbDate`),
+        status: levelStatus(level.tcbStatus, `${where}.tcbStatus`),
+        advisoryIds: advisories(level.advisoryIDs, `${where}.advisoryIDs`),
+      };
+    }),
+  };
+}
+
+/**
+ * Parses the raw QE identity text (call only after its signature verified).
+ *
+ * @throws {AttestationError} `malformed` with check `collateral`.
+ */
+export function parseQeIdentity(text: string): QeIdentity {
+  const identity = parseJson(text, "QE identity");
+  const u32 = (value: unknown, where: string): number => {
+    const bytes = hexOf(value, where, 4);
+    return new DataView(bytes.buffer).getUint32(0, false);
+  };
+  return {
+    id: str(identity.id, "qeIdentity.id"),
+    version: uint(identity.version, "qeIdentity.version"),
+    issueDate: date(identity.issueDate, "qeIdentity.issueDate"),
+    nextUpdate: date(identity.nextUpdate, "qeIdentity.nextUpdate"),
+    miscSelect: u32(identity.miscselect, "qeIdentity.miscselect"),
+    miscSelectMask: u32(identity.miscselectMask, "qeIdentity.miscselectMask"),
+    attributes: hexOf(identity.attributes, "qeIdentity.attributes", 16),
+    attributesMask: hexOf(identity.attributesMask, "qeIdentity.attributesMask", 16),
+    mrSigner: hexOf(identity.mrsigner, "qeIdentity.mrsigner", 32),
+    isvProdId: uint(identity.isvprodid, "qeIdentity.isvprodid"),
+    tcbLevels: identityLevels(identity.tcbLevels, "qeIdentity.tcbLevels"),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification.
+
+/** What {@linkcode verifyTdxCollateral} needs besides the collateral. */
+export interface VerifyCollateralOptions {
+  /** The time at which everything must be valid. */
+  now: Date;
+  /** The Intel root(s) the PCK chain was validated against. */
+  anchors: readonly Certificate[];
+  /** The validated PCK chain of the quote (leaf, PCK CA). */
+  pckChain: ValidatedChain;
+}
+
+function stale(what: string, from: Date, to: Date, now: Date): never {
+  throw new AttestationError(
+    "stale",
+    "collateral",
+    `Cannot verify attestation: collateral ${what} is valid from ${from.toISOString()} to ` +
+      `${to.toISOString()}, now is ${now.toISOString()}`,
+    {
+      hints: [
+        "Intel collateral is reissued about every 30 days: the provider must attach fresh " +
+        "collateral from Intel PCS or a PCCS.",
+      ],
+    },
+  );
+}
+
+function untrusted(message: string): never {
+  throw new AttestationError("untrusted", "collateral", `Cannot verify attestation: ${message}`);
+}
+
+async function verifyCrl(
+  crl: RevocationList,
+  issuer: Certificate,
+  what: string,
+): Promise<void> {
+  if (!equalBytes(crl.issuer, issuer.subject)) {
+    untrusted(`the ${what} is issued by "${crl.issuerCn}", expected "${issuer.subjectCn}"`);
+  }
+  if (!await verifySignedData(crl.signatureAlgorithm, issuer.publicKey, crl.tbs, crl.signature)) {
+    untrusted(`the ${what} has a bad signature (not signed by "${issuer.subjectCn}")`);
+  }
+}
+
+async function verifySignedDocument(
+  chainPem: string,
+  text: string,
+  signature: Uint8Array,
+  what: string,
+  options: VerifyCollateralOptions,
+): Promise<ValidatedChain> {
+  const chain = await verifyChain(
+    parsePemChain(chainPem, { check: "collateral", label: `the ${what} issuer chain` }),
+    {
+      check: "collateral",
+      label: `the ${what} issuer chain`,
+      anchors: options.anchors,
+      now: options.now,
+      maxDepth: 1,
+    },
+  );
+  const signer = chain.path[0];
+  if (!signer.subjectCn.includes("TCB Signing") || signer.publicKey.kind !== "ec") {
+    untrusted(`the ${what} is signed by "${signer.subjectCn}", expected an SGX TCB Signing key`);
+  }
+  const bytes = new TextEncoder().encode(text);
+  if (
+    signer.publicKey.kind !== "ec" ||
+    !verifyEcdsa(signer.publicKey, bytes, signature, { hash: "SHA-256", format: "compact" })
+  ) {
+    untrusted(`the ${what} signature does not verify over its raw bytes`);
+  }
+  return chain;
+}
+
+/**
+ * Verifies TDX collateral for a quote whose PCK chain is already validated: the root CA CRL
+ * (signed by the root), the PCK CRL and its issuer chain (signed by the quote's PCK CA), that
+ * neither the PCK leaf, its CA nor the TCB signing certificates are revoked, the TCB info and
+ * QE identity signatures over their raw bytes, their ids and versions, and that every item is
+ * valid at `now`. Signatures are checked before any date or content is read.
+ *
+ * @throws {AttestationError} `untrusted` (signatures, chains), check `revocation` (a revoked
+ * certificate), `stale` (a validity window), `malformed`.
+ */
+export async function verifyTdxCollateral(
+  collateral: TdxCollateral,
+  options: VerifyCollateralOptions,
+): Promise<VerifiedCollateral> {
+  const { now, pckChain } = options;
+  const root = pckChain.anchor;
+  const leaf = pckChain.path[0];
+  const pckCa = pckChain.path[1] ?? root;
+
+  // Signatures first.
+  const rootCrl = parseRevocationList(collateral.rootCaCrl, {
+    check: "collateral",
+    label: "the root CA CRL",
+  });
+  await verifyCrl(rootCrl, root, "root CA CRL");
+  const crlChain = await verifyChain(
+    parsePemChain(collateral.pckCrlIssuerChain, {
+      check: "collateral",
+      label: "the PCK CRL issuer chain",
+    }),
+    {
+      check: "collateral",
+      label: "the PCK CRL issuer chain",
+      anchors: options.anchors,
+      now,
+      maxDepth: 1,
+    },
+  );
+  const crlIssuer = crlChain.path[0];
+  if (!equalBytes(crlIssuer.subject, pckCa.subject) || crlChain.anchor !== root) {
+    untrusted(
+      `the PCK CRL issuer chain is for "${crlIssuer.subjectCn}", but the quote's PCK certificate ` +
+        `is issued by "${pckCa.subjectCn}"`,
+    );
+  }
+  const pckCrl = parseRevocationList(collateral.pckCrl, {
+    check: "collateral",
+    label: "the PCK CRL",
+  });
+  await verifyCrl(pckCrl, pckCa, "PCK CRL");
+  const tcbChain = await verifySignedDocument(
+    collateral.tcbInfoIssuerChain,
+    collateral.tcbInfo,
+    collateral.tcbInfoSignature,
+    "TCB info",
+    options,
+  );
+  const qeChain = await verifySignedDocument(
+    collateral.qeIdentityIssuerChain,
+    collateral.qeIdentity,
+    collateral.qeIdentitySignature,
+    "QE identity",
+    options,
+  );
+
+  // Revocation.
+  const revoked = (cert: Certificate, crl: RevocationList, what: string) => {
+    if (crl.revoked.has(cert.serial)) {
+      throw new AttestationError(
+        "untrusted",
+        "revocation",
+        `Cannot verify attestation: ${what} "${cert.subjectCn}" (serial ${cert.serial}) is ` +
+          `revoked by "${crl.issuerCn}"`,
+      );
+    }
+  };
+  revoked(leaf, pckCrl, "the PCK certificate");
+  if (pckCa !== root) revoked(pckCa, rootCrl, "the PCK CA certificate");
+  revoked(crlIssuer, rootCrl, "the PCK CRL issuer");
+  revoked(tcbChain.path[0], rootCrl, "the TCB info signer");
+  revoked(qeChain.path[0], rootCrl, "the QE identity signer");
+
+  // Contents and freshness.
+  const tcbInfo = parseTcbInfo(collateral.tcbInfo);
+  const qeIdentity = parseQeIdentity(collateral.qeIdentity);
+  if (tcbInfo.id !== "TDX" || tcbInfo.version !== 3) {
+    untrusted(
+      `the TCB info is "${tcbInfo.id}" version ${tcbInfo.version}, expected "TDX" version 3`,
+    );
+  }
+  if (qeIdentity.id !== "TD_QE" || qeIdentity.version !== 2) {
+    untrusted(
+      `the QE identity is "${qeIdentity.id}" version ${qeIdentity.version}, expected "TD_QE" ` +
+        "version 2",
+    );
+  }
+  const windows: [string, Date, Date][] = [
+    ["root CA CRL", rootCrl.thisUpdate, rootCrl.nextUpdate],
+    ["PCK CRL", pckCrl.thisUpdate, pckCrl.nextUpdate],
+    ["TCB info", tcbInfo.issueDate, tcbInfo.nextUpdate],
+    ["QE identity", qeIdentity.issueDate, qeIdentity.nextUpdate],
+  ];
+  let notAfter = pckChain.notAfter;
+  for (const chain of [crlChain, tcbChain, qeChain]) {
+    if (chain.notAfter < notAfter) notAfter = chain.notAfter;
+  }
+  for (const [what, from, to] of windows) {
+    if (now < from || now > to) stale(what, from, to, now);
+    if (to < notAfter) notAfter = to;
+  }
+  return { tcbInfo, qeIdentity, notAfter };
+}

@@ -1,0 +1,108 @@
+/**
+ * What the TEE tier accepts beyond the checks that are never optional: which TCB statuses of
+ * Intel's collateral, whether a TDX bundle without collateral is acceptable, and a minimum
+ * SEV-SNP TCB. `UpToDate` is always accepted; `Revoked` and "no matching TCB level"
+ * (`NotSupported`) are always refused and cannot be listed. The defaults and why they were
+ * chosen are in `docs/attestation.md`.
+ *
+ * @example Also accept out-of-date platforms
+ * ```ts
+ * import { DEFAULT_COLLATERAL_POLICY, type CollateralPolicy } from "@net/consumer/crypto";
+ *
+ * const lenient: CollateralPolicy = {
+ *   ...DEFAULT_COLLATERAL_POLICY,
+ *   acceptTcbStatuses: [...DEFAULT_COLLATERAL_POLICY.acceptTcbStatuses, "OutOfDate"],
+ * };
+ * console.assert(lenient.acceptTcbStatuses.includes("OutOfDate"));
+ * ```
+ *
+ * @module
+ */
+
+import type { SnpTcb } from "./sev_snp.ts";
+import type { TcbStatus } from "./tcb_status.ts";
+
+/** The TCB statuses a policy may choose to accept (everything but the fixed ones). */
+export type AcceptableTcbStatus = Exclude<TcbStatus, "UpToDate" | "Revoked" | "NotSupported">;
+
+/** The statuses a policy may list. */
+export const ACCEPTABLE_TCB_STATUSES: readonly AcceptableTcbStatus[] = Object.freeze(
+  [
+    "SWHardeningNeeded",
+    "ConfigurationNeeded",
+    "ConfigurationAndSWHardeningNeeded",
+    "OutOfDate",
+    "OutOfDateConfigurationNeeded",
+    "TDRelaunchAdvised",
+    "TDRelaunchAdvisedConfigurationNeeded",
+  ] as const,
+);
+
+/** The collateral policy of the TEE tier. */
+export interface CollateralPolicy {
+  /**
+   * TCB statuses accepted besides `UpToDate`.
+   *
+   * @default {["SWHardeningNeeded"]}
+   */
+  readonly acceptTcbStatuses: readonly AcceptableTcbStatus[];
+  /**
+   * Whether a TDX bundle without collateral (TCB status unknown: signatures and chain only,
+   * no revocation, no TCB level) is accepted.
+   *
+   * @default {false}
+   */
+  readonly allowMissingCollateral: boolean;
+  /**
+   * Lowest accepted SEV-SNP TCB, per component; a component left out is not checked.
+   *
+   * @default {{}}
+   */
+  readonly snpMinimumTcb: Readonly<Partial<Record<keyof SnpTcb, number>>>;
+}
+
+/** The default policy: accept `UpToDate` and `SWHardeningNeeded`, require TDX collateral. */
+export const DEFAULT_COLLATERAL_POLICY: CollateralPolicy = Object.freeze({
+  acceptTcbStatuses: Object.freeze(["SWHardeningNeeded"] as const),
+  allowMissingCollateral: false,
+  snpMinimumTcb: Object.freeze({}),
+});
+
+/**
+ * Completes a partial policy with the defaults and rejects invalid values.
+ *
+ * @throws {TypeError} when a status cannot be accepted or an SNP minimum is not a byte.
+ */
+export function resolveCollateralPolicy(policy: Partial<CollateralPolicy> = {}): CollateralPolicy {
+  const accept = policy.acceptTcbStatuses ?? DEFAULT_COLLATERAL_POLICY.acceptTcbStatuses;
+  for (const status of accept) {
+    if (!(ACCEPTABLE_TCB_STATUSES as readonly string[]).includes(status)) {
+      throw new TypeError(
+        `CollateralPolicy: "${status}" cannot be accepted; acceptable statuses are ` +
+          ACCEPTABLE_TCB_STATUSES.join(", ") + " (UpToDate is always accepted, Revoked and " +
+          "NotSupported never)",
+      );
+    }
+  }
+  const allowMissing = policy.allowMissingCollateral ??
+    DEFAULT_COLLATERAL_POLICY.allowMissingCollateral;
+  if (typeof allowMissing !== "boolean") {
+    throw new TypeError(`CollateralPolicy: allowMissingCollateral must be a boolean`);
+  }
+  const minimum = policy.snpMinimumTcb ?? DEFAULT_COLLATERAL_POLICY.snpMinimumTcb;
+  for (const [key, value] of Object.entries(minimum)) {
+    if (!["bootloader", "tee", "snp", "microcode", "fmc"].includes(key)) {
+      throw new TypeError(`CollateralPolicy: snpMinimumTcb has an unknown component "${key}"`);
+    }
+    if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 255) {
+      throw new TypeError(
+        `CollateralPolicy: snpMinimumTcb.${key} must be 0 to 255, found ${value}`,
+      );
+    }
+  }
+  return {
+    acceptTcbStatuses: [...accept],
+    allowMissingCollateral: allowMissing,
+    snpMinimumTcb: { ...minimum },
+  };
+}

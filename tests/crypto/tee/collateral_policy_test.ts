@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import {
+  ACCEPTABLE_TCB_STATUSES,
+  DEFAULT_COLLATERAL_POLICY,
+  resolveCollateralPolicy,
+} from "../../../crypto/tee/mod.ts";
+
+Deno.test("the default policy accepts UpToDate and SWHardeningNeeded and requires collateral", () => {
+  assert.deepEqual(resolveCollateralPolicy(), {
+    acceptTcbStatuses: ["SWHardeningNeeded"],
+    allowMissingCollateral: false,
+    snpMinimumTcb: {},
+  });
+  assert.ok(Object.isFrozen(DEFAULT_COLLATERAL_POLICY));
+});
+
+Deno.test("Revoked and NotSupported can never be accepted", () => {
+  for (const status of ["Revoked", "NotSupported", "UpToDate", "Whatever"]) {
+    assert.throws(
+      () => resolveCollateralPolicy({ acceptTcbStatuses: [status as "OutOfDate"] }),
+      TypeError,
+      status,
+    );
+  }
+  for (const status of ACCEPTABLE_TCB_STATUSES) {
+    assert.deepEqual(resolveCollateralPolicy({ acceptTcbStatuses: [status] }).acceptTcbStatuses, [
+      status,
+    ]);
+  }
+});
+
+Deno.test("bad SEV-SNP minimums are refused", () => {
+  assert.throws(() => resolveCollateralPolicy({ snpMinimumTcb: { snp: 256 } }), TypeError);
+  assert.throws(
+    () => resolveCollateralPolicy({ snpMinimumTcb: { nope: 1 } as unknown as { snp: number } }),
+    TypeError,
+  );
+  assert.throws(
+    () => resolveCollateralPolicy({ allowMissingCollateral: "yes" as unknown as boolean }),
+    TypeError,
+  );
+  assert.deepEqual(resolveCollateralPolicy({ snpMinimumTcb: { snp: 8 } }).snpMinimumTcb, {
+    snp: 8,
+  });
+});

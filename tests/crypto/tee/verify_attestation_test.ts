@@ -1,0 +1,447 @@
+import assert from "node:assert/strict";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { endorseKey } from "../../../crypto/endorsement.ts";
+import {
+  ApprovedMeasurements,
+  attestationBundleFromJson,
+  attestationReportData,
+  NonceBook,
+  parseTdxQuote,
+  type TdxBundle,
+  tdxCollateralFromJson,
+  tdxMeasurementId,
+  verifyAttestation,
+  type VerifyAttestationOptions,
+} from "../../../crypto/tee/mod.ts";
+import { readVectorBytes, readVectorText, vectorTest } from "../../_vectors.ts";
+import { plusSeconds, refused } from "./_helpers.ts";
+import {
+  buildSnpBundle,
+  buildTdxBundle,
+  createTestAmdPki,
+  createTestIntelPki,
+  type TdxBundleOptions,
+  TEST_KEY_CONFIG,
+  type TestAmdPki,
+  type TestIntelPki,
+} from "./_synthetic.ts";
+
+const now = new Date("2026-11-22T12:00:00Z");
+const nowSeconds = Math.floor(now.getTime() / 1000);
+
+let intel: TestIntelPki | undefined;
+let amd: TestAmdPki | undefined;
+
+/** A daemon's view: a nonce book, the issued nonce, a provider's bundle, the options. */
+async function tdx(overrides: Omit<Partial<TdxBundleOptions>, "now"> = {}, at = now) {
+  const nonces = new NonceBook();
+  const nonce = nonces.issue(at);
+  const built = await buildTdxBundle({
+    nonce,
+    now: at,
+    pki: intel ??= await createTestIntelPki({ now }),
+    ...overrides,
+  });
+  const options: VerifyAttestationOptions = {
+    nonce,
+    nonces,
+    now: at,
+    roots: built.roots,
+    approved: ApprovedMeasurements.fromList([built.measurementId]),
+  };
+  return { nonces, nonce, built, options };
+}
+
+Deno.test("success: a synthetic TDX v4 and v5 bundle yields the verdict", async () => {
+  for (const version of [4, 5] as const) {
+    const { built, options } = await tdx({ version });
+    // Through JSON, as the daemon receives it.
+    const bundle = attestationBundleFromJson(JSON.parse(JSON.stringify(built.json)));
+    const verdict = await verifyAttestation(bundle, options);
+    assert.equal(verdict.format, "tdx");
+    assert.equal(verdict.measurementId, built.measurementId);
+    assert.equal(verdict.tcbStatus, "UpToDate");
+    assert.deepEqual(verdict.advisoryIds, []);
+    assert.equal(verdict.servingKey, built.servingKey.address.toLowerCase());
+    assert.deepEqual(verdict.keyConfig, TEST_KEY_CONFIG);
+    assert.equal(verdict.endorsementExpiresAt.getTime(), (nowSeconds + 3600) * 1000);
+    assert.equal(verdict.expiresAt.getTime(), (nowSeconds + 3600) * 1000);
+  }
+});
+
+Deno.test("wrong nonce: a bundle answering another nonce is stale", async () => {
+  const { built, options } = await tdx({ bundleNonce: new Uint8Array(32).fill(9) });
+  await refused(
+    verifyAttestation(built.bundle, options),
+    "stale",
+    "nonce",
+    /not the one just issued/,
+  );
+  // A complete bundle for another nonce (its quote and endorsement bind that nonce) too.
+  const other = await tdx();
+  await refused(verifyAttestation(other.built.bundle, options), "stale", "nonce");
+});
+
+Deno.test("replayed nonce: the second use is stale, even after a failed first use", async () => {
+  const { built, options } = await tdx();
+  await verifyAttestation(built.bundle, options);
+  await refused(verifyAttestation(built.bundle, options), "stale", "nonce_reused", /already used/);
+  const failing = await tdx();
+  const denied = {
+    ...failing.options,
+    approved: ApprovedMeasurements.fromList(["0x" + "00".repeat(32)]),
+  };
+  await refused(verifyAttestation(failing.built.bundle, denied), "untrusted", "measurement");
+  await refused(verifyAttestation(failing.built.bundle, failing.options), "stale", "nonce_reused");
+});
+
+Deno.test("a nonce the daemon never issued, or issued too long ago, is stale", async () => {
+  const { built, options } = await tdx();
+  await refused(
+    verifyAttestation(built.bundle, { ...options, nonces: new NonceBook() }),
+    "stale",
+    "nonce_unknown",
+  );
+  const late = await tdx();
+  await refused(
+    verifyAttestation(late.built.bundle, { ...late.options, now: plusSeconds(now, 61) }),
+    "stale",
+    "nonce_expired",
+  );
+  const inTime = await tdx();
+  await verifyAttestation(inTime.built.bundle, { ...inTime.options, now: plusSeconds(now, 60) });
+});
+
+Deno.test("wrong serving key: report data binds another key", async () => {
+  const { built, options } = await tdx();
+  const impostor = privateKeyToAccount(generatePrivateKey());
+  const endorsement = await endorseKey(impostor, {
+    keyConfig: TEST_KEY_CONFIG,
+    expiresAt: nowSeconds + 3600,
+    nonce: options.nonce,
+  });
+  const bundle: TdxBundle = {
+    ...built.bundle,
+    servingPublicKey: Uint8Array.from(
+      impostor.publicKey.slice(2).match(/../g)!.map((b) => parseInt(b, 16)),
+    ),
+    endorsement,
+  };
+  await refused(verifyAttestation(bundle, options), "binding", "report_data", /does not bind/);
+});
+
+Deno.test("a serving public key that is not a curve point is malformed", async () => {
+  const bogus = new Uint8Array(65).fill(7);
+  bogus[0] = 4;
+  const nonces = new NonceBook();
+  const nonce = nonces.issue(now);
+  const built = await buildTdxBundle({
+    nonce,
+    now,
+    pki: intel ??= await createTestIntelPki({ now }),
+    reportData: attestationReportData(nonce, bogus),
+  });
+  await refused(
+    verifyAttestation({ ...built.bundle, servingPublicKey: bogus }, {
+      nonce,
+      nonces,
+      now,
+      roots: built.roots,
+      approved: ApprovedMeasurements.fromList([built.measurementId]),
+    }),
+    "malformed",
+    "serving_key",
+  );
+});
+
+Deno.test("measurement not approved, or nothing approved at all", async () => {
+  const { built, options } = await tdx({ mrTd: new Uint8Array(48).fill(0x66) });
+  const others = ApprovedMeasurements.fromList(["0x" + "01".repeat(32), "0x" + "02".repeat(32)]);
+  await refused(
+    verifyAttestation(built.bundle, { ...options, approved: others }),
+    "untrusted",
+    "measurement",
+    /is not in the approved set \(2 approved\)/,
+  );
+  const empty = await tdx();
+  await refused(
+    verifyAttestation(empty.built.bundle, {
+      ...empty.options,
+      approved: ApprovedMeasurements.fromList([]),
+    }),
+    "untrusted",
+    "approved_set",
+    /no enclave measurement is approved/,
+  );
+});
+
+Deno.test("debug TD and non-Intel QE vendor are refused by the quote checks", async () => {
+  const debug = await tdx({ tdAttributes: (1n << 28n) | 1n });
+  await refused(
+    verifyAttestation(debug.built.bundle, debug.options),
+    "untrusted",
+    "td_policy",
+    /debuggable/,
+  );
+  const vendor = await tdx({ qeVendorId: new Uint8Array(16).fill(0xee) });
+  await refused(verifyAttestation(vendor.built.bundle, vendor.options), "untrusted", "qe_vendor");
+});
+
+Deno.test("HPKE key endorsed by another key, for another nonce, or expired", async () => {
+  const stranger = privateKeyToAccount(generatePrivateKey());
+  const signer = await tdx({ endorsementSigner: stranger });
+  await refused(
+    verifyAttestation(signer.built.bundle, signer.options),
+    "binding",
+    "endorsement_signer",
+    new RegExp(`signed by ${stranger.address.toLowerCase()}`),
+  );
+  const nonce = await tdx({ endorsementNonce: new Uint8Array(32).fill(3) });
+  await refused(
+    verifyAttestation(nonce.built.bundle, nonce.options),
+    "binding",
+    "endorsement_nonce",
+  );
+  const unbound = await tdx({ endorsementNonce: null });
+  await refused(
+    verifyAttestation(unbound.built.bundle, unbound.options),
+    "binding",
+    "endorsement_nonce",
+  );
+  const expired = await tdx({ endorsementExpiresAt: nowSeconds });
+  await refused(
+    verifyAttestation(expired.built.bundle, expired.options),
+    "stale",
+    "endorsement_expired",
+  );
+  const long = await tdx({ endorsementExpiresAt: nowSeconds + 8 * 86400 });
+  await refused(verifyAttestation(long.built.bundle, long.options), "untrusted", "endorsement");
+  const allowed = await tdx({ endorsementExpiresAt: nowSeconds + 8 * 86400 });
+  await verifyAttestation(allowed.built.bundle, {
+    ...allowed.options,
+    maxEndorsementLifetimeSeconds: 9 * 86400,
+  });
+});
+
+Deno.test("a mock bundle is always refused as mock", async () => {
+  const { options } = await tdx();
+  await refused(verifyAttestation({ format: "mock" }, options), "mock", "format");
+  await refused(
+    verifyAttestation(attestationBundleFromJson({ format: "mock", quote: "0x00" }), options),
+    "mock",
+    "format",
+  );
+});
+
+Deno.test("the test root is trusted only when passed as roots", async () => {
+  const { built, options } = await tdx();
+  const { roots: _, ...pinned } = options;
+  await refused(verifyAttestation(built.bundle, pinned), "untrusted", "pck_chain", /pinned root/);
+});
+
+Deno.test("collateral policy: required by default, TCB statuses by policy", async () => {
+  const bare = await tdx({ collateral: false });
+  await refused(
+    verifyAttestation(bare.built.bundle, bare.options),
+    "untrusted",
+    "collateral",
+    /no collateral/,
+  );
+  const allowed = await tdx({ collateral: false });
+  const verdict = await verifyAttestation(allowed.built.bundle, {
+    ...allowed.options,
+    policy: { allowMissingCollateral: true },
+  });
+  assert.equal(verdict.tcbStatus, "unknown");
+  assert.deepEqual(verdict.advisoryIds, []);
+
+  const old = await tdx({
+    collateral: { tcbStatus: "OutOfDate", advisoryIds: ["INTEL-SA-00960"] },
+  });
+  await refused(
+    verifyAttestation(old.built.bundle, old.options),
+    "untrusted",
+    "tcb_status",
+    /OutOfDate \(INTEL-SA-00960\), and the policy accepts only UpToDate, SWHardeningNeeded/,
+  );
+  const accepted = await tdx({
+    collateral: { tcbStatus: "OutOfDate", advisoryIds: ["INTEL-SA-00960"] },
+  });
+  const lenient = await verifyAttestation(accepted.built.bundle, {
+    ...accepted.options,
+    policy: { acceptTcbStatuses: ["OutOfDate"] },
+  });
+  assert.equal(lenient.tcbStatus, "OutOfDate");
+  assert.deepEqual(lenient.advisoryIds, ["INTEL-SA-00960"]);
+  const hardening = await tdx({ collateral: { tcbStatus: "SWHardeningNeeded" } });
+  assert.equal(
+    (await verifyAttestation(hardening.built.bundle, hardening.options)).tcbStatus,
+    "SWHardeningNeeded",
+  );
+  const config = await tdx({ collateral: { tcbStatus: "ConfigurationNeeded" } });
+  await refused(verifyAttestation(config.built.bundle, config.options), "untrusted", "tcb_status");
+  const revoked = await tdx({ collateral: { tcbStatus: "Revoked" } });
+  await refused(
+    verifyAttestation(revoked.built.bundle, {
+      ...revoked.options,
+      policy: { acceptTcbStatuses: ["OutOfDate", "ConfigurationNeeded"] },
+    }),
+    "untrusted",
+    "tcb_status",
+    /Revoked/,
+  );
+});
+
+Deno.test("stale collateral is refused as stale; the verdict expires with the collateral", async () => {
+  const later = plusSeconds(now, 30 * 86400);
+  const nonces = new NonceBook();
+  const nonce = nonces.issue(later);
+  const built = await buildTdxBundle({
+    nonce,
+    now,
+    pki: intel ??= await createTestIntelPki({ now }),
+  });
+  const endorsement = await endorseKey(built.servingKey, {
+    keyConfig: TEST_KEY_CONFIG,
+    expiresAt: Math.floor(later.getTime() / 1000) + 600,
+    nonce,
+  });
+  await refused(
+    verifyAttestation({ ...built.bundle, endorsement }, {
+      nonce,
+      nonces,
+      now: later,
+      roots: built.roots,
+      approved: ApprovedMeasurements.fromList([built.measurementId]),
+    }),
+    "stale",
+    "collateral",
+  );
+  const soon = plusSeconds(now, 600);
+  const short = await tdx({
+    collateral: { windows: { tcbInfo: { from: plusSeconds(now, -60), to: soon } } },
+  });
+  const verdict = await verifyAttestation(short.built.bundle, short.options);
+  assert.equal(verdict.expiresAt.getTime(), soon.getTime());
+});
+
+Deno.test("SEV-SNP: success, debug guest, unapproved measurement, minimum TCB", async () => {
+  const pki = amd ??= await createTestAmdPki({ now });
+  const run = async (overrides: Partial<Parameters<typeof buildSnpBundle>[0]> = {}) => {
+    const nonces = new NonceBook();
+    const nonce = nonces.issue(now);
+    const built = await buildSnpBundle({ nonce, now, pki, ...overrides });
+    const options: VerifyAttestationOptions = {
+      nonce,
+      nonces,
+      now,
+      roots: built.roots,
+      approved: ApprovedMeasurements.fromList([built.measurementId]),
+    };
+    return { built, options };
+  };
+  const ok = await run();
+  const verdict = await verifyAttestation(
+    attestationBundleFromJson(JSON.parse(JSON.stringify(ok.built.json))),
+    ok.options,
+  );
+  assert.equal(verdict.format, "sev-snp");
+  assert.equal(verdict.tcbStatus, "unknown");
+  assert.equal(verdict.measurementId, ok.built.measurementId);
+  assert.equal(verdict.servingKey, ok.built.servingKey.address.toLowerCase());
+
+  const debug = await run({ policy: 0x30000n | (1n << 19n) });
+  await refused(verifyAttestation(debug.built.bundle, debug.options), "untrusted", "guest_policy");
+  const unapproved = await run({ measurement: new Uint8Array(48).fill(1) });
+  await refused(
+    verifyAttestation(unapproved.built.bundle, {
+      ...unapproved.options,
+      approved: ApprovedMeasurements.fromList(["0x" + "ff".repeat(32)]),
+    }),
+    "untrusted",
+    "measurement",
+  );
+  const minimum = await run();
+  await refused(
+    verifyAttestation(minimum.built.bundle, {
+      ...minimum.options,
+      policy: { snpMinimumTcb: { snp: 9 } },
+    }),
+    "untrusted",
+    "tcb_status",
+    /snp SPL is 8/,
+  );
+  const enough = await run();
+  await verifyAttestation(enough.built.bundle, {
+    ...enough.options,
+    policy: { snpMinimumTcb: { snp: 8 } },
+  });
+  const foreign = await run();
+  await refused(
+    verifyAttestation(foreign.built.bundle, { ...foreign.options, roots: intel?.roots }),
+    "untrusted",
+    "vcek_chain",
+  );
+});
+
+vectorTest(
+  "a real quote with valid collateral passes every hardware check and stops at the binding",
+  async () => {
+    const quote = readVectorBytes("tee/tdx/phala-v4.quote");
+    const collateral = tdxCollateralFromJson(
+      JSON.parse(readVectorText("tee/tdx/phala-v4.collateral.json")),
+    );
+    const at = new Date("2025-07-04T00:00:00Z");
+    const nonces = new NonceBook();
+    const nonce = nonces.issue(at);
+    const serving = privateKeyToAccount(generatePrivateKey());
+    const endorsement = await endorseKey(serving, {
+      keyConfig: TEST_KEY_CONFIG,
+      expiresAt: Math.floor(at.getTime() / 1000) + 600,
+      nonce,
+    });
+    const bundle: TdxBundle = {
+      format: "tdx",
+      nonce,
+      servingPublicKey: Uint8Array.from(
+        serving.publicKey.slice(2).match(/../g)!.map((b) => parseInt(b, 16)),
+      ),
+      quote,
+      collateral,
+      endorsement,
+    };
+    await refused(
+      verifyAttestation(bundle, {
+        nonce,
+        nonces,
+        now: at,
+        approved: ApprovedMeasurements.fromList([tdxMeasurementId(parseTdxQuote(quote).body)]),
+      }),
+      "binding",
+      "report_data",
+    );
+  },
+);
+
+Deno.test("programming errors in the options are TypeErrors", async () => {
+  const { built, options } = await tdx();
+  await assert.rejects(
+    verifyAttestation(built.bundle, { ...options, now: new Date(NaN) }),
+    TypeError,
+  );
+  await assert.rejects(
+    verifyAttestation(built.bundle, { ...options, nonce: new Uint8Array(3) }),
+    TypeError,
+  );
+  await assert.rejects(
+    verifyAttestation(built.bundle, { ...options, nonces: {} as NonceBook }),
+    TypeError,
+  );
+  await assert.rejects(
+    verifyAttestation(built.bundle, {
+      ...options,
+      policy: { acceptTcbStatuses: ["Revoked" as "OutOfDate"] },
+    }),
+    TypeError,
+  );
+});
