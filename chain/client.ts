@@ -71,6 +71,15 @@ export interface ChainClientOptions {
    */
   multicallAddress?: Address;
   /**
+   * Most JSON-RPC calls per HTTP request. Calls issued together (the concurrent `eth_call`s
+   * of one read step) go out as one JSON-RPC batch, so a read costs the same number of HTTP
+   * round trips whatever its size. `0` sends every call on its own (for endpoints that
+   * refuse batches).
+   *
+   * @default {100}
+   */
+  batchSize?: number;
+  /**
    * The `fetch` used for HTTP requests.
    *
    * @default {globalThis.fetch}
@@ -122,6 +131,7 @@ export async function createChainClient(
   checkCount("timeoutMs", options.timeoutMs, 1);
   checkCount("retryCount", options.retryCount, 0);
   checkCount("retryDelayMs", options.retryDelayMs, 0);
+  checkCount("batchSize", options.batchSize, 0);
   if (options.multicallAddress !== undefined && !isAddress(options.multicallAddress)) {
     throw new ChainConfigError(
       "invalid_option",
@@ -132,7 +142,9 @@ export async function createChainClient(
   }
   const timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
   const retryCount = options.retryCount ?? DEFAULTS.retryCount;
+  const batchSize = options.batchSize ?? 100;
   const transport = http(rpcUrl, {
+    batch: batchSize > 0 ? { batchSize, wait: 0 } : false,
     timeout: timeoutMs,
     retryCount,
     retryDelay: options.retryDelayMs ?? DEFAULTS.retryDelayMs,

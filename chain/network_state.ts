@@ -89,9 +89,9 @@ interface PagedSet {
 /**
  * Reads the whole network state at one block.
  *
- * Round trips: one `eth_getBlockByNumber`, then at most three dependent multicall steps —
- * (1) counts, totals, schedule and the first page of every set; (2) the remaining pages and
- * the stakes of the first page of providers; (3) the remaining stakes. Every call is pinned
+ * Round trips: one `eth_getBlockByNumber`, then three dependent multicall steps — (1) the
+ * counts, totals and schedule; (2) every page of every set; (3) the stakes of all providers
+ * from the Staking contract (skipped when there are none). Every call is pinned
  * to the block's hash (EIP-1898, canonical required). A step whose calls exceed one
  * `eth_call`'s budget is split into several concurrent `eth_call`s, so the request count
  * grows by one per batch (about 120 providers with deployless multicall, about 1,300 with a
@@ -110,7 +110,7 @@ export async function readNetworkState(
   const staking = checkAddress(OPERATION, "staking", contracts.staking);
   const emission = checkAddress(OPERATION, "emission", contracts.emission);
   checkInteger(OPERATION, "pageSize", options.pageSize, 1);
-  checkInteger(OPERATION, "maxGasPerCall", options.maxGasPerCall, 1_000_000);
+  checkInteger(OPERATION, "maxGasPerCall", options.maxGasPerCall, 100_000);
   const pageSize = options.pageSize ?? 250;
   const multicallAddress = options.multicallAddress === undefined
     ? client.chain.contracts?.multicall3?.address
@@ -165,10 +165,10 @@ export async function readNetworkState(
     outBytes: cost.outBytes,
     inBytes: cost.inBytes ?? 4 + 32 * args.length,
   });
-  const pageCall = (set: PagedSet, offset: number) =>
-    call(registry, registryAbi, "Registry", set.page, [BigInt(offset), BigInt(set.pageSize)], {
-      gas: ITEM.scalar.gas + set.pageSize * set.item.gas,
-      outBytes: 64 + set.pageSize * set.item.bytes,
+  const pageCall = (set: PagedSet, offset: number, size: number) =>
+    call(registry, registryAbi, "Registry", set.page, [BigInt(offset), BigInt(size)], {
+      gas: ITEM.scalar.gas + size * set.item.gas,
+      outBytes: 64 + size * set.item.bytes,
     });
   const stakeSize = fit(ITEM.stake, Number.MAX_SAFE_INTEGER);
   const stakeCalls = (addresses: Address[]) => {
@@ -184,7 +184,7 @@ export async function readNetworkState(
     return calls;
   };
 
-  // Step 1: counts, totals, schedule, and the first page of every set.
+  // Step 1: counts, totals and schedule.
   const emissionFields = [
     "cap",
     "totalEmitted",
@@ -198,15 +198,12 @@ export async function readNetworkState(
   ] as const;
   const first = await runPinned(context, [
     ...sets.map((set) => call(registry, registryAbi, "Registry", set.count)),
-    ...sets.map((set) => pageCall(set, 0)),
     call(staking, stakingAbi, "Staking", "totalStaked"),
     call(staking, stakingAbi, "Staking", "minProviderBond"),
     ...emissionFields.map((fn) => call(emission, emissionAbi, "Emission", fn)),
   ]);
   const counts = sets.map((set, i) => toCount(first[i] as bigint, set.name));
-  const pages = sets.map((_, i) => [first[sets.length + i] as readonly unknown[]]);
-  const at = sets.length * 2;
-  const [totalStaked, minProviderBond] = first.slice(at, at + 2) as bigint[];
+  const [totalStaked, minProviderBond] = first.slice(sets.length, sets.length + 2) as bigint[];
   const [
     cap,
     totalEmitted,
@@ -217,40 +214,26 @@ export async function readNetworkState(
     epochLength,
     initialReward,
     halvingInterval,
-  ] = first.slice(at + 2) as bigint[];
+  ] = first.slice(sets.length + 2) as bigint[];
 
-  // Step 2: the remaining pages, and the stakes of the providers of the first page.
-  const firstProviders = (pages[0][0] as RawProvider[]).map((raw) =>
-    providerFromChain(raw, OPERATION)
-  );
-  const rest: PinnedCall[] = [];
+  // Step 2: every page of every set, sized by the counts.
+  const pageCalls: PinnedCall[] = [];
   const owners: number[] = [];
   sets.forEach((set, index) => {
-    for (let offset = set.pageSize; offset < counts[index]; offset += set.pageSize) {
-      rest.push(pageCall(set, offset));
+    for (let offset = 0; offset < counts[index]; offset += set.pageSize) {
+      pageCalls.push(pageCall(set, offset, Math.min(set.pageSize, counts[index] - offset)));
       owners.push(index);
     }
   });
-  const second = await runPinned(context, [
-    ...rest,
-    ...stakeCalls(firstProviders.map((p) => p.address)),
-  ]);
-  second.slice(0, rest.length).forEach((page, i) =>
-    pages[owners[i]].push(page as readonly unknown[])
-  );
-  const firstStakes = second.slice(rest.length).flat() as bigint[];
+  const pageResults = await runPinned(context, pageCalls);
+  const items: unknown[][] = sets.map(() => []);
+  pageResults.forEach((page, i) => items[owners[i]].push(...(page as readonly unknown[])));
+  const records = (items[0] as RawProvider[]).map((raw) => providerFromChain(raw, OPERATION));
 
-  // Step 3: the stakes of the remaining providers.
-  const restProviders = pages[0].slice(1).flat().map((raw) =>
-    providerFromChain(raw as RawProvider, OPERATION)
-  );
-  const restStakes = restProviders.length === 0
-    ? []
-    : (await runPinned(context, stakeCalls(restProviders.map((p) => p.address))))
-      .flat() as bigint[];
+  // Step 3: the stake of every provider.
+  const stakes = (await runPinned(context, stakeCalls(records.map((p) => p.address))))
+    .flat() as bigint[];
 
-  const records = [...firstProviders, ...restProviders];
-  const stakes = [...firstStakes, ...restStakes];
   if (stakes.length !== records.length) {
     throw new ChainReadError(
       "invalid_data",
@@ -258,16 +241,15 @@ export async function readNetworkState(
     );
   }
   const all = sets.map((set, i) => {
-    const items = pages[i].flat();
-    if (items.length !== counts[i]) {
+    if (items[i].length !== counts[i]) {
       throw new ChainReadError(
         "invalid_data",
-        `Cannot ${OPERATION}: Registry lists ${items.length} ${set.name}, its count says ${
+        `Cannot ${OPERATION}: Registry lists ${items[i].length} ${set.name}, its count says ${
           counts[i]
         }`,
       );
     }
-    return items;
+    return items[i];
   });
   const providers: ProviderState[] = records.map((record, i) => ({
     ...record,
