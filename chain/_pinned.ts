@@ -109,11 +109,13 @@ export function checkInteger(
   }
 }
 
+/** The first line of an error's message, with viem's `details` (the node's own words). */
 function firstLine(error: unknown): string {
-  const message = error instanceof Error
-    ? ((error as { shortMessage?: string }).shortMessage ?? error.message)
-    : String(error);
-  return message.split("\n")[0];
+  if (!(error instanceof Error)) return String(error).split("\n")[0];
+  const { shortMessage, details } = error as { shortMessage?: string; details?: string };
+  const head = (shortMessage ?? error.message).split("\n")[0];
+  const extra = details?.split("\n")[0];
+  return extra && !head.includes(extra) ? `${head} (${extra})` : head;
 }
 
 /** Resolves the block to pin: number, hash and timestamp, in one request. */
