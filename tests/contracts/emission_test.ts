@@ -28,11 +28,11 @@ Deno.test("Emission: each finished epoch once, halving schedule, never beyond th
   const other = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
     chainId: chain.anvil.chainId,
   });
-  const read = <T>(functionName: string, args: unknown[] = []) =>
+  const read = <T>(functionName: string, args: unknown[] = []) => {
     // deno-lint-ignore no-explicit-any
-    chain.client.readContract(
-      { address: emission, abi: emissionAbi, functionName, args } as any,
-    ) as Promise<T>;
+    const params: any = { address: emission, abi: emissionAbi, functionName, args };
+    return chain.client.readContract(params) as Promise<T>;
+  };
   const emit = (signer: typeof owner, maxEpochs: bigint) =>
     sendAndConfirm(signer, {
       address: emission,

@@ -15,11 +15,11 @@ Deno.test("Escrow: deposits, authorized settlement in the Emission epoch, withdr
   const provider = createSigner(chain.anvil.rpcUrl, chain.accounts.rewards, chainId);
   const providerAddress = chain.accounts.rewards.address;
   const consumerAddress = chain.accounts.consumer.address;
-  const read = <T>(functionName: string, args: unknown[] = []) =>
+  const read = <T>(functionName: string, args: unknown[] = []) => {
     // deno-lint-ignore no-explicit-any
-    chain.client.readContract(
-      { address: escrow, abi: escrowAbi, functionName, args } as any,
-    ) as Promise<T>;
+    const params: any = { address: escrow, abi: escrowAbi, functionName, args };
+    return chain.client.readContract(params) as Promise<T>;
+  };
   const write = (signer: typeof owner, functionName: string, args: unknown[], value?: bigint) =>
     // deno-lint-ignore no-explicit-any
     sendAndConfirm(signer, { address: escrow, abi: escrowAbi, functionName, args, value } as any);

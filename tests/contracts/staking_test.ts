@@ -14,11 +14,11 @@ Deno.test("Staking: batch stakes, totals, unbonding, governance", async (t) => {
   const stranger = createSigner(chain.anvil.rpcUrl, chain.accounts.consumer, {
     chainId: chain.anvil.chainId,
   });
-  const read = <T>(functionName: string, args: unknown[] = []) =>
+  const read = <T>(functionName: string, args: unknown[] = []) => {
     // deno-lint-ignore no-explicit-any
-    chain.client.readContract(
-      { address: staking, abi: stakingAbi, functionName, args } as any,
-    ) as Promise<T>;
+    const params: any = { address: staking, abi: stakingAbi, functionName, args };
+    return chain.client.readContract(params) as Promise<T>;
+  };
   const write = (signer: typeof owner, functionName: string, args: unknown[], value?: bigint) =>
     // deno-lint-ignore no-explicit-any
     sendAndConfirm(signer, { address: staking, abi: stakingAbi, functionName, args, value } as any);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startAnvil } from "../../devnet/anvil.ts";
 
-async function portIsFree(port: number): Promise<boolean> {
+function portIsFree(port: number): boolean {
   try {
     Deno.listen({ hostname: "127.0.0.1", port }).close();
     return true;
@@ -17,7 +17,7 @@ Deno.test("anvil starts on a random loopback port and frees it when disposed", a
     port = anvil.port;
     assert.equal(anvil.runtime, "binary");
     assert.match(anvil.rpcUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
-    assert.equal(await portIsFree(port), false, "anvil holds the port");
+    assert.equal(portIsFree(port), false, "anvil holds the port");
     const response = await fetch(anvil.rpcUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -25,7 +25,7 @@ Deno.test("anvil starts on a random loopback port and frees it when disposed", a
     });
     assert.equal((await response.json()).result, "0x309");
   }
-  assert.equal(await portIsFree(port), true, "the port is released after dispose");
+  assert.equal(portIsFree(port), true, "the port is released after dispose");
 });
 
 Deno.test("a failing test body still stops anvil", async () => {
@@ -35,7 +35,7 @@ Deno.test("a failing test body still stops anvil", async () => {
     port = anvil.port;
     throw new Error("test failed");
   }, /test failed/);
-  assert.equal(await portIsFree(port), true);
+  assert.equal(portIsFree(port), true);
 });
 
 Deno.test("two instances run side by side; stop is idempotent", async () => {
