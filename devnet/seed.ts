@@ -525,7 +525,8 @@ export interface SeedTarget {
 /** Options of {@linkcode seedNetwork}. */
 export interface SeedOptions {
   /**
-   * Providers per `registerProviders` / `stakeForMany` transaction.
+   * Providers per `registerProviders` transaction (about 96 k gas each, so 150 stay under the
+   * 16.7 M per-transaction cap of EIP-7825); `stakeForMany` takes four times as many.
    *
    * @default {150}
    */
