@@ -1,0 +1,85 @@
+/**
+ * The errors of the chain module: one subclass of {@linkcode NetError} per operation, each
+ * with a literal `name` and a `reason` for callers that branch.
+ *
+ * @module
+ */
+
+import { NetError, type NetErrorOptions } from "../errors.ts";
+
+/** Why a chain client could not be created. */
+export type ChainConfigFailure =
+  /** An option is malformed (the message names it). */
+  | "invalid_option"
+  /** The RPC endpoint did not answer `eth_chainId` (refused, timed out, not JSON-RPC). */
+  | "unreachable"
+  /** The endpoint serves another chain than the one configured. */
+  | "wrong_chain";
+
+/** Thrown by {@linkcode createChainClient} and by readers given malformed options. */
+export class ChainConfigError extends NetError {
+  override readonly name = "ChainConfigError" as const;
+  /** Machine-readable reason. */
+  readonly reason: ChainConfigFailure;
+
+  /** Creates the error with its reason. */
+  constructor(reason: ChainConfigFailure, shortMessage: string, options: NetErrorOptions = {}) {
+    super(shortMessage, options);
+    this.reason = reason;
+  }
+}
+
+/** Why a pinned read failed. */
+export type ChainReadFailure =
+  /** The RPC request failed (transport error, timeout, RPC error). */
+  | "rpc"
+  /** The requested block does not exist or is no longer canonical. */
+  | "block_not_found"
+  /** A contract call reverted or returned nothing (wrong address?). */
+  | "call_failed"
+  /** The contracts returned data that breaks their documented invariants. */
+  | "invalid_data";
+
+/**
+ * Thrown by the pinned reads: {@linkcode readNetworkState}, {@linkcode readProvider},
+ * {@linkcode readApprovedMeasurements}.
+ */
+export class ChainReadError extends NetError {
+  override readonly name = "ChainReadError" as const;
+  /** Machine-readable reason. */
+  readonly reason: ChainReadFailure;
+
+  /** Creates the error with its reason. */
+  constructor(reason: ChainReadFailure, shortMessage: string, options: NetErrorOptions = {}) {
+    super(shortMessage, options);
+    this.reason = reason;
+  }
+}
+
+/** Why a settlement scan failed. */
+export type SettlementScanFailure =
+  /** An option is malformed (the message names it). */
+  | "invalid_option"
+  /** The saved cursor is malformed or belongs to another escrow. */
+  | "bad_cursor"
+  /** The block the cursor ends at is no longer canonical: a reorg deeper than the depth. */
+  | "reorg"
+  /** The RPC request failed for a reason other than a range limit. */
+  | "rpc"
+  /** The endpoint refuses even a one-block range. */
+  | "range_limit"
+  /** A log does not decode as the Escrow's `Settled` event. */
+  | "invalid_log";
+
+/** Thrown by {@linkcode scanSettlements}. */
+export class SettlementScanError extends NetError {
+  override readonly name = "SettlementScanError" as const;
+  /** Machine-readable reason. */
+  readonly reason: SettlementScanFailure;
+
+  /** Creates the error with its reason. */
+  constructor(reason: SettlementScanFailure, shortMessage: string, options: NetErrorOptions = {}) {
+    super(shortMessage, options);
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,390 @@
+/**
+ * Starts and stops a local `anvil` chain: the pinned binary from `tools/setup.ts` on a random
+ * free loopback port, or, when a Docker engine is reachable, an anvil container through
+ * `testcontainers`. Both paths return the same {@linkcode AnvilInstance}.
+ *
+ * The instance is `AsyncDisposable`: `await using anvil = await startAnvil()` stops it when
+ * the scope ends, also when a test fails. Instances still running when the process unloads
+ * are killed.
+ *
+ * @example
+ * ```ts ignore
+ * import { startAnvil } from "./anvil.ts";
+ *
+ * await using anvil = await startAnvil({ chainId: 31337 });
+ * console.log(anvil.rpcUrl); // http://127.0.0.1:<random port>
+ * ```
+ *
+ * @module
+ */
+
+import { ANVIL_VERSION, anvilBinary } from "../tools/setup.ts";
+
+/** Environment variable that picks the runtime: `auto` (default), `binary` or `container`. */
+export const ANVIL_RUNTIME_ENV = "NET_ANVIL_RUNTIME";
+/** Environment variable that overrides the container image of the container runtime. */
+export const ANVIL_IMAGE_ENV = "NET_ANVIL_IMAGE";
+/** The container image used when a Docker engine is reachable. */
+export const ANVIL_IMAGE = `ghcr.io/foundry-rs/foundry:v${ANVIL_VERSION}`;
+/** The mnemonic of anvil's default dev accounts (public; never use it for anything real). */
+export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
+
+/** Where anvil runs. */
+export type AnvilRuntime = "binary" | "container";
+
+/** Options of {@linkcode startAnvil}. */
+export interface AnvilOptions {
+  /**
+   * The chain id.
+   *
+   * @default {31337}
+   */
+  chainId?: number;
+  /**
+   * Timestamp (Unix seconds) of the genesis block. Later blocks follow the wall clock plus any
+   * time travel (`evm_increaseTime`, `evm_setNextBlockTimestamp`).
+   *
+   * @default {the current time}
+   */
+  timestamp?: number;
+  /**
+   * Balance of each dev account, in ether.
+   *
+   * @default {1_000_000_000}
+   */
+  balanceEther?: number;
+  /**
+   * Number of dev accounts, derived from {@linkcode ANVIL_MNEMONIC}.
+   *
+   * @default {10}
+   */
+  accounts?: number;
+  /**
+   * Block gas limit.
+   *
+   * @default {30_000_000n}
+   */
+  gasLimit?: bigint;
+  /**
+   * Where to run anvil. `auto` uses a container when a Docker engine answers, the binary
+   * otherwise.
+   *
+   * @default {$NET_ANVIL_RUNTIME, else "auto"}
+   */
+  runtime?: AnvilRuntime | "auto";
+  /**
+   * Path of the anvil binary (binary runtime).
+   *
+   * @default {anvilBinary() from tools/setup.ts}
+   */
+  binary?: string;
+  /**
+   * How long to wait for anvil to accept RPC requests, in milliseconds.
+   *
+   * @default {30_000}
+   */
+  readyTimeoutMs?: number;
+}
+
+/** A running anvil chain. */
+export interface AnvilInstance extends AsyncDisposable {
+  /** The JSON-RPC URL, e.g. `http://127.0.0.1:40123`. */
+  readonly rpcUrl: string;
+  /** The port the RPC server listens on (on the host). */
+  readonly port: number;
+  /** The chain id. */
+  readonly chainId: number;
+  /** Where it runs. */
+  readonly runtime: AnvilRuntime;
+  /** The last lines anvil printed, for error messages. */
+  output(): string;
+  /** Stops the chain and releases its port; idempotent. */
+  stop(): Promise<void>;
+}
+
+const DEFAULTS = {
+  chainId: 31337,
+  balanceEther: 1_000_000_000,
+  accounts: 10,
+  gasLimit: 30_000_000n,
+  readyTimeoutMs: 30_000,
+} as const;
+
+/** Kill functions of instances still running, for the unload handler. */
+const running = new Set<() => void>();
+let unloadHooked = false;
+
+function hookUnload(): void {
+  if (unloadHooked) return;
+  unloadHooked = true;
+  globalThis.addEventListener("unload", () => {
+    for (const kill of running) kill();
+  });
+}
+
+function anvilArgs(options: AnvilOptions, port: number, host: string): string[] {
+  const args = [
+    "--host",
+    host,
+    "--port",
+    String(port),
+    "--chain-id",
+    String(options.chainId ?? DEFAULTS.chainId),
+    "--accounts",
+    String(options.accounts ?? DEFAULTS.accounts),
+    "--balance",
+    String(options.balanceEther ?? DEFAULTS.balanceEther),
+    "--gas-limit",
+    String(options.gasLimit ?? DEFAULTS.gasLimit),
+    "--mnemonic",
+    ANVIL_MNEMONIC,
+    "--color",
+    "never",
+  ];
+  if (options.timestamp !== undefined) args.push("--timestamp", String(options.timestamp));
+  return args;
+}
+
+/**
+ * Starts anvil and waits until it answers `eth_chainId` with the expected id.
+ *
+ * @throws {Error} when anvil exits early, prints no listening address, or does not answer
+ * within `readyTimeoutMs`; the message carries anvil's last output.
+ */
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
+  const requested = options.runtime ??
+    (Deno.env.get(ANVIL_RUNTIME_ENV) as AnvilOptions["runtime"] | undefined) ?? "auto";
+  if (!["auto", "binary", "container"].includes(requested)) {
+    throw new Error(
+      `Cannot start anvil: runtime must be auto, binary or container, found "${requested}"`,
+    );
+  }
+  const runtime = requested === "auto"
+    ? (await dockerEngineReachable() ? "container" : "binary")
+    : requested;
+  return runtime === "container" ? await startContainer(options) : await startBinary(options);
+}
+
+async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
+  const chainId = options.chainId ?? DEFAULTS.chainId;
+  const timeoutMs = options.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs;
+  const binary = options.binary ?? anvilBinary();
+  // Port 0: anvil binds a free port itself and prints it, so no other process can race us
+  // for a port we picked.
+  const child = new Deno.Command(binary, {
+    args: anvilArgs(options, 0, "127.0.0.1"),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const remember = (line: string) => {
+    lines.push(line);
+    if (lines.length > 60) lines.shift();
+  };
+  const output = () => lines.join("\n");
+
+  let resolveAddress: (port: number) => void;
+  const address = new Promise<number>((resolve) => resolveAddress = resolve);
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoderStream();
+    let pending = "";
+    for await (const chunk of stream.pipeThrough(decoder)) {
+      pending += chunk;
+      const parts = pending.split("\n");
+      pending = parts.pop() ?? "";
+      for (const line of parts) {
+        remember(line);
+        const match = line.match(/Listening on [^\s:]+:(\d+)/);
+        if (match) resolveAddress(Number(match[1]));
+      }
+    }
+    if (pending) remember(pending);
+  };
+  // Keep reading both pipes until anvil exits: a pipe nobody reads would block or kill it.
+  const drained = Promise.all([drain(child.stdout), drain(child.stderr)]);
+
+  let stopped = false;
+  const killNow = () => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  running.add(killNow);
+  hookUnload();
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already exited
+    }
+    const timer = setTimeout(killNow, 3000);
+    try {
+      await child.status;
+      await drained;
+    } finally {
+      clearTimeout(timer);
+      running.delete(killNow);
+    }
+  };
+
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const port = await raceStartup(address, child.status, deadline, output);
+    const rpcUrl = `http://127.0.0.1:${port}`;
+    await waitForChainId(rpcUrl, chainId, deadline, output);
+    return {
+      rpcUrl,
+      port,
+      chainId,
+      runtime: "binary",
+      output,
+      stop,
+      [Symbol.asyncDispose]: stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function raceStartup(
+  address: Promise<number>,
+  status: Promise<Deno.CommandStatus>,
+  deadline: AbortSignal,
+  output: () => string,
+): Promise<number> {
+  let onAbort: () => void = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () =>
+      reject(new Error(`Cannot start anvil: no listening address within the timeout\n${output()}`));
+    deadline.addEventListener("abort", onAbort, { once: true });
+  });
+  const exited = status.then((s): never => {
+    throw new Error(
+      `Cannot start anvil: it exited with code ${s.code} before listening\n${output()}`,
+    );
+  });
+  try {
+    return await Promise.race([address, exited, aborted]);
+  } finally {
+    deadline.removeEventListener("abort", onAbort);
+    exited.catch(() => {});
+    aborted.catch(() => {});
+  }
+}
+
+async function waitForChainId(
+  rpcUrl: string,
+  chainId: number,
+  deadline: AbortSignal,
+  output: () => string,
+): Promise<void> {
+  let last: unknown;
+  while (!deadline.aborted) {
+    try {
+      const response = await fetch(rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        signal: deadline,
+      });
+      const body = await response.json() as { result?: string };
+      if (body.result !== undefined) {
+        const found = Number(BigInt(body.result));
+        if (found !== chainId) {
+          throw new Error(`Cannot start anvil: chain id is ${found}, expected ${chainId}`);
+        }
+        return;
+      }
+      last = JSON.stringify(body);
+    } catch (error) {
+      if (error instanceof Error && error.message.startsWith("Cannot start anvil")) throw error;
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(
+    `Cannot start anvil: ${rpcUrl} did not answer eth_chainId within the timeout (last: ${last})\n${output()}`,
+  );
+}
+
+/**
+ * Whether a Docker engine answers `GET /_ping` on `$DOCKER_HOST` (unix or tcp) or on
+ * `/var/run/docker.sock`, within `timeoutMs`.
+ */
+export async function dockerEngineReachable(timeoutMs = 1000): Promise<boolean> {
+  const host = Deno.env.get("DOCKER_HOST") ?? "unix:///var/run/docker.sock";
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    if (host.startsWith("tcp://") || host.startsWith("http://")) {
+      const url = new URL("/_ping", host.replace(/^tcp:/, "http:"));
+      const response = await fetch(url, { signal });
+      await response.body?.cancel();
+      return response.ok;
+    }
+    if (!host.startsWith("unix://")) return false;
+    const conn = await Deno.connect({ transport: "unix", path: host.slice("unix://".length) });
+    try {
+      signal.addEventListener("abort", () => conn.close(), { once: true });
+      await conn.write(new TextEncoder().encode("GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"));
+      const buffer = new Uint8Array(64);
+      const read = await conn.read(buffer);
+      return read !== null && /^HTTP\/1\.[01] 200/.test(new TextDecoder().decode(buffer));
+    } finally {
+      try {
+        conn.close();
+      } catch {
+        // closed by the timeout
+      }
+    }
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The container path. UNTESTED here: our machines have no Docker engine. It follows the
+ * `testcontainers` API of the pinned version and the foundry image's layout (entrypoint
+ * `/bin/sh -c`, `anvil` on PATH).
+ */
+async function startContainer(options: AnvilOptions): Promise<AnvilInstance> {
+  const chainId = options.chainId ?? DEFAULTS.chainId;
+  const timeoutMs = options.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs;
+  const { GenericContainer, Wait } = await import("testcontainers");
+  const image = Deno.env.get(ANVIL_IMAGE_ENV) ?? ANVIL_IMAGE;
+  const container = await new GenericContainer(image)
+    .withEntrypoint(["anvil"])
+    .withCommand(anvilArgs(options, 8545, "0.0.0.0"))
+    .withExposedPorts(8545)
+    .withWaitStrategy(Wait.forLogMessage(/Listening on/))
+    .withStartupTimeout(timeoutMs)
+    .start();
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await container.stop();
+  };
+  try {
+    const port = container.getMappedPort(8545);
+    const rpcUrl = `http://${container.getHost()}:${port}`;
+    await waitForChainId(rpcUrl, chainId, AbortSignal.timeout(timeoutMs), () => "");
+    return {
+      rpcUrl,
+      port,
+      chainId,
+      runtime: "container",
+      output: () => `(container ${container.getId()}; see \`docker logs\`)`,
+      stop,
+      [Symbol.asyncDispose]: stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,319 @@
+import assert from "node:assert/strict";
+import type { Address } from "viem";
+import { escrowAbi } from "../../chain/abi.ts";
+import { createChainClient } from "../../chain/client.ts";
+import { ChainConfigError, SettlementScanError } from "../../chain/errors.ts";
+import {
+  isRangeLimitError,
+  scanSettlements,
+  type SettlementBucket,
+  type SettlementCursor,
+} from "../../chain/settlements.ts";
+import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
+import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
+
+function range(request: RpcRequest): bigint {
+  const [filter] = request.params as [{ fromBlock: string; toBlock: string }];
+  return BigInt(filter.toBlock) - BigInt(filter.fromBlock) + 1n;
+}
+
+async function settle(chain: ChainFixture, provider: Address, amount: bigint, tokens: bigint) {
+  const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
+    chainId: chain.anvil.chainId,
+  });
+  await sendAndConfirm(settler, {
+    address: chain.contracts.escrow,
+    abi: escrowAbi,
+    functionName: "settle",
+    args: [chain.accounts.consumer.address, provider, amount, tokens],
+  });
+}
+
+function plus(
+  buckets: SettlementBucket[],
+  extra: { provider: Address; epoch: bigint; amount: bigint; tokens: bigint },
+): SettlementBucket[] {
+  const out = buckets.map((b) => ({ ...b }));
+  const found = out.find((b) => b.provider === extra.provider && b.epoch === extra.epoch);
+  if (found) {
+    found.amount += extra.amount;
+    found.tokens += extra.tokens;
+    found.settlements += 1;
+  } else {
+    out.push({ ...extra, settlements: 1 });
+    out.sort((a, b) =>
+      a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
+    );
+  }
+  return out;
+}
+
+Deno.test("scanSettlements buckets the seeded settlements", async (t) => {
+  await using chain = await startChainFixture({ providers: 60 });
+  const { escrow } = chain.contracts;
+  const fromBlock = chain.deployment.fromBlock;
+  const expected = chain.expected.settlements;
+  const head = await chain.client.getBlockNumber();
+
+  await t.step("a full scan equals the seeded totals", async () => {
+    const scan = await scanSettlements(chain.client, escrow, { fromBlock, confirmations: 0 });
+    assert.deepEqual(scan.buckets, expected);
+    assert.equal(scan.head, head);
+    assert.equal(scan.scannedTo, head);
+    assert.equal(scan.stats.logs, chain.plan.settlements.flatMap((s) => s.items).length);
+    assert.ok(new Set(expected.map((b) => b.epoch)).size >= 4, "several epochs");
+    assert.ok(expected.some((b) => b.settlements > 1), "a provider settled twice in one epoch");
+    // The cursor survives JSON and carries the totals.
+    const cursor = JSON.parse(JSON.stringify(scan.cursor)) as SettlementCursor;
+    assert.deepEqual(cursor, scan.cursor);
+    assert.equal(cursor.nextBlock, String(head + 1n));
+  });
+
+  await t.step("one block per request gives the same totals", async () => {
+    const scan = await scanSettlements(chain.client, escrow, {
+      fromBlock,
+      confirmations: 0,
+      chunkSize: 1,
+      maxChunkSize: 1,
+    });
+    assert.deepEqual(scan.buckets, expected);
+    assert.equal(BigInt(scan.stats.getLogsRequests), head - fromBlock + 1n);
+  });
+
+  await t.step("resuming from a saved cursor gives the same totals", async () => {
+    const middle = fromBlock + (head - fromBlock) / 2n;
+    const part = await scanSettlements(chain.client, escrow, {
+      fromBlock,
+      toBlock: middle,
+      confirmations: 0,
+      chunkSize: 3,
+    });
+    assert.equal(part.scannedTo, middle);
+    assert.notDeepEqual(part.buckets, expected, "the first half is not everything");
+    const saved = JSON.stringify(part.cursor);
+    const rest = await scanSettlements(chain.client, escrow, {
+      cursor: JSON.parse(saved),
+      confirmations: 0,
+    });
+    assert.deepEqual(rest.buckets, expected);
+    // Resuming at the head finds nothing new and changes nothing.
+    const again = await scanSettlements(chain.client, escrow, {
+      cursor: rest.cursor,
+      confirmations: 0,
+    });
+    assert.deepEqual(again.buckets, expected);
+    assert.equal(again.stats.getLogsRequests, 0);
+  });
+
+  await t.step("only blocks behind the confirmation depth count", async () => {
+    const scan = await scanSettlements(chain.client, escrow, { fromBlock, confirmations: 3 });
+    assert.equal(scan.scannedTo, head - 3n);
+    // The seed ends: last settlements, an empty block, the emission. So the last settlements
+    // are two blocks deep and not yet counted.
+    assert.notDeepEqual(scan.buckets, expected);
+    await chain.rpc("evm_mine", []);
+    await chain.rpc("evm_mine", []);
+    await chain.rpc("evm_mine", []);
+    const later = await scanSettlements(chain.client, escrow, {
+      cursor: scan.cursor,
+      confirmations: 3,
+    });
+    assert.deepEqual(later.buckets, expected);
+  });
+
+  await t.step("an endpoint with a block-range limit forces smaller chunks", async () => {
+    const limit = 5n;
+    let largest = 0n;
+    const counter = countingFetch({
+      intercept: (request) => {
+        if (request.method !== "eth_getLogs") return undefined;
+        if (range(request) > limit) {
+          return { code: -32602, message: `block range is too large: max ${limit} blocks` };
+        }
+        largest = range(request) > largest ? range(request) : largest;
+        return undefined;
+      },
+    });
+    const client = await createChainClient(chain.anvil.rpcUrl, {
+      retryCount: 0,
+      fetch: counter.fetch,
+    });
+    const scan = await scanSettlements(client, escrow, { fromBlock, confirmations: 0 });
+    assert.deepEqual(scan.buckets, expected);
+    assert.ok(scan.stats.shrinks > 0);
+    assert.ok(largest <= limit && largest >= 2n, `largest accepted range ${largest}`);
+  });
+
+  await t.step("an endpoint with a result-count limit forces smaller chunks", async () => {
+    const counter = countingFetch({
+      inspect: (request, result) =>
+        request.method === "eth_getLogs" && (result as unknown[]).length > 30
+          ? { code: -32005, message: "query returned more than 30 results" }
+          : undefined,
+    });
+    const client = await createChainClient(chain.anvil.rpcUrl, {
+      retryCount: 0,
+      fetch: counter.fetch,
+    });
+    const scan = await scanSettlements(client, escrow, { fromBlock, confirmations: 0 });
+    assert.deepEqual(scan.buckets, expected);
+    assert.ok(scan.stats.shrinks > 0);
+  });
+
+  await t.step("a block with more logs than the result limit fails with range_limit", async () => {
+    const counter = countingFetch({
+      inspect: (request, result) =>
+        request.method === "eth_getLogs" && (result as unknown[]).length > 20
+          ? { code: -32005, message: "query returned more than 20 results" }
+          : undefined,
+    });
+    const client = await createChainClient(chain.anvil.rpcUrl, {
+      retryCount: 0,
+      fetch: counter.fetch,
+    });
+    // One seeded block holds 25 settlements: no range is small enough.
+    await assert.rejects(
+      scanSettlements(client, escrow, { fromBlock, confirmations: 0 }),
+      (e: unknown) =>
+        e instanceof SettlementScanError && e.reason === "range_limit" &&
+        e.shortMessage.includes("more than 20 results"),
+    );
+  });
+
+  await t.step("an endpoint that refuses every range fails with range_limit", async () => {
+    const counter = countingFetch({
+      intercept: (request) =>
+        request.method === "eth_getLogs"
+          ? { code: -32000, message: "exceed maximum block range: 0" }
+          : undefined,
+    });
+    const client = await createChainClient(chain.anvil.rpcUrl, {
+      retryCount: 0,
+      fetch: counter.fetch,
+    });
+    await assert.rejects(
+      scanSettlements(client, escrow, { fromBlock, confirmations: 0 }),
+      (e: unknown) => e instanceof SettlementScanError && e.reason === "range_limit",
+    );
+  });
+
+  await t.step("other RPC errors fail with rpc, not a retry loop", async () => {
+    const counter = countingFetch({
+      intercept: (request) =>
+        request.method === "eth_getLogs"
+          ? { code: -32000, message: "database is locked" }
+          : undefined,
+    });
+    const client = await createChainClient(chain.anvil.rpcUrl, {
+      retryCount: 0,
+      fetch: counter.fetch,
+    });
+    await assert.rejects(
+      scanSettlements(client, escrow, { fromBlock, confirmations: 0 }),
+      (e: unknown) =>
+        e instanceof SettlementScanError && e.reason === "rpc" &&
+        e.shortMessage.includes("database is locked"),
+    );
+  });
+
+  await t.step("a malformed or foreign cursor is refused", async () => {
+    const good = (await scanSettlements(chain.client, escrow, { fromBlock, confirmations: 0 }))
+      .cursor;
+    const bad: [string, unknown][] = [
+      ["not an object", "x"],
+      ["other escrow", { ...good, escrow: chain.contracts.registry }],
+      ["unknown field", { ...good, extra: 1 }],
+      ["version", { ...good, version: 2 }],
+      ["number next block", { ...good, nextBlock: 5 }],
+      ["negative amount", {
+        ...good,
+        buckets: [{ ...good.buckets[0], amount: "-1" }],
+      }],
+      ["duplicate bucket", { ...good, buckets: [good.buckets[0], good.buckets[0]] }],
+      ["last block not before next", { ...good, nextBlock: "1" }],
+    ];
+    for (const [label, cursor] of bad) {
+      await assert.rejects(
+        scanSettlements(chain.client, escrow, { cursor: cursor as SettlementCursor }),
+        (e: unknown) => e instanceof SettlementScanError && e.reason === "bad_cursor",
+        label,
+      );
+    }
+    await assert.rejects(
+      scanSettlements(chain.client, "0xabc" as Address),
+      (e: unknown) => e instanceof ChainConfigError && e.reason === "invalid_option",
+    );
+  });
+});
+
+Deno.test("a reorg never corrupts the settlement totals", async (t) => {
+  await using chain = await startChainFixture({ providers: 12, settlementsPerEpoch: 5 });
+  const { escrow } = chain.contracts;
+  const fromBlock = chain.deployment.fromBlock;
+  const seeded = chain.expected.settlements;
+  const [a, b] = chain.expected.state.providers.filter((p) => p.active);
+  const epoch = chain.expected.state.emission.currentEpoch;
+  const confirmations = 4;
+
+  await t.step("a reorg shallower than the depth is never counted", async () => {
+    const base = await scanSettlements(chain.client, escrow, { fromBlock, confirmations });
+    const snapshot = await chain.rpc("evm_snapshot");
+    // The branch that will be dropped: a settlement to `a`, two more blocks.
+    await settle(chain, a.address, 111n, 11n);
+    await chain.rpc("evm_mine");
+    await chain.rpc("evm_mine");
+    const during = await scanSettlements(chain.client, escrow, {
+      cursor: base.cursor,
+      confirmations,
+    });
+    assert.deepEqual(during.buckets, seeded, "the unconfirmed settlement is not counted");
+    assert.equal(await chain.rpc("evm_revert", [snapshot]), true);
+    // The branch that stays: a settlement to `b`, then enough blocks to confirm it.
+    await settle(chain, b.address, 222n, 22n);
+    for (let i = 0; i < confirmations; i++) await chain.rpc("evm_mine");
+    const after = await scanSettlements(chain.client, escrow, {
+      cursor: during.cursor,
+      confirmations,
+    });
+    const truth = plus(seeded, { provider: b.address, epoch, amount: 222n, tokens: 22n });
+    assert.deepEqual(after.buckets, truth);
+    // And it equals a fresh full scan of the final chain.
+    const fresh = await scanSettlements(chain.client, escrow, { fromBlock, confirmations });
+    assert.deepEqual(fresh.buckets, truth);
+  });
+
+  await t.step("a reorg deeper than the depth is detected and refused", async () => {
+    const snapshot = await chain.rpc("evm_snapshot");
+    await settle(chain, a.address, 333n, 33n);
+    for (let i = 0; i < 3; i++) await chain.rpc("evm_mine");
+    const counted = await scanSettlements(chain.client, escrow, { fromBlock, confirmations: 1 });
+    assert.equal(await chain.rpc("evm_revert", [snapshot]), true);
+    await settle(chain, b.address, 444n, 44n);
+    for (let i = 0; i < 6; i++) await chain.rpc("evm_mine");
+    await assert.rejects(
+      scanSettlements(chain.client, escrow, { cursor: counted.cursor, confirmations: 1 }),
+      (e: unknown) =>
+        e instanceof SettlementScanError && e.reason === "reorg" &&
+        e.shortMessage.includes("reorg deeper than the confirmation depth"),
+    );
+  });
+});
+
+Deno.test("range-limit errors are recognized across node wordings", () => {
+  const limited = [
+    "query returned more than 10000 results",
+    "block range is too large",
+    "exceed maximum block range: 5000",
+    "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range",
+    "limit exceeded",
+    "eth_getLogs is limited to a 10,000 range: block range too wide",
+  ];
+  for (const message of limited) {
+    assert.ok(isRangeLimitError({ message: "RPC error", cause: { message } }), message);
+  }
+  for (const message of ["database is locked", "execution reverted", "connection refused"]) {
+    assert.ok(!isRangeLimitError(new Error(message)), message);
+  }
+  assert.ok(isRangeLimitError({ message: "HTTP request failed", status: 413 }));
+});
