@@ -79,6 +79,19 @@ export interface AnvilOptions {
    */
   binary?: string;
   /**
+   * Port to listen on (binary runtime). `0` lets anvil pick a free port, which no other
+   * process can race us for.
+   *
+   * @default {0}
+   */
+  port?: number;
+  /**
+   * Address to listen on (binary runtime). Use `0.0.0.0` to serve other hosts (containers).
+   *
+   * @default {"127.0.0.1"}
+   */
+  host?: string;
+  /**
    * How long to wait for anvil to accept RPC requests, in milliseconds.
    *
    * @default {30_000}
@@ -169,10 +182,15 @@ async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
   const chainId = options.chainId ?? DEFAULTS.chainId;
   const timeoutMs = options.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs;
   const binary = options.binary ?? anvilBinary();
-  // Port 0: anvil binds a free port itself and prints it, so no other process can race us
-  // for a port we picked.
+  // Port 0 (the default): anvil binds a free port itself and prints it, so no other process
+  // can race us for a port we picked.
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot start anvil: port must be 0–65535, found ${port}`);
+  }
+  const host = options.host ?? "127.0.0.1";
   const child = new Deno.Command(binary, {
-    args: anvilArgs(options, 0, "127.0.0.1"),
+    args: anvilArgs(options, port, host),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -234,12 +252,12 @@ async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
 
   const deadline = AbortSignal.timeout(timeoutMs);
   try {
-    const port = await raceStartup(address, child.status, deadline, output);
-    const rpcUrl = `http://127.0.0.1:${port}`;
+    const bound = await raceStartup(address, child.status, deadline, output);
+    const rpcUrl = `http://127.0.0.1:${bound}`;
     await waitForChainId(rpcUrl, chainId, deadline, output);
     return {
       rpcUrl,
-      port,
+      port: bound,
       chainId,
       runtime: "binary",
       output,
