@@ -193,9 +193,9 @@ export function decodeKeyConfig(bytes: Uint8Array): KeyConfig {
   if (next !== bytes.length) {
     throw new KeyConfigError(
       "malformed",
-      `Cannot decode key configuration: ${bytesLabel(bytes.length - next)} follow the ${
-        bytesLabel(next)
-      } configuration, expected none`,
+      `Cannot decode key configuration: ${
+        bytesLabel(bytes.length - next)
+      } follow the ${next}-byte configuration, expected none`,
     );
   }
   return config;
