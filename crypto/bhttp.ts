@@ -112,8 +112,8 @@ export interface BhttpResponse {
   readonly trailers: FieldLines;
 }
 
-/** Fields to encode: a `Headers`, `[name, value]` pairs (order kept) or a record. */
-export type FieldsInit = HeadersInit;
+/** Fields to encode: a `Headers`, `[name, value]` pairs (order kept; {@linkcode FieldLines} too) or a record. */
+export type FieldsInit = HeadersInit | FieldLines;
 
 /** A request to encode. */
 export interface BhttpRequestInit {
