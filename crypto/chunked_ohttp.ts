@@ -254,7 +254,8 @@ export interface ChunkedGatewayExchange {
  * from the stream before returning, so an unknown key or suite is refused before any reply.
  *
  * @throws {OpenError} with reason `truncated`, `unknown_key`, `unsupported_suite` or
- * `malformed` (the stream is cancelled).
+ * `malformed` (the stream is cancelled). When the input stream itself errors (a transport
+ * failure), its own error is passed on unchanged.
  */
 export async function openChunkedRequest(
   keys: GatewayKey | readonly GatewayKey[],

@@ -136,7 +136,8 @@ export interface SealedHttpRequest {
   readonly body: ReadableStream<Uint8Array>;
   /**
    * Opens the sealed reply (`message/ohttp-chunked-res`). Resolves once the status and header
-   * fields have arrived; the body then streams.
+   * fields have arrived; the body then streams. Check the relay's own HTTP status and content
+   * type first: an error page from a gateway is not a sealed reply and fails here.
    *
    * @throws {OpenError} when the sealing is broken, forged or truncated before the head.
    * @throws {BinaryHttpError} when the inner response head is malformed.
@@ -196,6 +197,8 @@ export async function sealHttpRequest(
     body: exchange.sealRequest(inner),
     async openResponse(sealed) {
       const response = await decodeResponseStream(exchange.openResponse(sealed), options);
+      const trailers = response.trailers.then(toHeaders);
+      trailers.catch(() => {}); // a caller that ignores trailers must not see an unhandled rejection
       return {
         status: response.status,
         headers: toHeaders(response.headers),
@@ -204,7 +207,7 @@ export async function sealHttpRequest(
           headers: toHeaders(interim.headers),
         })),
         body: response.body,
-        trailers: response.trailers.then(toHeaders),
+        trailers,
       };
     },
   };

@@ -5,7 +5,19 @@ import {
   CHUNKED_RESPONSE_MEDIA_TYPE,
 } from "../../crypto/chunked_ohttp.ts";
 import { AEAD_CHACHA20_POLY1305, generateKeyPair } from "../../crypto/hpke.ts";
-import { createGatewayKey, encodeKeyConfig, type GatewayKey } from "../../crypto/key_config.ts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import {
+  endorseKey,
+  endorsementFromJson,
+  endorsementToJson,
+  verifyEndorsement,
+} from "../../crypto/endorsement.ts";
+import {
+  createGatewayKey,
+  decodeKeyConfig,
+  encodeKeyConfig,
+  type GatewayKey,
+} from "../../crypto/key_config.ts";
 import { OpenError, SealError } from "../../crypto/ohttp_errors.ts";
 import {
   type HttpResponseInit,
@@ -266,4 +278,37 @@ Deno.test("sealed exchange: provider errors, bodies and limits", async () => {
   const other = createGatewayKey(await generateKeyPair(), { keyId: 4 });
   const misdirected = await sealHttpRequest(encodeKeyConfig(other.config), { body: CHAT });
   await rejectsWith(openHttpRequest(key, misdirected.body), OpenError, "unknown_key");
+});
+
+Deno.test("sealed exchange: a failed reply whose trailers nobody reads raises no unhandled rejection", async () => {
+  const key = createGatewayKey(await generateKeyPair(), { keyId: 5 });
+  const sealed = await sealHttpRequest(encodeKeyConfig(key.config), { body: CHAT });
+  const request = await openHttpRequest(key, sealed.body);
+  const bytes = await collect(request.respond({ status: 200, body: "partial" }));
+  const cut = ReadableStream.from([bytes.subarray(0, bytes.length - 17)]);
+  const reply = await sealed.openResponse(cut);
+  await rejectsWith(collect(reply.body), OpenError, "truncated");
+  // reply.trailers is deliberately left alone: the test runner fails on an unhandled rejection.
+});
+
+Deno.test("sealed exchange: the daemon seals to the key configuration a provider endorsed", async () => {
+  const servingKey = privateKeyToAccount(generatePrivateKey());
+  const key = createGatewayKey(await generateKeyPair(), { keyId: 6 });
+  const now = new Date("2026-11-22T12:00:00Z");
+  const endorsement = endorsementFromJson(
+    JSON.parse(JSON.stringify(endorsementToJson(
+      await endorseKey(servingKey, {
+        keyConfig: encodeKeyConfig(key.config),
+        expiresAt: Math.floor(now.getTime() / 1000) + 600,
+      }),
+    ))),
+  );
+  assert.equal(
+    await verifyEndorsement(endorsement, { now, signer: servingKey.address }),
+    servingKey.address.toLowerCase(),
+  );
+  assert.deepEqual(decodeKeyConfig(endorsement.keyConfig), key.config);
+  const sealed = await sealHttpRequest(endorsement.keyConfig, { body: CHAT });
+  const opened = await openHttpRequest(key, sealed.body);
+  assert.deepEqual(JSON.parse(opened.text()), CHAT);
 });
