@@ -127,8 +127,9 @@ export function streamOfChunks(pieces: readonly Uint8Array[]): ReadableStream<Ui
 }
 
 /**
- * A stream that serves `head` and then endless filler bytes, counting how many bytes were
- * pulled; for proving a reader refuses before buffering.
+ * A stream that serves `head` and then filler bytes, counting how many bytes were pulled; for
+ * proving a reader refuses before buffering. It errors after 4 MiB, so a reader that fails to
+ * refuse makes the test fail instead of running forever.
  */
 export function endless(
   head: Uint8Array,
@@ -137,6 +138,10 @@ export function endless(
   let sentHead = false;
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
+      if (pulled > 4 * 1024 * 1024) {
+        controller.error(new Error(`endless test source: ${pulled} bytes pulled and no refusal`));
+        return;
+      }
       const chunk = sentHead ? new Uint8Array(1024).fill(0x41) : head;
       sentHead = true;
       pulled += chunk.length;
