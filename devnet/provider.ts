@@ -38,9 +38,13 @@ export interface ModelPrices {
   output: bigint;
 }
 
-/** Produces an attestation bundle (JSON of `docs/protocol.md` §6) for a nonce. */
+/**
+ * Produces an attestation bundle (JSON of `docs/protocol.md` §6) for a nonce. It runs where
+ * the serving key lives (in a real TEE provider: inside the enclave), so it gets the key.
+ */
 export type Attester = (input: {
   nonce: Uint8Array;
+  servingKey: LocalAccount;
   servingPublicKey: Hex;
   keyConfig: Uint8Array;
   endorse: (nonce: Uint8Array) => Promise<KeyEndorsement>;
@@ -221,6 +225,7 @@ export class DevnetProvider {
     const attester = this.#options.attester ?? mockAttester;
     const bundle = await attester({
       nonce: hexToBytes(`0x${nonceHex}`),
+      servingKey: this.#options.servingKey,
       servingPublicKey: this.#options.servingKey.publicKey,
       keyConfig: this.#keyConfig(),
       endorse: (nonce) => this.#endorse(nonce),

@@ -1,0 +1,75 @@
+/**
+ * The consumer daemon: `deno run -A daemon/main.ts` (or `deno task daemon`). Serves the
+ * OpenAI and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
+ * to a provider of the network. `--help` lists the options; see `docs/daemon.md`.
+ *
+ * @module
+ */
+
+import { parseDaemonConfig } from "./config.ts";
+import { createDaemon } from "./daemon.ts";
+
+if (import.meta.main) {
+  let parsed;
+  try {
+    parsed = parseDaemonConfig(Deno.args, Deno.env.toObject());
+  } catch (error) {
+    console.error(`daemon: ${error instanceof Error ? error.message : error}`);
+    Deno.exit(2);
+  }
+  if (parsed.help) {
+    console.log(parsed.text);
+    Deno.exit(0);
+  }
+  const { config } = parsed;
+  const shutdown = new AbortController();
+  let handler: (req: Request) => Promise<Response> = () =>
+    Promise.resolve(new Response("starting", { status: 503 }));
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname: config.bind.hostname,
+      port: config.bind.port,
+      signal: shutdown.signal,
+      onListen: () => {},
+    }, (req) => handler(req));
+  } catch (error) {
+    console.error(
+      `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
+        error instanceof Error ? error.message : error
+      }`,
+    );
+    Deno.exit(1);
+  }
+  const port = server.addr.port;
+  const daemon = createDaemon(config, { port });
+  handler = daemon.handler;
+  const host = config.bind.hostname.includes(":")
+    ? `[${config.bind.hostname}]`
+    : config.bind.hostname;
+  console.log(`daemon: listening on http://${host}:${port}`);
+  console.log(`daemon:   OpenAI clients: OPENAI_BASE_URL=http://${host}:${port}/v1`);
+  console.log(`daemon:   Ollama clients: OLLAMA_HOST=${host}:${port}`);
+  console.log(
+    `daemon: gateways: ${config.gateway ? `pinned ${config.gateway}` : "discovered"}; trust: ${
+      config.evm
+        ? `chain ${config.evm.rpcUrl}, Registry ${config.evm.registry}`
+        : "endorsements only"
+    }${config.measurementsFile ? `; measurements ${config.measurementsFile}` : ""}`,
+  );
+  // Connect in the background so the first request does not wait for it.
+  daemon.resolver.resolve().then(
+    (url) => console.log(`daemon: connected to gateway ${url}`),
+    (error) =>
+      console.warn(`daemon: ${error instanceof Error ? error.message.split("\n")[0] : error}`),
+  );
+  const stop = () => {
+    console.log("daemon: stopping…");
+    shutdown.abort();
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
+  await server.finished;
+  console.log("daemon: stopped");
+  Deno.exit(0);
+}

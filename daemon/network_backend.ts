@@ -1,0 +1,242 @@
+/**
+ * The daemon's network backend: the real {@linkcode ChatBackend}.
+ *
+ * Per request: resolve a gateway (`gateway_resolver.ts`), list the candidate providers for
+ * the model and tier, rank them, and for each in turn until one answers: establish trust in
+ * its key (`provider_trust.ts`: endorsement, or full TEE attestation), seal the request to
+ * that key (`crypto/`), relay it through the gateway, and open the sealed reply up to its
+ * first chunk (`sealed_reply.ts`). A failure before that first chunk moves on to the next
+ * provider (or, when the gateway itself fails, to the next gateway); after it, failures reach
+ * the client in-stream. Every accepted or refused provider is recorded in the verdict log.
+ *
+ * Nothing leaves the machine in the clear: the only request bodies sent are sealed ones.
+ *
+ * @module
+ */
+
+import { SealError, sealHttpRequest } from "../crypto/mod.ts";
+import type {
+  ChatBackend,
+  ChatCompletionChunk,
+  ChatReply,
+  ChatRequest,
+  NetworkModel,
+} from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
+import { GatewayClient, GatewayError, type ProviderCandidate } from "./gateway_client.ts";
+import type { GatewayResolver } from "./gateway_resolver.ts";
+import { type ProviderTrustOptions, trustProvider } from "./provider_trust.ts";
+import { openSealedReply } from "./sealed_reply.ts";
+import type { VerdictLog } from "./verdict_log.ts";
+
+/** Options of {@linkcode NetworkBackend}. */
+export interface NetworkBackendOptions {
+  /** Finds the gateway to use. */
+  resolver: GatewayResolver;
+  /** How providers are trusted (chain reads, approved measurements, nonces, roots, policy). */
+  trust: Omit<ProviderTrustOptions, "clock">;
+  /** Where verdicts are recorded. */
+  verdicts: VerdictLog;
+  /** The fetch implementation. @default {globalThis.fetch} */
+  fetch?: typeof fetch;
+  /** The clock. @default {() => new Date()} */
+  clock?: () => Date;
+  /** How long a model list is reused, in ms. @default {10000} */
+  modelsTtlMs?: number;
+  /** Most providers tried for one request. @default {3} */
+  maxProviderAttempts?: number;
+  /** Most gateways tried for one request. @default {3} */
+  maxGatewayAttempts?: number;
+}
+
+/** Codes that describe a provider that could not be trusted. */
+const REFUSALS = new Set(["attestation_failed", "attestation_mock", "attestation_stale"]);
+
+/** The network side of the daemon. */
+export class NetworkBackend implements ChatBackend {
+  readonly #options: NetworkBackendOptions;
+  readonly #clock: () => Date;
+  #models: { at: number; list: readonly NetworkModel[] } | undefined;
+
+  /** Creates the backend. */
+  constructor(options: NetworkBackendOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? (() => new Date());
+  }
+
+  /** {@inheritDoc ChatBackend.listModels} */
+  async listModels(signal: AbortSignal): Promise<readonly NetworkModel[]> {
+    const now = this.#clock().getTime();
+    if (this.#models && now - this.#models.at < (this.#options.modelsTtlMs ?? 10_000)) {
+      return this.#models.list;
+    }
+    const list = await this.#withGateway(signal, (gateway) => gateway.models(signal));
+    this.#models = { at: now, list };
+    return list;
+  }
+
+  /** {@inheritDoc ChatBackend.chat} */
+  async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
+    return await this.#withGateway(signal, async (gateway) => {
+      const candidates = rank(
+        await gateway.providers(request.model, request.tier, signal),
+        request.model,
+      );
+      if (candidates.length === 0) {
+        const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
+        const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
+        throw listed
+          ? new DaemonError(
+            "no_provider",
+            `No provider can serve ${request.model} in the ${request.tier} tier right now`,
+          )
+          : new DaemonError(
+            "model_not_found",
+            `The network offers no model ${request.model} in the ${request.tier} tier`,
+            {
+              param: "model",
+            },
+          );
+      }
+      const failures: DaemonError[] = [];
+      for (const candidate of candidates.slice(0, this.#options.maxProviderAttempts ?? 3)) {
+        try {
+          return await this.#attempt(gateway, candidate, request, signal);
+        } catch (error) {
+          if (error instanceof GatewayError && error.reason === "gateway") throw error;
+          signal.throwIfAborted();
+          const failure = asDaemonError(error, candidate);
+          failures.push(failure);
+          if (!retryable(failure)) throw failure;
+        }
+      }
+      // Report a refusal of trust first: it says most about why nothing was sent.
+      throw failures.find((f) => REFUSALS.has(f.code)) ?? failures.at(-1)!;
+    });
+  }
+
+  async #attempt(
+    gateway: GatewayClient,
+    candidate: ProviderCandidate,
+    request: ChatRequest,
+    signal: AbortSignal,
+  ): Promise<ChatReply> {
+    const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
+      this.#options.verdicts.append({
+        at: this.#clock(),
+        tier: request.tier,
+        model: request.model,
+        provider: candidate.provider,
+        gateway: gateway.url,
+        outcome,
+        verdict,
+        ...(code ? { code } : {}),
+      });
+    let trusted;
+    try {
+      trusted = await trustProvider(candidate, gateway, {
+        ...this.#options.trust,
+        clock: this.#clock,
+      }, signal);
+    } catch (error) {
+      if (error instanceof DaemonError && REFUSALS.has(error.code)) {
+        record("refused", error.shortMessage, error.code);
+      }
+      throw error;
+    }
+    // Only now, with a key that passed every check, is the request sealed and sent.
+    const sealed = await sealHttpRequest(trusted.keyConfig, { body: request.body });
+    const stream = await gateway.relay(candidate.provider, sealed.body, signal);
+    const reply = await openSealedReply(sealed, stream);
+    record("accepted", trusted.verdict);
+    return {
+      served: {
+        provider: candidate.provider,
+        tier: candidate.tier,
+        verdict: trusted.verdict,
+        gateway: gateway.url,
+      },
+      chunks: prepend(reply.first, reply.rest),
+    };
+  }
+
+  /** Runs `work` against the resolved gateway; a failing gateway is reported and replaced. */
+  async #withGateway<T>(
+    signal: AbortSignal,
+    work: (gateway: GatewayClient) => Promise<T>,
+  ): Promise<T> {
+    const { resolver } = this.#options;
+    const attempts = this.#options.maxGatewayAttempts ?? 3;
+    let last: GatewayError | undefined;
+    for (let i = 0; i < attempts; i++) {
+      const url = await resolver.resolve(signal);
+      try {
+        return await work(new GatewayClient(url, { fetch: this.#options.fetch }));
+      } catch (error) {
+        if (!(error instanceof GatewayError) || error.reason !== "gateway") throw error;
+        signal.throwIfAborted();
+        last = error;
+        resolver.reportFailure(url);
+        if (resolver.pinned) break;
+      }
+    }
+    throw new DaemonError("no_gateway", `Cannot use any gateway: ${last?.shortMessage}`, {
+      cause: last,
+    });
+  }
+}
+
+/**
+ * Orders candidates: those with free capacity first, then by the blended price of the
+ * model (input + output, exact), then by observed throughput, then by address.
+ */
+export function rank(candidates: readonly ProviderCandidate[], model: string): ProviderCandidate[] {
+  const price = (c: ProviderCandidate) => {
+    const m = c.ad.models.find((x) => x.id === model)!;
+    return BigInt(m.prices.input) + BigInt(m.prices.output);
+  };
+  return [...candidates].sort((a, b) => {
+    if ((a.available > 0) !== (b.available > 0)) return a.available > 0 ? -1 : 1;
+    const pa = price(a), pb = price(b);
+    if (pa !== pb) return pa < pb ? -1 : 1;
+    if (a.tokensPerSec !== b.tokensPerSec) return b.tokensPerSec - a.tokensPerSec;
+    return a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0;
+  });
+}
+
+/** Whether the next provider should be tried after this failure. */
+function retryable(error: DaemonError): boolean {
+  if (error.code === "provider_error") {
+    // The provider refused the request itself (bad request): another one would too.
+    return !(error.status >= 400 && error.status < 500 &&
+      ![404, 408, 409, 429].includes(error.status));
+  }
+  return error.code !== "no_provider" && error.code !== "model_not_found";
+}
+
+function asDaemonError(error: unknown, candidate: ProviderCandidate): DaemonError {
+  if (error instanceof DaemonError) return error;
+  if (error instanceof GatewayError) {
+    return new DaemonError("provider_error", error.shortMessage, { cause: error });
+  }
+  if (error instanceof SealError) {
+    return new DaemonError(
+      "attestation_failed",
+      `Cannot seal to the key of provider ${candidate.provider}: ${error.shortMessage}`,
+      { cause: error },
+    );
+  }
+  throw error;
+}
+
+async function* prepend(
+  first: ChatCompletionChunk,
+  rest: AsyncGenerator<ChatCompletionChunk>,
+): AsyncGenerator<ChatCompletionChunk> {
+  try {
+    yield first;
+    yield* rest;
+  } finally {
+    await rest.return(undefined);
+  }
+}

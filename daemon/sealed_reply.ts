@@ -1,0 +1,154 @@
+/**
+ * Opening a provider's sealed reply (`docs/protocol.md` §7) into the OpenAI
+ * `chat.completion.chunk` objects the daemon's surface consumes.
+ *
+ * The reply is a Binary HTTP response inside chunked OHTTP. A non-200 status carries the
+ * provider's OpenAI-style error. A 200 carries an event stream; each event is one chunk, the
+ * last is `[DONE]`. The iteration ends normally only after the sealed stream's final chunk
+ * has authenticated — `[DONE]` alone is not enough, since a relay could cut the stream right
+ * after it. Any failure to open or authenticate is a {@linkcode DaemonError}:
+ * `stream_truncated` when the sealed stream ended early, `decryption_failed` otherwise.
+ *
+ * @module
+ */
+
+import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../crypto/mod.ts";
+import { readBodyLimited } from "../io/fetch_json.ts";
+import { parseSse, SseError } from "../io/sse.ts";
+import type { ChatCompletionChunk } from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
+
+/** The opened reply: its first chunk (already read) and the rest. */
+export interface OpenedReply {
+  /** The first chunk: the "first byte" of the reply. */
+  first: ChatCompletionChunk;
+  /** The remaining chunks; completes only after the sealed stream's end authenticated. */
+  rest: AsyncGenerator<ChatCompletionChunk>;
+}
+
+/** Options of {@linkcode openSealedReply}. */
+export interface OpenSealedReplyOptions {
+  /** Largest single event, in bytes. @default {1 MiB} */
+  maxEventBytes?: number;
+}
+
+/**
+ * Opens the sealed reply stream and reads up to its first chunk.
+ *
+ * @throws {DaemonError} `decryption_failed` / `stream_truncated` when the sealed stream is
+ * broken, `provider_error` (with the provider's status) for a provider's error answer or a
+ * reply that is not an event stream of chunks.
+ */
+export async function openSealedReply(
+  sealed: SealedHttpRequest,
+  stream: ReadableStream<Uint8Array>,
+  options: OpenSealedReplyOptions = {},
+): Promise<OpenedReply> {
+  let opened;
+  try {
+    opened = await sealed.openResponse(stream);
+  } catch (error) {
+    throw cryptoFailure(error);
+  }
+  if (opened.status !== 200) {
+    const body = await readBodyLimited(new Response(opened.body), { maxBytes: 64 * 1024 })
+      .catch((error) => {
+        throw cryptoFailure(error);
+      });
+    const message = providerMessage(body);
+    throw new DaemonError(
+      "provider_error",
+      `The provider answered ${opened.status}${message ? `: ${message}` : ""}`,
+      { status: opened.status >= 400 && opened.status <= 599 ? opened.status : 502 },
+    );
+  }
+  const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (type !== "text/event-stream") {
+    await opened.body.cancel().catch(() => {});
+    throw new DaemonError(
+      "provider_error",
+      `The provider answered ${type ?? "no content type"}, expected text/event-stream`,
+    );
+  }
+  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20);
+  const first = await rest.next();
+  if (first.done) {
+    throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
+  }
+  return { first: first.value, rest };
+}
+
+async function* chunks(
+  body: ReadableStream<Uint8Array>,
+  maxEventBytes: number,
+): AsyncGenerator<ChatCompletionChunk> {
+  const events = parseSse(body, { maxEventBytes });
+  let done = false;
+  try {
+    for await (const event of events) {
+      if (done) continue; // read on to the authenticated end; nothing may follow [DONE]
+      if (event.data === "[DONE]") {
+        done = true;
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = JSON.parse(event.data);
+      } catch {
+        throw new DaemonError("provider_error", "The provider sent an event that is not JSON");
+      }
+      const error = (value as { error?: { message?: unknown } } | null)?.error;
+      if (error) {
+        const message = typeof error.message === "string" ? error.message.slice(0, 200) : "";
+        throw new DaemonError(
+          "provider_error",
+          `The provider failed mid-reply${message ? `: ${message}` : ""}`,
+        );
+      }
+      if ((value as { object?: unknown } | null)?.object !== "chat.completion.chunk") {
+        throw new DaemonError(
+          "provider_error",
+          "The provider sent an event that is not a chat.completion.chunk",
+        );
+      }
+      yield value as ChatCompletionChunk;
+    }
+  } catch (error) {
+    if (error instanceof DaemonError) throw error;
+    throw cryptoFailure(error);
+  }
+  if (!done) {
+    throw new DaemonError("provider_error", "The provider's reply ended without [DONE]");
+  }
+}
+
+/** Maps a failure to open or read the sealed stream to the client-facing code. */
+function cryptoFailure(error: unknown): DaemonError {
+  if (error instanceof DaemonError) return error;
+  if (error instanceof OpenError || error instanceof BinaryHttpError) {
+    const truncated = error.reason === "truncated";
+    return new DaemonError(
+      truncated ? "stream_truncated" : "decryption_failed",
+      truncated
+        ? "The sealed reply ended before its final chunk"
+        : "The sealed reply could not be opened",
+      { cause: error },
+    );
+  }
+  if (error instanceof SseError) {
+    return new DaemonError("provider_error", error.shortMessage, { cause: error });
+  }
+  // A transport failure while reading (the relay went away): the stream did not end properly.
+  return new DaemonError("stream_truncated", "The sealed reply ended before its final chunk", {
+    cause: error,
+  });
+}
+
+function providerMessage(body: Uint8Array): string | undefined {
+  try {
+    const message = JSON.parse(new TextDecoder().decode(body))?.error?.message;
+    return typeof message === "string" ? message.slice(0, 200) : undefined;
+  } catch {
+    return undefined;
+  }
+}

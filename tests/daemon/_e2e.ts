@@ -1,0 +1,152 @@
+/**
+ * End-to-end helpers: the real daemon (`createDaemon`) served on loopback in front of the real
+ * devnet, and a man-in-the-middle gateway that rewrites what a real gateway answers.
+ *
+ * @module
+ */
+
+import type { PrivateKeyAccount } from "viem/accounts";
+import type { DaemonConfig } from "../../daemon/config.ts";
+import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
+import type { Attester } from "../../devnet/provider.ts";
+import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { serve, type TestServer } from "../_http.ts";
+
+/** A daemon served on 127.0.0.1:0. */
+export interface RunningDaemon extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  /** The port. */
+  readonly port: number;
+  /** Its parts. */
+  readonly daemon: Daemon;
+  /** Its data directory. */
+  readonly dataDir: string;
+}
+
+/** Options of {@linkcode startDaemon}. */
+export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
+  /** Pin this gateway. */
+  gateway?: string;
+  /** Read trust roots and measurements from this chain. */
+  evm?: DaemonConfig["evm"];
+  /** Approved measurements file. */
+  measurementsFile?: string;
+}
+
+/** Serves a real daemon on a free loopback port. */
+export async function startDaemon(options: StartDaemonOptions): Promise<RunningDaemon> {
+  const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
+  let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
+  const server: TestServer = serve((req) => handler(req));
+  const config: DaemonConfig = {
+    bind: { hostname: "127.0.0.1", port: server.port },
+    gateway: options.gateway ?? null,
+    dataDir,
+    evm: options.evm ?? null,
+    measurementsFile: options.measurementsFile ?? null,
+    allowedOrigins: [],
+    allowedHosts: [],
+    maxBodyBytes: 4 << 20,
+  };
+  const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
+  handler = daemon.handler;
+  return {
+    url: server.url,
+    port: server.port,
+    daemon,
+    dataDir,
+    [Symbol.asyncDispose]: async () => {
+      await server.close();
+      await Deno.remove(dataDir, { recursive: true });
+    },
+  };
+}
+
+/** Rewrites one answer of the real gateway. */
+export type Rewrite = (
+  req: Request,
+  upstream: Response,
+) => Response | Promise<Response>;
+
+/**
+ * A gateway in front of a real one that forwards everything and lets `rewrite` change the
+ * answers: the attacker of the tests.
+ */
+export function maliciousGateway(real: string, rewrite: Rewrite): TestServer {
+  return serve(async (req) => {
+    const url = new URL(req.url);
+    const upstream = await fetch(`${real}${url.pathname}${url.search}`, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      // @ts-ignore: Deno needs duplex to stream a request body
+      duplex: "half",
+    });
+    // Gossip must not leak the real gateway: answer it ourselves.
+    if (url.pathname === "/v1/gateways") {
+      await upstream.body?.cancel();
+      return Response.json({ gateways: [] });
+    }
+    return await rewrite(req, upstream);
+  });
+}
+
+/** A stream that passes bytes through, changing them with `edit(chunk, offset)`. */
+export function editStream(
+  body: ReadableStream<Uint8Array>,
+  edit: (chunk: Uint8Array, offset: number) => Uint8Array | null,
+): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return body.pipeThrough(
+    new TransformStream({
+      transform(chunk, controller) {
+        const out = edit(chunk, offset);
+        offset += chunk.length;
+        if (out === null) controller.terminate();
+        else controller.enqueue(out);
+      },
+    }),
+  );
+}
+
+/** An Intel-shaped test PKI and an attester producing synthetic TDX bundles under it. */
+export async function syntheticTee(
+  options: {
+    /** Sign the quote's key binding for another key than the provider's. */
+    otherServingKey?: PrivateKeyAccount;
+    /** Endorse the HPKE key with another key than the attested one. */
+    endorsementSigner?: PrivateKeyAccount;
+    /** Answer every request with the first bundle produced (a replay). */
+    replay?: boolean;
+  } = {},
+): Promise<{ pki: TestIntelPki; attester: Attester; measurementId: string }> {
+  const pki = await createTestIntelPki({ now: new Date() });
+  let first: unknown;
+  let measurementId = "";
+  const attester: Attester = async ({ nonce, servingKey, keyConfig }) => {
+    if (options.replay && first) return first;
+    const built = await buildTdxBundle({
+      nonce,
+      now: new Date(),
+      pki,
+      servingKey: options.otherServingKey ?? servingKey as PrivateKeyAccount,
+      endorsementSigner: options.endorsementSigner,
+      keyConfig,
+    });
+    measurementId = built.measurementId;
+    first ??= built.json;
+    return built.json;
+  };
+  // The measurement id depends only on the default registers: compute it once.
+  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now: new Date(), pki });
+  measurementId = probe.measurementId;
+  return { pki, attester, measurementId };
+}
+
+/** Writes an approved-measurements file and returns its path. */
+export async function measurementsFile(ids: readonly string[]): Promise<string> {
+  const path = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(path, JSON.stringify({ measurements: ids }));
+  return path;
+}

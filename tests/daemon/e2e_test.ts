@@ -1,0 +1,379 @@
+/**
+ * The daemon end to end: the real daemon in front of the real devnet (anvil, contracts,
+ * providers, routers, gateways), driven by the real `openai` and `ollama` client libraries.
+ * Every seed rule is attacked here: mock and stale attestations, quotes bound to another key,
+ * unapproved measurements, keys not endorsed by the attested key, a gateway swapping keys,
+ * and tampered or truncated replies — each refused with its code, nothing sent in the clear.
+ */
+
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { Ollama } from "ollama";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startDevnet } from "../../devnet/network.ts";
+import { containsBytes, tcpProxy } from "../_tcp_proxy.ts";
+import {
+  editStream,
+  maliciousGateway,
+  measurementsFile,
+  startDaemon,
+  syntheticTee,
+} from "./_e2e.ts";
+
+const encoder = new TextEncoder();
+
+function openai(url: string): OpenAI {
+  return new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+}
+
+/** Asserts an OpenAI SDK error with this status and code. */
+async function refusedWith(promise: Promise<unknown>, status: number, code: string) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${error}`);
+    assert.equal(error.status, status, error.message);
+    assert.equal(error.code, code, error.message);
+    return true;
+  });
+}
+
+Deno.test("openai SDK: models, chat, streaming and usage through the real network", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const client = openai(daemon.url);
+
+  const ids = (await client.models.list()).data.map((m) => m.id).sort();
+  assert.deepEqual(ids, ["net/tee/devnet/echo", "net/verified/devnet/echo"]);
+
+  const { data: completion, response } = await client.chat.completions.create({
+    model: "net/verified/devnet/echo",
+    messages: [{ role: "user", content: "What is the capital of France?" }],
+  }).withResponse();
+  assert.match(completion.choices[0].message.content ?? "", /What is the capital of France\?/);
+  assert.equal(completion.choices[0].finish_reason, "stop");
+  assert.ok(completion.usage!.prompt_tokens > 0 && completion.usage!.completion_tokens > 0);
+  const provider = response.headers.get("x-net-provider");
+  assert.ok(devnet.providers.some((p) => p.address === provider && p.tier === "verified"));
+  assert.equal(response.headers.get("x-net-tier"), "verified");
+  assert.match(response.headers.get("x-net-verdict") ?? "", /^endorsed-key by 0x/);
+
+  const stream = await client.chat.completions.create({
+    model: "net/verified/devnet/echo:latest",
+    messages: [{ role: "user", content: "stream me" }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = "";
+  let usage;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? "";
+    usage = chunk.usage ?? usage;
+  }
+  assert.match(text, /stream me/);
+  assert.ok(usage && usage.total_tokens === usage.prompt_tokens + usage.completion_tokens);
+
+  const verdicts = await (await fetch(`${daemon.url}/v1/verdicts`)).json();
+  assert.ok(JSON.stringify(verdicts).includes("accepted"));
+});
+
+Deno.test("ollama library: tags, chat and generate stream to done:true", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const ollama = new Ollama({ host: daemon.url });
+  const tags = await ollama.list();
+  assert.ok(tags.models.some((m) => m.name === "net/verified/devnet/echo:latest"));
+
+  let content = "";
+  let last;
+  for await (
+    const part of await ollama.chat({
+      model: "net/verified/devnet/echo",
+      messages: [{ role: "user", content: "hello from ollama" }],
+      stream: true,
+    })
+  ) {
+    content += part.message.content;
+    last = part;
+  }
+  assert.match(content, /hello from ollama/);
+  assert.equal(last?.done, true);
+  assert.ok((last?.eval_count ?? 0) > 0);
+
+  const generated = await ollama.generate({
+    model: "net/verified/devnet/echo:latest",
+    prompt: "one shot",
+  });
+  assert.match(generated.response ?? "", /one shot/);
+  assert.equal(generated.done, true);
+});
+
+Deno.test("the bytes the gateway receives and sends never contain the prompt or the reply", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  const gateway = new URL(devnet.gateways[0]);
+  await using wire = tcpProxy({ hostname: gateway.hostname, port: Number(gateway.port) });
+  await using daemon = await startDaemon({ gateway: wire.url });
+  const secret = "zebra-quartz-7731 my bank PIN";
+  const completion = await openai(daemon.url).chat.completions.create({
+    model: "net/verified/devnet/echo",
+    messages: [{ role: "user", content: secret }],
+  });
+  assert.match(
+    completion.choices[0].message.content ?? "",
+    /zebra-quartz-7731/,
+    "the reply echoes it",
+  );
+  const sent = wire.sent();
+  const received = wire.received();
+  assert.ok(
+    containsBytes(sent, encoder.encode("POST /v1/providers/")),
+    "the relay went through the proxy",
+  );
+  for (const needle of ["zebra-quartz-7731", "bank PIN", "You said"]) {
+    assert.ok(
+      !containsBytes(sent, encoder.encode(needle)),
+      `"${needle}" left the machine in the clear`,
+    );
+    assert.ok(
+      !containsBytes(received, encoder.encode(needle)),
+      `"${needle}" came back in the clear`,
+    );
+  }
+});
+
+Deno.test("TEE tier: a mock attestation is refused and nothing is relayed", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 0,
+    teeProviders: 1,
+  });
+  const gateway = new URL(devnet.gateways[0]);
+  await using wire = tcpProxy({ hostname: gateway.hostname, port: Number(gateway.port) });
+  const measurements = await measurementsFile(["0x" + "ab".repeat(32)]);
+  await using daemon = await startDaemon({ gateway: wire.url, measurementsFile: measurements });
+  await refusedWith(
+    openai(daemon.url).chat.completions.create({
+      model: "net/tee/devnet/echo",
+      messages: [{ role: "user", content: "secret for the enclave" }],
+    }),
+    502,
+    "attestation_mock",
+  );
+  assert.ok(!containsBytes(wire.sent(), encoder.encode("/relay")), "a request was relayed");
+  assert.ok(!containsBytes(wire.sent(), encoder.encode("secret for the enclave")));
+  const { verdicts } = await (await fetch(`${daemon.url}/v1/verdicts`)).json();
+  assert.equal(verdicts[0].outcome, "refused");
+  assert.equal(verdicts[0].code, "attestation_mock");
+});
+
+Deno.test("TEE tier: without an approved set the tier is refused with a clear error", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 0,
+    teeProviders: 1,
+  });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  await assert.rejects(
+    openai(daemon.url).chat.completions.create({
+      model: "net/tee/devnet/echo",
+      messages: [{ role: "user", content: "x" }],
+    }),
+    (error: unknown) => {
+      assert.ok(error instanceof OpenAI.APIError);
+      assert.equal(error.status, 503);
+      assert.match(error.message, /approved measurement set/);
+      return true;
+    },
+  );
+});
+
+Deno.test("TEE tier: a verified synthetic enclave is served, and each broken binding is refused", async (t) => {
+  const cases: {
+    name: string;
+    tee: Parameters<typeof syntheticTee>[0];
+    approve?: boolean;
+    status?: number;
+    code?: string;
+  }[] = [
+    { name: "a valid quote under the test root is accepted", tee: {} },
+    {
+      name: "a measurement that is not approved",
+      tee: {},
+      approve: false,
+      status: 502,
+      code: "attestation_failed",
+    },
+    {
+      name: "a quote bound to another serving key",
+      tee: { otherServingKey: privateKeyToAccount(generatePrivateKey()) },
+      status: 502,
+      code: "attestation_failed",
+    },
+    {
+      name: "an HPKE key not endorsed by the attested key",
+      tee: { endorsementSigner: privateKeyToAccount(generatePrivateKey()) },
+      status: 502,
+      code: "attestation_failed",
+    },
+  ];
+  for (const c of cases) {
+    await t.step(c.name, async () => {
+      const tee = await syntheticTee(c.tee);
+      await using devnet = await startDevnet({
+        tokenDelayMs: 0,
+        verifiedProviders: 0,
+        teeProviders: 1,
+        attester: () => tee.attester,
+      });
+      const file = await measurementsFile(
+        c.approve === false ? ["0x" + "cd".repeat(32)] : [tee.measurementId],
+      );
+      await using daemon = await startDaemon({
+        bootstrap: devnet.gateways,
+        measurementsFile: file,
+        roots: tee.pki.roots,
+      });
+      const request = openai(daemon.url).chat.completions.create({
+        model: "net/tee/devnet/echo",
+        messages: [{ role: "user", content: "attested hello" }],
+      }).withResponse();
+      if (!c.code) {
+        const { data, response } = await request;
+        assert.match(data.choices[0].message.content ?? "", /attested hello/);
+        assert.match(response.headers.get("x-net-verdict") ?? "", /^tee:tdx measurement 0x/);
+      } else {
+        await refusedWith(request, c.status!, c.code);
+      }
+    });
+  }
+});
+
+Deno.test("TEE tier: a replayed attestation (stale nonce) is refused", async () => {
+  const tee = await syntheticTee({ replay: true });
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 0,
+    teeProviders: 1,
+    attester: () => tee.attester,
+  });
+  await using daemon = await startDaemon({
+    bootstrap: devnet.gateways,
+    measurementsFile: await measurementsFile([tee.measurementId]),
+    roots: tee.pki.roots,
+  });
+  const client = openai(daemon.url);
+  const body = {
+    model: "net/tee/devnet/echo",
+    messages: [{ role: "user" as const, content: "x" }],
+  };
+  await client.chat.completions.create(body); // the first bundle answers its own nonce
+  await refusedWith(client.chat.completions.create(body), 502, "attestation_stale");
+});
+
+Deno.test("a gateway that swaps the key configuration gets nothing sealed to its key", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 1,
+    teeProviders: 0,
+  });
+  let relayed = 0;
+  await using mitm = maliciousGateway(devnet.gateways[0], async (req, upstream) => {
+    if (new URL(req.url).pathname.endsWith("/relay")) relayed++;
+    if (!new URL(req.url).pathname.endsWith("/key")) return upstream;
+    const answer = await upstream.json();
+    // Swap in the attacker's own key configuration (same shape, different public key).
+    const config = answer.endorsement.key_config as string;
+    answer.endorsement.key_config = config.slice(0, 12) + "ff".repeat(32) + config.slice(12 + 64);
+    return Response.json(answer);
+  });
+  await using daemon = await startDaemon({ gateway: mitm.url });
+  await refusedWith(
+    openai(daemon.url).chat.completions.create({
+      model: "net/verified/devnet/echo",
+      messages: [{ role: "user", content: "x" }],
+    }),
+    502,
+    "attestation_failed",
+  );
+  assert.equal(relayed, 0, "a request was sealed to the swapped key and relayed");
+});
+
+Deno.test("a tampered or truncated reply stream is refused, never delivered as a normal end", async (t) => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 1,
+    teeProviders: 0,
+  });
+  const attacks: [string, (chunk: Uint8Array, offset: number) => Uint8Array | null, string][] = [
+    ["a flipped bit", (chunk, offset) => {
+      const copy = chunk.slice();
+      if (offset <= 40 && offset + copy.length > 40) copy[40 - offset] ^= 1;
+      return copy;
+    }, "decryption_failed"],
+    [
+      "a cut after the head",
+      (chunk, offset) => (offset >= 60 ? null : chunk.slice(0, Math.max(0, 60 - offset))),
+      "stream_truncated",
+    ],
+  ];
+  for (const [name, edit, code] of attacks) {
+    await t.step(name, async () => {
+      await using mitm = maliciousGateway(
+        devnet.gateways[0],
+        (req, upstream) =>
+          new URL(req.url).pathname.endsWith("/relay")
+            ? new Response(editStream(upstream.body!, edit), { headers: upstream.headers })
+            : upstream,
+      );
+      await using daemon = await startDaemon({ gateway: mitm.url });
+      const client = openai(daemon.url);
+      const outcome = await (async () => {
+        try {
+          const stream = await client.chat.completions.create({
+            model: "net/verified/devnet/echo",
+            messages: [{ role: "user", content: "a b c d e f g h i j k l m n o p" }],
+            stream: true,
+          });
+          for await (const _ of stream) { /* consume */ }
+          return "completed normally";
+        } catch (error) {
+          return error;
+        }
+      })();
+      assert.notEqual(outcome, "completed normally");
+      if (outcome instanceof OpenAI.APIError && outcome.status) {
+        assert.equal(outcome.status, 502);
+        assert.equal(outcome.code, code);
+      } else {
+        // Failed after the first chunk: the SDK raises the in-stream error.
+        assert.match(
+          String(outcome),
+          new RegExp(code === "stream_truncated" ? "truncat|ended" : "opened|decrypt", "i"),
+        );
+      }
+    });
+  }
+});
+
+Deno.test("failover: a provider that is down before the first byte is skipped", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 2,
+    teeProviders: 0,
+  });
+  let refusedOnce = false;
+  await using mitm = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+    if (new URL(req.url).pathname.endsWith("/relay") && !refusedOnce) {
+      refusedOnce = true;
+      return Response.json({ error: { code: "provider_unreachable", message: "down" } }, {
+        status: 502,
+      });
+    }
+    return upstream;
+  });
+  await using daemon = await startDaemon({ gateway: mitm.url });
+  const completion = await openai(daemon.url).chat.completions.create({
+    model: "net/verified/devnet/echo",
+    messages: [{ role: "user", content: "still served" }],
+  });
+  assert.ok(refusedOnce);
+  assert.match(completion.choices[0].message.content ?? "", /still served/);
+});
