@@ -10,6 +10,13 @@ import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import {
+  createGatewayKey,
+  encodeKeyConfig,
+  endorseKey,
+  endorsementToJson,
+  generateKeyPair,
+} from "../../crypto/mod.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { containsBytes, tcpProxy } from "../_tcp_proxy.ts";
 import {
@@ -376,4 +383,56 @@ Deno.test("failover: a provider that is down before the first byte is skipped", 
   });
   assert.ok(refusedOnce);
   assert.match(completion.choices[0].message.content ?? "", /still served/);
+});
+
+Deno.test("with the chain configured, a gateway forging the ad and its key is refused before sealing", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 1,
+    teeProviders: 0,
+  });
+  const evm = { rpcUrl: devnet.rpcUrl, registry: devnet.contracts.registry };
+
+  // Honest path: the verdict says the trust root was checked on chain.
+  await using honest = await startDaemon({ bootstrap: devnet.gateways, evm });
+  const { response } = await openai(honest.url).chat.completions.create({
+    model: "net/verified/devnet/echo",
+    messages: [{ role: "user", content: "hi" }],
+  }).withResponse();
+  assert.match(response.headers.get("x-net-verdict") ?? "", /on-chain trust root/);
+
+  // The attacker replaces the ad's serving key with its own and endorses its own HPKE key.
+  const attacker = privateKeyToAccount(generatePrivateKey());
+  const attackerKey = createGatewayKey(await generateKeyPair(), { keyId: 1 });
+  let relayed = 0;
+  await using mitm = maliciousGateway(devnet.gateways[0], async (req, upstream) => {
+    const path = new URL(req.url).pathname;
+    if (path.endsWith("/relay")) relayed++;
+    if (path === "/v1/providers") {
+      const answer = await upstream.json();
+      for (const p of answer.providers) p.ad.serving_key = attacker.address.toLowerCase();
+      return Response.json(answer);
+    }
+    if (path.endsWith("/key")) {
+      const answer = await upstream.json();
+      answer.endorsement = endorsementToJson(
+        await endorseKey(attacker, {
+          keyConfig: encodeKeyConfig(attackerKey.config),
+          expiresAt: Math.floor(Date.now() / 1000) + 600,
+        }),
+      );
+      return Response.json(answer);
+    }
+    return upstream;
+  });
+  await using daemon = await startDaemon({ gateway: mitm.url, evm });
+  await refusedWith(
+    openai(daemon.url).chat.completions.create({
+      model: "net/verified/devnet/echo",
+      messages: [{ role: "user", content: "for the provider only" }],
+    }),
+    502,
+    "attestation_failed",
+  );
+  assert.equal(relayed, 0, "a request was sealed to the attacker's key");
 });
