@@ -25,7 +25,7 @@ import type {
 import { DaemonError } from "./daemon_error.ts";
 import { GatewayClient, GatewayError, type ProviderCandidate } from "./gateway_client.ts";
 import type { GatewayResolver } from "./gateway_resolver.ts";
-import { type ProviderTrustOptions, trustProvider } from "./provider_trust.ts";
+import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./provider_trust.ts";
 import { openSealedReply } from "./sealed_reply.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 
@@ -56,6 +56,7 @@ const REFUSALS = new Set(["attestation_failed", "attestation_mock", "attestation
 export class NetworkBackend implements ChatBackend {
   readonly #options: NetworkBackendOptions;
   readonly #clock: () => Date;
+  readonly #keys = new TrustedKeyCache();
   #models: { at: number; list: readonly NetworkModel[] } | undefined;
 
   /** Creates the backend. */
@@ -103,6 +104,7 @@ export class NetworkBackend implements ChatBackend {
         try {
           return await this.#attempt(gateway, candidate, request, signal);
         } catch (error) {
+          this.#keys.forget(candidate.provider);
           if (error instanceof GatewayError && error.reason === "gateway") throw error;
           signal.throwIfAborted();
           const failure = asDaemonError(error, candidate);
@@ -137,6 +139,7 @@ export class NetworkBackend implements ChatBackend {
       trusted = await trustProvider(candidate, gateway, {
         ...this.#options.trust,
         clock: this.#clock,
+        keyCache: this.#keys,
       }, signal);
     } catch (error) {
       if (error instanceof DaemonError && REFUSALS.has(error.code)) {

@@ -66,6 +66,49 @@ export interface ProviderTrustOptions {
   roots?: TrustRoots;
   /** Collateral policy. @default {DEFAULT_COLLATERAL_POLICY} */
   policy?: Partial<CollateralPolicy>;
+  /** Verified-tier keys already checked (the endorsement is not verified again until then). */
+  keyCache?: TrustedKeyCache;
+}
+
+/**
+ * Verified-tier keys that passed their endorsement check, reused until the endorsement
+ * expires or `maxAgeMs` passes, whichever is first. Keyed by provider and ad commitment, so a
+ * changed ad is checked again. TEE-tier keys are never cached: each request needs its own
+ * fresh nonce.
+ */
+export class TrustedKeyCache {
+  readonly #entries = new Map<string, { key: TrustedKey; until: number }>();
+  readonly #maxAgeMs: number;
+
+  /** Creates an empty cache. */
+  constructor(options: { maxAgeMs?: number } = {}) {
+    this.#maxAgeMs = options.maxAgeMs ?? 60_000;
+  }
+
+  /** The cached key, if still fresh at `now`. */
+  get(provider: Address, commitment: Hex, now: Date): TrustedKey | undefined {
+    const entry = this.#entries.get(`${provider}|${commitment}`);
+    if (!entry) return undefined;
+    if (now.getTime() >= entry.until) {
+      this.#entries.delete(`${provider}|${commitment}`);
+      return undefined;
+    }
+    return entry.key;
+  }
+
+  /** Remembers a key until `expiresAt` (capped at `maxAgeMs` from `now`). */
+  set(provider: Address, commitment: Hex, key: TrustedKey, expiresAt: Date, now: Date): void {
+    if (this.#entries.size >= 4096) this.#entries.delete(this.#entries.keys().next().value!);
+    const until = Math.min(expiresAt.getTime(), now.getTime() + this.#maxAgeMs);
+    this.#entries.set(`${provider}|${commitment}`, { key, until });
+  }
+
+  /** Forgets every key of `provider` (after a failure with it). */
+  forget(provider: Address): void {
+    for (const id of [...this.#entries.keys()]) {
+      if (id.startsWith(`${provider}|`)) this.#entries.delete(id);
+    }
+  }
 }
 
 /** The key to seal to, and why it is trusted. */
@@ -102,7 +145,11 @@ export async function trustProvider(
   }
 
   if (candidate.tier === "verified") {
+    const commitment = adCommitment(ad);
+    const cached = options.keyCache?.get(provider, commitment, options.clock());
+    if (cached) return cached;
     let keyConfig: Uint8Array;
+    let expiresAt: Date;
     try {
       const endorsement = endorsementFromJson(await gateway.key(provider, signal));
       await verifyEndorsement(endorsement, {
@@ -111,6 +158,7 @@ export async function trustProvider(
         signer: servingKey,
       });
       keyConfig = endorsement.keyConfig;
+      expiresAt = new Date(endorsement.expiresAt * 1000);
     } catch (error) {
       if (!(error instanceof EndorsementError)) throw error;
       throw refuse(
@@ -119,7 +167,12 @@ export async function trustProvider(
         error,
       );
     }
-    return { keyConfig, verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain}` };
+    const trusted = {
+      keyConfig,
+      verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain}`,
+    };
+    options.keyCache?.set(provider, commitment, trusted, expiresAt, options.clock());
+    return trusted;
   }
 
   if (!options.measurements) {

@@ -430,7 +430,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       NET_EVM_STAKING: staking,
       NET_EVM_EMISSION: emission,
       NET_EVM_ESCROW: escrow,
-      NET_EVM_ESCROW_FROM_BLOCK: deployment.fromBlock.toString(),
+      NET_STATS_SCAN_FROM_BLOCK: deployment.fromBlock.toString(),
       NET_DEVNET_GATEWAYS: gateways.map((g) => g.url).join(","),
       NET_DEVNET_ROUTERS: routerUrls.join(","),
     };

@@ -436,3 +436,37 @@ Deno.test("with the chain configured, a gateway forging the ad and its key is re
   );
   assert.equal(relayed, 0, "a request was sealed to the attacker's key");
 });
+
+Deno.test("a verified key is checked once and reused; a failure with it forgets it", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 1,
+    teeProviders: 0,
+  });
+  let keyFetches = 0;
+  let failNextRelay = false;
+  await using counting = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+    const path = new URL(req.url).pathname;
+    if (path.endsWith("/key")) keyFetches++;
+    if (path.endsWith("/relay") && failNextRelay) {
+      failNextRelay = false;
+      return Response.json({ error: { code: "provider_error", message: "x" } }, { status: 502 });
+    }
+    return upstream;
+  });
+  await using daemon = await startDaemon({ gateway: counting.url });
+  const client = openai(daemon.url);
+  const ask = () =>
+    client.chat.completions.create({
+      model: "net/verified/devnet/echo",
+      messages: [{ role: "user", content: "again" }],
+    });
+  await ask();
+  await ask();
+  await ask();
+  assert.equal(keyFetches, 1, "the endorsement was fetched again while still valid");
+  failNextRelay = true;
+  await assert.rejects(ask()); // the only provider fails: nothing to fail over to
+  await ask();
+  assert.equal(keyFetches, 2, "the key was not fetched again after a failure");
+});
