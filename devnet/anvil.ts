@@ -41,6 +41,13 @@ export interface AnvilOptions {
    */
   chainId?: number;
   /**
+   * Port to listen on. `0` lets anvil bind a free port itself (race-free); a fixed port is for
+   * restarting a chain at the same URL (e.g. with `anvil_loadState` after `anvil_dumpState`).
+   *
+   * @default {0}
+   */
+  port?: number;
+  /**
    * Timestamp (Unix seconds) of the genesis block. Later blocks follow the wall clock plus any
    * time travel (`evm_increaseTime`, `evm_setNextBlockTimestamp`).
    *
@@ -172,7 +179,7 @@ async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
   // Port 0: anvil binds a free port itself and prints it, so no other process can race us
   // for a port we picked.
   const child = new Deno.Command(binary, {
-    args: anvilArgs(options, 0, "127.0.0.1"),
+    args: anvilArgs(options, options.port ?? 0, "127.0.0.1"),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -360,7 +367,7 @@ async function startContainer(options: AnvilOptions): Promise<AnvilInstance> {
   const container = await new GenericContainer(image)
     .withEntrypoint(["anvil"])
     .withCommand(anvilArgs(options, 8545, "0.0.0.0"))
-    .withExposedPorts(8545)
+    .withExposedPorts(options.port ? { container: 8545, host: options.port } : 8545)
     .withWaitStrategy(Wait.forLogMessage(/Listening on/))
     .withStartupTimeout(timeoutMs)
     .start();
