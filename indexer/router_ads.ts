@@ -82,6 +82,23 @@ export function routerAdsUrl(base: string): string {
 }
 
 /**
+ * The innermost message of a network error, without the request preamble: Deno's `fetch`
+ * says only "fetch failed"; its cause says "… client error (Connect): tcp connect error:
+ * Connection refused (os error 111)".
+ */
+function rootCause(error: unknown): string | undefined {
+  let message: string | undefined;
+  const seen = new Set<unknown>();
+  for (let e = error; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    message = e.message;
+  }
+  if (!message) return undefined;
+  const at = message.lastIndexOf("): ");
+  return (at >= 0 ? message.slice(at + 3) : message).split("\n")[0].slice(0, 200);
+}
+
+/**
  * Fetches a router's ads and checks the envelope: a JSON object whose only field `ads` is an
  * array of at most {@linkcode MAX_ROUTER_ENTRIES} entries. Returns the entries unchecked.
  *
@@ -103,10 +120,14 @@ export async function fetchRouterAds(
     });
   } catch (cause) {
     if (!(cause instanceof FetchJsonError)) throw cause;
-    throw new RouterAdsError(cause.reason, cause.shortMessage, {
-      cause,
-      details: cause.details,
-    });
+    const why = cause.reason === "unreachable" ? rootCause(cause) : undefined;
+    throw new RouterAdsError(
+      cause.reason,
+      why && !cause.shortMessage.includes(why)
+        ? `${cause.shortMessage} (${why})`
+        : cause.shortMessage,
+      { cause, details: cause.details },
+    );
   }
   const invalid = (why: string): never => {
     throw new RouterAdsError(
