@@ -21,6 +21,9 @@ import { parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { Refresher } from "./refresher.ts";
 
+/** How long a graceful shutdown waits for a running refresh to end, in milliseconds. */
+const SHUTDOWN_REFRESH_WAIT_MS = 3_000;
+
 /** Runs the indexer until SIGINT/SIGTERM; returns the process exit code. */
 export async function main(
   args: readonly string[],
@@ -80,7 +83,17 @@ export async function main(
   const signal = await stopped;
   console.log(`indexer: ${signal} received, shutting down`);
   for (const [name, listener] of listeners) Deno.removeSignalListener(name, listener);
-  await Promise.all([server.shutdown(), refresher.stop()]);
+  // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
+  // (its result would be discarded anyway).
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.all([
+    server.shutdown(),
+    Promise.race([
+      refresher.stop(),
+      new Promise((resolve) => timer = setTimeout(resolve, SHUTDOWN_REFRESH_WAIT_MS)),
+    ]),
+  ]);
+  clearTimeout(timer);
   return 0;
 }
 

@@ -233,6 +233,8 @@ export class Refresher implements AsyncDisposable {
     const before = this.#state;
     try {
       const snapshot = await this.#take(takenAt, signal);
+      // A refresh cancelled by stop() is discarded, whatever it managed to read.
+      signal.throwIfAborted();
       this.#state = {
         ...this.#state,
         snapshot,
@@ -248,7 +250,9 @@ export class Refresher implements AsyncDisposable {
         );
       }
     } catch (error) {
-      const failure = this.#classify(error);
+      const failure = signal.aborted
+        ? new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped")
+        : this.#classify(error);
       if (failure.reason === "aborted") {
         this.#state = { ...this.#state, refreshing: false };
         return this.#state;
@@ -355,9 +359,6 @@ export class Refresher implements AsyncDisposable {
 
   #classify(error: unknown): SnapshotError {
     if (error instanceof SnapshotError) return error;
-    if (this.#abort.signal.aborted) {
-      return new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped");
-    }
     const where = `the chain at ${this.#rpcOrigin}`;
     if (error instanceof ChainConfigError) {
       return error.reason === "unreachable"

@@ -678,7 +678,8 @@ Deno.test("a chain down at start-up is chain_unreachable (URL path never shown);
 });
 
 Deno.test("refresh is single flight; the loop refreshes on its own and stops cleanly", async () => {
-  await using router = serve(() => Response.json({ ads: [] }));
+  let hanging = false;
+  await using router = serve((req) => hanging ? hang(req) : Response.json({ ads: [] }));
   await using chain = await startChainFixture({ providers: 5, routerUrls: [router.url] });
   let pins = 0;
   const counter = countingFetch({
@@ -714,4 +715,15 @@ Deno.test("refresh is single flight; the loop refreshes on its own and stops cle
   const after = refresher.state.snapshot;
   await new Promise((resolve) => setTimeout(resolve, 120));
   assert.equal(refresher.state.snapshot, after, "no refresh after stop");
+
+  // A refresh cancelled by stop() (its router never answers) changes nothing.
+  hanging = true;
+  const before = refresher.state;
+  const cancelled = refresher.refresh();
+  await refresher.stop();
+  const state = await cancelled;
+  assert.equal(state.failing, false);
+  assert.equal(state.snapshot, before.snapshot);
+  assert.equal(state.lastAttemptAt, before.lastAttemptAt);
+  assert.equal(state.refreshing, false);
 });
