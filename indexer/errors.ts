@@ -66,7 +66,10 @@ export type SnapshotFailure =
   /** An unexpected failure (a bug); logged in full. */
   | "internal";
 
-/** Thrown by a refresh ({@linkcode Refresher.refresh}) and by {@linkcode buildSnapshot}. */
+/**
+ * Why a refresh failed. {@linkcode buildSnapshot} throws it; the refresher records it in the
+ * state (`lastError`), from which the handler answers 503.
+ */
 export class SnapshotError extends NetError {
   override readonly name = "SnapshotError" as const;
   /** Machine-readable reason. */

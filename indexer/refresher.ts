@@ -104,7 +104,8 @@ export interface RefresherOptions {
    */
   clock?: () => Date;
   /**
-   * Receives one line when the indexer starts failing, when it recovers, and on rescans.
+   * Receives one line at the first snapshot, when the indexer stops serving (and why), when
+   * it serves again, and on rescans.
    *
    * @default {console.error}
    */
@@ -243,10 +244,16 @@ export class Refresher implements AsyncDisposable {
         failing: false,
         refreshing: false,
       };
-      if (before.failing) {
+      if (before.failing || before.lastSnapshotAt === null) {
         this.#log(
-          `indexer: serving again: snapshot at block ${snapshot.chain.block.number}, ` +
-            `${snapshot.live.length} live-verified providers`,
+          `indexer: serving${
+            before.failing ? " again" : ""
+          }: snapshot at block ${snapshot.chain.block.number}, ` +
+            `${snapshot.live.length} live-verified of ${
+              snapshot.chain.providers.filter((p) => p.bonded).length
+            } bonded providers, ${
+              snapshot.routers.filter((r) => r.reachable).length
+            }/${snapshot.routers.length} routers reachable`,
         );
       }
     } catch (error) {
