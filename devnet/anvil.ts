@@ -41,6 +41,13 @@ export interface AnvilOptions {
    */
   chainId?: number;
   /**
+   * Port to listen on. `0` lets anvil bind a free port itself (race-free); a fixed port is for
+   * restarting a chain at the same URL (e.g. with `anvil_loadState` after `anvil_dumpState`).
+   *
+   * @default {0}
+   */
+  port?: number;
+  /**
    * Timestamp (Unix seconds) of the genesis block. Later blocks follow the wall clock plus any
    * time travel (`evm_increaseTime`, `evm_setNextBlockTimestamp`).
    *
@@ -78,13 +85,6 @@ export interface AnvilOptions {
    * @default {anvilBinary() from tools/setup.ts}
    */
   binary?: string;
-  /**
-   * Port to listen on (binary runtime). `0` lets anvil pick a free port, which no other
-   * process can race us for.
-   *
-   * @default {0}
-   */
-  port?: number;
   /**
    * Address to listen on (binary runtime). Use `0.0.0.0` to serve other hosts (containers).
    *
@@ -378,7 +378,7 @@ async function startContainer(options: AnvilOptions): Promise<AnvilInstance> {
   const container = await new GenericContainer(image)
     .withEntrypoint(["anvil"])
     .withCommand(anvilArgs(options, 8545, "0.0.0.0"))
-    .withExposedPorts(8545)
+    .withExposedPorts(options.port ? { container: 8545, host: options.port } : 8545)
     .withWaitStrategy(Wait.forLogMessage(/Listening on/))
     .withStartupTimeout(timeoutMs)
     .start();

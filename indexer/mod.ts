@@ -1,7 +1,62 @@
 /**
- * Placeholder: the indexer module is being built (see the open issues).
+ * The indexer: a read-only HTTP service (`GET /stats /models /providers /health`) that reports
+ * what the network can serve, how much stake secures it and how much has been emitted. Every
+ * listed provider is bonded on chain and served by a router with an ad whose commitment equals
+ * its on-chain `adCommitment`; when the chain or all routers are unreachable, or the snapshot
+ * is too old, the data endpoints answer 503 — never stale or invented numbers.
+ *
+ * - {@linkcode Refresher}: the snapshot loop (chain pinned to one block, routers' ads in
+ *   parallel, settlements indexed incrementally); single flight.
+ * - {@linkcode createIndexerHandler}: the pure request handler over the refresher's state.
+ * - {@linkcode buildSnapshot}, {@linkcode verifyEntry}, {@linkcode fetchRouterAds}: the
+ *   steps of a refresh, usable on their own.
+ * - {@linkcode statsView}, {@linkcode modelsView}, {@linkcode providersView}: the JSON bodies.
+ * - {@linkcode reputation}: the reputation rule.
+ * - {@linkcode parseIndexerConfig}: flags and environment (`indexer/main.ts` runs it all).
+ *
+ * `docs/indexer.md` documents every field, the error rules and the reputation formula.
+ *
+ * @example Serve the indexer
+ * ```ts ignore
+ * import { createIndexerHandler, Refresher } from "@net/consumer/indexer";
+ *
+ * const refresher = new Refresher({
+ *   rpcUrl: "http://127.0.0.1:8545",
+ *   contracts: {
+ *     registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+ *     staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+ *     emission: "0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0",
+ *     escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
+ *   },
+ *   refreshSecs: 30,
+ * });
+ * refresher.start();
+ * Deno.serve({ hostname: "127.0.0.1", port: 8088 }, createIndexerHandler({
+ *   state: () => refresher.state,
+ * }));
+ * ```
+ *
+ * @example Answer a request from a state (no server, no chain)
+ * ```ts
+ * import { createIndexerHandler, initialState } from "@net/consumer/indexer";
+ *
+ * const handler = createIndexerHandler({ state: () => initialState(30, 60) });
+ * const response = await handler(new Request("http://localhost/health"));
+ * console.assert(response.status === 503); // starting: no snapshot yet
+ * console.assert((await response.json()).status === "starting");
+ * ```
  *
  * @module
  */
 
-export {};
+export * from "./config.ts";
+export * from "./errors.ts";
+export * from "./handler.ts";
+export * from "./http_error.ts";
+export * from "./refresher.ts";
+export * from "./reputation.ts";
+export * from "./router_ads.ts";
+export * from "./snapshot.ts";
+export * from "./state.ts";
+export * from "./verify_entry.ts";
+export * from "./views.ts";

@@ -58,3 +58,16 @@ Deno.test("startup problems are clear errors", async () => {
     /Cannot start anvil: it exited with code/,
   );
 });
+
+Deno.test("a fixed port restarts a chain at the same URL", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  {
+    await using anvil = await startAnvil({ port });
+    assert.equal(anvil.port, port);
+    assert.equal(anvil.rpcUrl, `http://127.0.0.1:${port}`);
+  }
+  await using again = await startAnvil({ port });
+  assert.equal(again.rpcUrl, `http://127.0.0.1:${port}`);
+});

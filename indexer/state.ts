@@ -1,0 +1,71 @@
+/**
+ * The indexer's current state: what the request handler reads. The refresher replaces it as
+ * a whole after every refresh, so a handler never sees half of one refresh and half of
+ * another.
+ *
+ * @module
+ */
+
+import type { SnapshotFailure } from "./errors.ts";
+import type { Snapshot } from "./snapshot.ts";
+
+/** A refresh failure, as `/health` and the 503 answers report it. */
+export interface RefreshFailure {
+  /** What was unreachable or wrong. */
+  code: SnapshotFailure;
+  /** What failed, what was found, what was expected (RPC URLs reduced to their origin). */
+  message: string;
+  /** When the failing refresh started. */
+  at: Date;
+}
+
+/** A rescan of the settlement history from the start block. */
+export interface Rescan {
+  /** When. */
+  at: Date;
+  /** Why (the reorg or cursor problem that forced it). */
+  reason: string;
+}
+
+/** What the handler serves from. */
+export interface IndexerState {
+  /**
+   * The snapshot of the last refresh, when it succeeded; `null` before the first snapshot and
+   * after a failed refresh (the previous snapshot is never served again).
+   */
+  snapshot: Snapshot | null;
+  /** When the last successful snapshot was taken, even when it is no longer served. */
+  lastSnapshotAt: Date | null;
+  /** When the last refresh (successful or not) started. */
+  lastAttemptAt: Date | null;
+  /** The most recent refresh failure, kept after later successes (see `at`). */
+  lastError: RefreshFailure | null;
+  /** Whether the last refresh failed (then `snapshot` is `null`). */
+  failing: boolean;
+  /** When the next refresh is due, when the loop runs. */
+  nextRefreshAt: Date | null;
+  /** Whether a refresh is running now. */
+  refreshing: boolean;
+  /** The refresh interval, seconds. */
+  refreshSecs: number;
+  /** Snapshots older than this many seconds are refused. */
+  staleAfterSecs: number;
+  /** How often the settlement history was rescanned from the start, and the last time. */
+  rescans: { count: number; last: Rescan | null };
+}
+
+/** The state before the first refresh. */
+export function initialState(refreshSecs: number, staleAfterSecs: number): IndexerState {
+  return {
+    snapshot: null,
+    lastSnapshotAt: null,
+    lastAttemptAt: null,
+    lastError: null,
+    failing: false,
+    nextRefreshAt: null,
+    refreshing: false,
+    refreshSecs,
+    staleAfterSecs,
+    rescans: { count: 0, last: null },
+  };
+}

@@ -1,0 +1,396 @@
+/**
+ * The JSON bodies of `/stats`, `/models` and `/providers`, rendered from a {@linkcode Snapshot}
+ * by pure functions. Field names are the contract (`docs/indexer.md` documents each one).
+ *
+ * Conventions (`docs/protocol.md` §0): token amounts, prices, block numbers, epochs, times and
+ * every other `uint256` read from chain are decimal strings; counts the indexer makes
+ * (providers, routers, concurrency) are JSON numbers; addresses and hashes are lower-case hex;
+ * `taken_at` is RFC 3339 UTC.
+ *
+ * @example
+ * ```ts ignore
+ * import { modelsView, providersView, statsView } from "./views.ts";
+ *
+ * const body = JSON.stringify(statsView(snapshot));
+ * ```
+ *
+ * @module
+ */
+
+import type { SettlementBucket } from "../chain/settlements.ts";
+import type { ProviderTier } from "../chain/types.ts";
+import { meanReputation, reputation, REPUTATION_EPOCHS } from "./reputation.ts";
+import type { Snapshot } from "./snapshot.ts";
+import type { Capacity, Metrics, RejectionReason } from "./verify_entry.ts";
+
+/** The default number of epochs (the current one included) in a provider's `settled.epochs`. */
+export const RECENT_EPOCHS = 8;
+
+/** Options of the views. */
+export interface ViewOptions {
+  /**
+   * Epochs listed in a provider's recent settled volume, the current one included.
+   *
+   * @default {RECENT_EPOCHS}
+   */
+  recentEpochs?: number;
+  /**
+   * Finished epochs in the reputation window (`reputation.ts`).
+   *
+   * @default {REPUTATION_EPOCHS}
+   */
+  reputationEpochs?: number;
+}
+
+/** Which block and when: the `snapshot` object of every data body. */
+export interface SnapshotView {
+  /** Block number, decimal. */
+  block_number: string;
+  /** Block hash. */
+  block_hash: string;
+  /** Block timestamp, Unix seconds, decimal. */
+  block_timestamp: string;
+  /** When the refresh that took the snapshot started, RFC 3339. */
+  taken_at: string;
+}
+
+/** One router in `/stats`. */
+export interface RouterView {
+  /** Router id (address). */
+  id: string;
+  /** URL as stored on chain. */
+  url: string;
+  /** Answered with a valid envelope. */
+  reachable: boolean;
+  /** Why not (`unreachable`, `timeout`, `status`, `too_large`, ...), else `null`. */
+  error: { code: string; message: string } | null;
+  /** Entries listed. */
+  entries: number;
+  /** Entries verified. */
+  accepted: number;
+  /** Rejected entries by reason. */
+  rejected: Record<RejectionReason, number>;
+  /** The first few rejections with their messages. */
+  rejected_examples: { provider: string | null; reason: RejectionReason; message: string }[];
+}
+
+/** The `/stats` body. */
+export interface StatsView {
+  /** Registered, bonded and live-verified provider counts. */
+  providers: { registered: number; bonded: number; live_verified: number };
+  /** Validator count. */
+  validators: number;
+  /** Total stake in the Staking contract, decimal. */
+  staked_security: string;
+  /** The minimum bond of a provider, decimal. */
+  min_provider_bond: string;
+  /** Router counts and each router's report. */
+  routers: { total: number; reachable: number; list: RouterView[] };
+  /** Approved TEE measurement ids. */
+  tee_measurements: string[];
+  /** Emission totals and schedule. */
+  emission: {
+    total_emitted: string;
+    cap: string;
+    current_epoch: string;
+    current_epoch_reward: string;
+    emitted_epochs: string;
+    schedule: {
+      rule: "halving";
+      genesis_time: string;
+      epoch_length: string;
+      initial_reward: string;
+      halving_interval: string;
+    };
+  };
+  /** Sum of the live-verified providers' capacity. */
+  capacity: Capacity;
+  /** Distinct models served by live-verified providers. */
+  models: number;
+  /** Rejected router entries. */
+  rejected_ads: { total: number; by_reason: Record<RejectionReason, number> };
+  /** The settlement index. */
+  settlements: {
+    scanned_to_block: string | null;
+    confirmations: number;
+    amount: string;
+    tokens: string;
+    count: number;
+  };
+  /** Which block and when. */
+  snapshot: SnapshotView;
+}
+
+/** A price pair (smallest token unit per 1M tokens, decimal). */
+export interface PriceView {
+  /** Input price. */
+  input: string;
+  /** Output price. */
+  output: string;
+}
+
+/** One entry of `/models`. */
+export interface ModelView {
+  /** `maker/model`. */
+  model: string;
+  /** The cheapest offer (`docs/protocol.md` §1 rule) and who makes it. */
+  cheapest_price: PriceView & { provider: string; tier: ProviderTier };
+  /** Live-verified providers serving it. */
+  providers: number;
+  /** Of those, per tier. */
+  tiers: Record<ProviderTier, number>;
+  /** Mean reputation of those providers, or `null`. */
+  reputation: number | null;
+  /** Mean observed tokens/sec of those providers, 2 decimals. */
+  tokens_per_sec: number;
+  /** Largest context length offered. */
+  context_length: number;
+}
+
+/** Settled volume of one epoch. */
+export interface EpochVolumeView {
+  /** The epoch, decimal. */
+  epoch: string;
+  /** Settled amount, decimal. */
+  amount: string;
+  /** Settled tokens, decimal. */
+  tokens: string;
+  /** Number of settlements. */
+  settlements: number;
+}
+
+/** One entry of `/providers`. */
+export interface ProviderView {
+  /** Provider address. */
+  provider: string;
+  /** Tier. */
+  tier: ProviderTier;
+  /** Stake in the Staking contract, decimal. */
+  stake: string;
+  /** The serving key (the Registry's trust root). */
+  serving_key: string;
+  /** The on-chain ad commitment the ad matched. */
+  ad_commitment: string;
+  /** Where gateways reach it. */
+  endpoint: string;
+  /** Its models, in ad order. */
+  models: { model: string; prices: PriceView; context_length: number }[];
+  /** Live capacity. */
+  capacity: Capacity;
+  /** Live metrics. */
+  metrics: Metrics;
+  /** Routers that verified it. */
+  routers: string[];
+  /** Recent settled volume per epoch (oldest first, zeros included) and the all-time total. */
+  settled: { epochs: EpochVolumeView[]; total: Omit<EpochVolumeView, "epoch"> };
+  /** Reputation (`reputation.ts`), or `null`. */
+  reputation: number | null;
+}
+
+/** The `snapshot` object. */
+export function snapshotView(snapshot: Snapshot): SnapshotView {
+  const { block } = snapshot.chain;
+  return {
+    block_number: String(block.number),
+    block_hash: block.hash.toLowerCase(),
+    block_timestamp: String(block.timestamp),
+    taken_at: snapshot.takenAt.toISOString(),
+  };
+}
+
+/** The `/stats` body. */
+export function statsView(snapshot: Snapshot): StatsView {
+  const { chain } = snapshot;
+  const capacity = { max_concurrency: 0, available_concurrency: 0 };
+  const models = new Set<string>();
+  for (const p of snapshot.live) {
+    capacity.max_concurrency += p.capacity.max_concurrency;
+    capacity.available_concurrency += p.capacity.available_concurrency;
+    for (const m of p.ad.models) models.add(m.id);
+  }
+  let amount = 0n;
+  let tokens = 0n;
+  let count = 0;
+  for (const b of snapshot.settlements.buckets) {
+    amount += b.amount;
+    tokens += b.tokens;
+    count += b.settlements;
+  }
+  const e = chain.emission;
+  return {
+    providers: {
+      registered: chain.providers.length,
+      bonded: chain.providers.filter((p) => p.bonded).length,
+      live_verified: snapshot.live.length,
+    },
+    validators: chain.validators.length,
+    staked_security: String(chain.staking.totalStaked),
+    min_provider_bond: String(chain.staking.minProviderBond),
+    routers: {
+      total: snapshot.routers.length,
+      reachable: snapshot.routers.filter((r) => r.reachable).length,
+      list: snapshot.routers.map((r) => ({
+        id: r.id,
+        url: r.url,
+        reachable: r.reachable,
+        error: r.error,
+        entries: r.entries,
+        accepted: r.accepted,
+        rejected: r.rejected,
+        rejected_examples: r.examples,
+      })),
+    },
+    tee_measurements: chain.approvedMeasurements.map((m) => m.toLowerCase()),
+    emission: {
+      total_emitted: String(e.totalEmitted),
+      cap: String(e.cap),
+      current_epoch: String(e.currentEpoch),
+      current_epoch_reward: String(e.currentEpochReward),
+      emitted_epochs: String(e.emittedEpochs),
+      schedule: {
+        rule: e.schedule.rule,
+        genesis_time: String(e.schedule.genesisTime),
+        epoch_length: String(e.schedule.epochLength),
+        initial_reward: String(e.schedule.initialReward),
+        halving_interval: String(e.schedule.halvingInterval),
+      },
+    },
+    capacity,
+    models: models.size,
+    rejected_ads: {
+      total: Object.values(snapshot.rejections).reduce((sum, n) => sum + n, 0),
+      by_reason: snapshot.rejections,
+    },
+    settlements: {
+      scanned_to_block: snapshot.settlements.scannedTo === null
+        ? null
+        : String(snapshot.settlements.scannedTo),
+      confirmations: snapshot.settlements.confirmations,
+      amount: String(amount),
+      tokens: String(tokens),
+      count,
+    },
+    snapshot: snapshotView(snapshot),
+  };
+}
+
+function providerReputation(
+  snapshot: Snapshot,
+  address: string,
+  options: ViewOptions,
+): number | null {
+  const buckets = snapshot.settledBy.get(address.toLowerCase()) ?? [];
+  return reputation(buckets.map((b) => b.epoch), snapshot.chain.emission.currentEpoch, {
+    windowEpochs: options.reputationEpochs ?? REPUTATION_EPOCHS,
+  });
+}
+
+/** The `/models` body: one entry per model id, sorted by id. */
+export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): { models: ModelView[] } {
+  interface Offer {
+    provider: string;
+    tier: ProviderTier;
+    input: bigint;
+    output: bigint;
+    context: number;
+    tps: number;
+    reputation: number | null;
+  }
+  const offers = new Map<string, Offer[]>();
+  for (const p of snapshot.live) {
+    const rep = providerReputation(snapshot, p.state.address, options);
+    for (const m of p.ad.models) {
+      const list = offers.get(m.id) ?? [];
+      list.push({
+        provider: p.state.address.toLowerCase(),
+        tier: p.state.tier,
+        input: BigInt(m.prices.input),
+        output: BigInt(m.prices.output),
+        context: m.context_length,
+        tps: p.metrics.tokens_per_sec,
+        reputation: rep,
+      });
+      offers.set(m.id, list);
+    }
+  }
+  const models = [...offers.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(
+    ([model, list]): ModelView => {
+      const cheapest = list.reduce((best, o) => {
+        const blended = o.input + o.output;
+        const bestBlended = best.input + best.output;
+        if (blended !== bestBlended) return blended < bestBlended ? o : best;
+        if (o.output !== best.output) return o.output < best.output ? o : best;
+        return o.provider < best.provider ? o : best;
+      });
+      return {
+        model,
+        cheapest_price: {
+          input: String(cheapest.input),
+          output: String(cheapest.output),
+          provider: cheapest.provider,
+          tier: cheapest.tier,
+        },
+        providers: list.length,
+        tiers: {
+          verified: list.filter((o) => o.tier === "verified").length,
+          tee: list.filter((o) => o.tier === "tee").length,
+        },
+        reputation: meanReputation(list.map((o) => o.reputation)),
+        tokens_per_sec: Math.round(list.reduce((sum, o) => sum + o.tps, 0) / list.length * 100) /
+          100,
+        context_length: Math.max(...list.map((o) => o.context)),
+      };
+    },
+  );
+  return { models };
+}
+
+function volume(buckets: readonly SettlementBucket[]): Omit<EpochVolumeView, "epoch"> {
+  let amount = 0n;
+  let tokens = 0n;
+  let settlements = 0;
+  for (const b of buckets) {
+    amount += b.amount;
+    tokens += b.tokens;
+    settlements += b.settlements;
+  }
+  return { amount: String(amount), tokens: String(tokens), settlements };
+}
+
+/** The `/providers` body: one entry per live-verified provider, sorted by address. */
+export function providersView(
+  snapshot: Snapshot,
+  options: ViewOptions = {},
+): { providers: ProviderView[] } {
+  const recent = BigInt(options.recentEpochs ?? RECENT_EPOCHS);
+  const current = snapshot.chain.emission.currentEpoch;
+  const first = current - recent + 1n > 0n ? current - recent + 1n : 0n;
+  return {
+    providers: snapshot.live.map((p): ProviderView => {
+      const address = p.state.address.toLowerCase();
+      const buckets = snapshot.settledBy.get(address) ?? [];
+      const epochs: EpochVolumeView[] = [];
+      for (let epoch = first; epoch <= current; epoch++) {
+        epochs.push({ epoch: String(epoch), ...volume(buckets.filter((b) => b.epoch === epoch)) });
+      }
+      return {
+        provider: address,
+        tier: p.state.tier,
+        stake: String(p.state.stake),
+        serving_key: p.state.trustRoot.toLowerCase(),
+        ad_commitment: p.state.adCommitment.toLowerCase(),
+        endpoint: p.ad.endpoint,
+        models: p.ad.models.map((m) => ({
+          model: m.id,
+          prices: { input: m.prices.input, output: m.prices.output },
+          context_length: m.context_length,
+        })),
+        capacity: { ...p.capacity },
+        metrics: { ...p.metrics },
+        routers: [...p.routers],
+        settled: { epochs, total: volume(buckets) },
+        reputation: providerReputation(snapshot, address, options),
+      };
+    }),
+  };
+}

@@ -1,0 +1,273 @@
+import assert from "node:assert/strict";
+import { createIndexerHandler } from "../../indexer/handler.ts";
+import { type IndexerState, initialState } from "../../indexer/state.ts";
+import { modelsView, providersView, statsView } from "../../indexer/views.ts";
+import { handSnapshot } from "./_network.ts";
+
+const takenAt = new Date("2030-03-17T05:15:00.000Z");
+const later = (secs: number) => new Date(takenAt.getTime() + secs * 1000);
+
+function servingState(): IndexerState {
+  return {
+    ...initialState(30, 60),
+    snapshot: handSnapshot(takenAt),
+    lastSnapshotAt: takenAt,
+    lastAttemptAt: takenAt,
+  };
+}
+
+function failingState(): IndexerState {
+  return {
+    ...initialState(30, 60),
+    lastSnapshotAt: takenAt,
+    lastAttemptAt: later(30),
+    failing: true,
+    lastError: {
+      code: "chain_unreachable",
+      message: "the chain at http://127.0.0.1:8545 is unreachable: connection refused",
+      at: later(30),
+    },
+    nextRefreshAt: later(42),
+  };
+}
+
+function handler(state: IndexerState, now: Date = later(5)) {
+  let current = state;
+  let clock = now;
+  const handle = createIndexerHandler({ state: () => current, clock: () => clock, log: () => {} });
+  return {
+    get: (path: string, init?: RequestInit) =>
+      handle(new Request(`http://127.0.0.1:8088${path}`, init)),
+    set(state: IndexerState) {
+      current = state;
+    },
+    at(now: Date) {
+      clock = now;
+    },
+  };
+}
+
+function cors(response: Response): void {
+  assert.equal(response.headers.get("access-control-allow-origin"), "*", `on ${response.status}`);
+  assert.equal(response.headers.get("cache-control"), "no-store");
+}
+
+async function error(response: Response, status: number, code: string, fragment = "") {
+  cors(response);
+  assert.equal(response.status, status);
+  assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+  const body = await response.json();
+  assert.deepEqual(Object.keys(body), ["error"]);
+  assert.equal(body.error.code, code);
+  assert.ok(body.error.message.includes(fragment), `${body.error.message} ∌ ${fragment}`);
+  return body;
+}
+
+Deno.test("the data paths serve the snapshot's views, with CORS", async () => {
+  const h = handler(servingState());
+  const snapshot = servingState().snapshot!;
+  for (
+    const [path, view] of [
+      ["/stats", statsView(snapshot)],
+      ["/models", modelsView(snapshot)],
+      ["/providers", providersView(snapshot)],
+    ] as const
+  ) {
+    const response = await h.get(path);
+    cors(response);
+    assert.equal(response.status, 200, path);
+    assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
+    assert.deepEqual(await response.json(), JSON.parse(JSON.stringify(view)), path);
+    // Served again from the per-snapshot cache: the same bytes.
+    assert.deepEqual(await (await h.get(path)).json(), JSON.parse(JSON.stringify(view)));
+  }
+});
+
+Deno.test("a new snapshot is served as soon as the state holds it", async () => {
+  const h = handler(servingState());
+  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4242");
+  const next = servingState();
+  next.snapshot = {
+    ...next.snapshot!,
+    chain: { ...next.snapshot!.chain, block: { ...next.snapshot!.chain.block, number: 4243n } },
+  };
+  h.set(next);
+  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4243");
+});
+
+Deno.test("before the first snapshot: 503 no_snapshot, /health says starting", async () => {
+  const h = handler({ ...initialState(30, 60), refreshing: true });
+  for (const path of ["/stats", "/models", "/providers"]) {
+    const response = await h.get(path);
+    await error(response, 503, "no_snapshot", "first refresh has not finished");
+    assert.equal(response.headers.get("retry-after"), "1");
+  }
+  const health = await h.get("/health");
+  cors(health);
+  assert.equal(health.status, 503);
+  const body = await health.json();
+  assert.deepEqual(
+    [body.status, body.live, body.serving, body.last_snapshot_at, body.snapshot],
+    ["starting", true, false, null, null],
+  );
+  assert.equal(body.error.code, "no_snapshot");
+});
+
+Deno.test("after a failed refresh: 503 with what is unreachable, never the old snapshot", async () => {
+  const h = handler(failingState(), later(31));
+  for (const path of ["/stats", "/models", "/providers"]) {
+    const response = await h.get(path);
+    const body = await error(
+      response,
+      503,
+      "chain_unreachable",
+      "http://127.0.0.1:8545 is unreachable",
+    );
+    assert.equal(JSON.stringify(body).includes("4242"), false, "nothing of the old snapshot");
+    // The next refresh is due at +42 s; it is +31 s now.
+    assert.equal(response.headers.get("retry-after"), "11");
+    assert.equal(response.headers.get("access-control-expose-headers"), "Retry-After");
+  }
+  const health = await h.get("/health");
+  assert.equal(health.status, 503);
+  assert.equal(health.headers.get("retry-after"), "11");
+  const body = await health.json();
+  assert.equal(body.status, "unavailable");
+  assert.equal(body.serving, false);
+  assert.deepEqual(body.error, {
+    code: "chain_unreachable",
+    message: "the chain at http://127.0.0.1:8545 is unreachable: connection refused",
+  });
+  assert.deepEqual(body.last_error, { ...body.error, at: later(30).toISOString() });
+  assert.equal(body.last_snapshot_at, takenAt.toISOString());
+  assert.equal(body.snapshot, null);
+});
+
+Deno.test("a snapshot older than its freshness bound is refused: the refresh loop is stuck", async () => {
+  const h = handler(servingState(), later(60));
+  assert.equal((await h.get("/stats")).status, 200, "exactly at the bound it is still fresh");
+  assert.equal((await h.get("/health")).status, 200);
+  h.at(later(61));
+  for (const path of ["/stats", "/models", "/providers"]) {
+    await error(
+      await h.get(path),
+      503,
+      "stale",
+      "61 s old, older than the freshness bound of 60 s",
+    );
+  }
+  const health = await h.get("/health");
+  assert.equal(health.status, 503);
+  const body = await health.json();
+  assert.deepEqual([body.status, body.error.code, body.snapshot], ["stale", "stale", null]);
+  assert.equal(body.last_snapshot_at, takenAt.toISOString());
+});
+
+Deno.test("/health while serving: 200 with the snapshot, its age and the settlement index", async () => {
+  const state = servingState();
+  state.lastError = {
+    code: "routers_unreachable",
+    message: "No router is reachable",
+    at: later(-30),
+  };
+  state.rescans = { count: 1, last: { at: later(-60), reason: "a reorg" } };
+  state.nextRefreshAt = later(30);
+  const response = await handler(state, later(12)).get("/health");
+  cors(response);
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("retry-after"), null);
+  assert.deepEqual(await response.json(), {
+    status: "ok",
+    live: true,
+    serving: true,
+    error: null,
+    last_snapshot_at: "2030-03-17T05:15:00.000Z",
+    last_attempt_at: "2030-03-17T05:15:00.000Z",
+    // An earlier failure stays visible with its time.
+    last_error: {
+      code: "routers_unreachable",
+      message: "No router is reachable",
+      at: "2030-03-17T05:14:30.000Z",
+    },
+    snapshot: {
+      block_number: "4242",
+      block_hash: `0x${"ab".repeat(32)}`,
+      block_timestamp: "1900018500",
+      taken_at: "2030-03-17T05:15:00.000Z",
+      age_secs: 12,
+    },
+    routers: { total: 2, reachable: 2 },
+    refresh_secs: 30,
+    stale_after_secs: 60,
+    next_refresh_at: "2030-03-17T05:15:30.000Z",
+    refreshing: false,
+    settlements: {
+      scanned_to_block: "4230",
+      rescans: 1,
+      last_rescan: { at: "2030-03-17T05:14:00.000Z", reason: "a reorg" },
+    },
+  });
+});
+
+Deno.test("unknown paths are 404, other methods 405, both with CORS", async () => {
+  const h = handler(servingState());
+  for (const path of ["/", "/stats/", "/v1/stats", "/STATS", "/health/x"]) {
+    await error(await h.get(path), 404, "not_found", "GET /stats, /models, /providers and /health");
+  }
+  await error(await h.get("/nope", { method: "POST" }), 404, "not_found");
+  for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+    const response = await h.get("/stats", { method });
+    await error(response, 405, "method_not_allowed", `Method ${method} is not allowed on /stats`);
+    assert.equal(response.headers.get("allow"), "GET, HEAD, OPTIONS");
+  }
+});
+
+Deno.test("OPTIONS answers preflights on every path, serving or not", async () => {
+  for (const state of [servingState(), failingState(), initialState(30, 60)]) {
+    const h = handler(state);
+    for (const path of ["/stats", "/models", "/providers", "/health"]) {
+      const response = await h.get(path, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://dashboard.example",
+          "access-control-request-method": "GET",
+          "access-control-request-headers": "x-requested-with",
+        },
+      });
+      cors(response);
+      assert.equal(response.status, 204);
+      assert.equal(response.headers.get("access-control-allow-methods"), "GET, HEAD, OPTIONS");
+      assert.equal(response.headers.get("access-control-allow-headers"), "x-requested-with");
+      assert.equal(response.headers.get("access-control-max-age"), "86400");
+      assert.equal(await response.text(), "");
+    }
+  }
+});
+
+Deno.test("HEAD answers like GET without a body", async () => {
+  const h = handler(servingState());
+  const head = await h.get("/stats", { method: "HEAD" });
+  cors(head);
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get("content-type"), "application/json; charset=utf-8");
+  assert.equal(head.body, null);
+  const down = handler(failingState(), later(31));
+  const headDown = await down.get("/models", { method: "HEAD" });
+  assert.equal(headDown.status, 503);
+  assert.equal(headDown.headers.get("retry-after"), "11");
+  assert.equal(headDown.body, null);
+});
+
+Deno.test("an unexpected failure is a generic 500 with CORS, logged, never leaked", async () => {
+  const logged: unknown[] = [];
+  const handle = createIndexerHandler({
+    state: () => {
+      throw new Error("secret internal detail");
+    },
+    log: (_message, e) => logged.push(e),
+  });
+  const response = await handle(new Request("http://127.0.0.1:8088/stats"));
+  const body = await error(response, 500, "internal_error", "details are in its log");
+  assert.equal(JSON.stringify(body).includes("secret"), false);
+  assert.equal(logged.length, 1);
+});

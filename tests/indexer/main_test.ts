@@ -1,0 +1,124 @@
+// The real entry point as a subprocess: start-up errors, --help, and a full run against a
+// real anvil chain and a real router, stopped with SIGTERM.
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { createRouterHandler, type RouterEntry } from "../../devnet/router.ts";
+import { startChainFixture } from "../_chain_fixture.ts";
+import { serve } from "../_http.ts";
+import { routerEntry } from "./_network.ts";
+
+const MAIN = fileURLToPath(new URL("../../indexer/main.ts", import.meta.url));
+const CONTRACTS = {
+  NET_EVM_ESCROW: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
+  NET_EVM_STAKING: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+  NET_EVM_EMISSION: "0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0",
+  NET_EVM_REGISTRY: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+};
+
+function command(args: string[], env: Record<string, string>): Deno.Command {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    env: { ...env, NO_COLOR: "1" },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+async function run(args: string[], env: Record<string, string>) {
+  const { code, stdout, stderr } = await command(args, {
+    PATH: Deno.env.get("PATH") ?? "",
+    HOME: Deno.env.get("HOME") ?? "",
+    ...env,
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code, stdout: decode(stdout), stderr: decode(stderr) };
+}
+
+Deno.test("main: missing contract addresses stop start-up with a message naming them", async () => {
+  const { code, stderr } = await run([], { NET_EVM_STAKING: CONTRACTS.NET_EVM_STAKING });
+  assert.equal(code, 2);
+  assert.match(
+    stderr,
+    /NET_EVM_ESCROW, NET_EVM_EMISSION, NET_EVM_REGISTRY are not set; expected the escrow, emission, registry contract addresses/,
+  );
+  assert.match(stderr, /--help/);
+});
+
+Deno.test("main: a bad flag or value stops start-up with a message naming it", async () => {
+  const bad = await run(["--refresh-secs", "often"], CONTRACTS);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /Cannot use --refresh-secs "often": expected a whole number of seconds/);
+  const unknown = await run(["--port", "1"], CONTRACTS);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /Cannot parse the command line: .*--port/);
+  const env = await run([], { ...CONTRACTS, NET_EVM_REGISTRY: "registry" });
+  assert.equal(env.code, 2);
+  assert.match(env.stderr, /Cannot use NET_EVM_REGISTRY "registry"/);
+});
+
+Deno.test("main: --help prints every option and exits 0", async () => {
+  const { code, stdout } = await run(["--help"], {});
+  assert.equal(code, 0);
+  assert.match(stdout, /Usage: deno run -A indexer\/main.ts/);
+  assert.match(stdout, /NET_EVM_REGISTRY/);
+});
+
+Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async () => {
+  let entries: RouterEntry[] = [];
+  await using router = serve(createRouterHandler({ source: () => entries }));
+  await using chain = await startChainFixture({ providers: 12, routerUrls: [router.url] });
+  entries = chain.plan.providers.map(routerEntry);
+  const bonded = chain.expected.state.providers.filter((p) => p.bonded).length;
+  const child = command(["--bind", "127.0.0.1:0", "--refresh-secs", "1", "--confirmations", "0"], {
+    PATH: Deno.env.get("PATH") ?? "",
+    HOME: Deno.env.get("HOME") ?? "",
+    NET_EVM_RPC_URL: chain.anvil.rpcUrl,
+    NET_EVM_ESCROW: chain.contracts.escrow,
+    NET_EVM_STAKING: chain.contracts.staking,
+    NET_EVM_EMISSION: chain.contracts.emission,
+    NET_EVM_REGISTRY: chain.contracts.registry,
+    NET_STATS_SCAN_FROM_BLOCK: String(chain.deployment.fromBlock),
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  let stdout = "";
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let url: string | undefined;
+    while (!url) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the indexer exited before listening:\n${stdout}\n${await stderr}`);
+      stdout += value;
+      url = stdout.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+    }
+    const rest = (async () => {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
+    })();
+    // Wait for the first snapshot (the loop refreshes every second).
+    let health: Response;
+    while ((health = await fetch(`${url}/health`)).status !== 200) {
+      await health.body?.cancel();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal((await health.json()).status, "ok");
+    const stats = await fetch(`${url}/stats`);
+    assert.equal(stats.headers.get("access-control-allow-origin"), "*");
+    const body = await stats.json();
+    assert.equal(body.providers.live_verified, bonded);
+    assert.equal(body.staked_security, String(chain.expected.state.staking.totalStaked));
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await rest;
+    assert.equal(status.code, 0, `${stdout}\n${await stderr}`);
+    assert.match(stdout, /SIGTERM received, shutting down/);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+    await child.status;
+    await stderr;
+  }
+});
