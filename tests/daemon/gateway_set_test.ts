@@ -164,3 +164,33 @@ Deno.test("askPeer refuses oversized, malformed and unreachable peers with typed
   }
   assert.equal(set.size, 0, "nothing from a refused peer is kept, the peer itself included");
 });
+
+// Attack: a gateway (any entry of the known set, including one learned by gossip) answers
+// `GET /v1/gateways` with a redirect. `fetchJson` follows it (fetch's default), so the daemon
+// sends a GET to any URL the peer names, with any path, query or credentials — exactly what
+// `normalizeGatewayUrl` refuses for gateway URLs — e.g. a router admin page on the user's LAN or
+// a cloud metadata endpoint. The answer is not returned to the peer (blind), but GET side effects
+// and reachability probing of the user's network are.
+Deno.test("gossip requests do not follow a peer's redirect", async () => {
+  let internalHits = 0;
+  let seenUrl = "";
+  await using internal = serve((req) => {
+    internalHits++;
+    seenUrl = req.url;
+    return Response.json({ gateways: [] });
+  });
+  await using peer = serve(() =>
+    new Response(null, {
+      status: 302,
+      headers: { location: `${internal.url}/cgi-bin/reboot?confirm=1` },
+    })
+  );
+  const set = new GatewaySet();
+  await assert.rejects(askPeer(set, peer.url, { timeoutMs: 2000 }), (e: unknown) => {
+    assert.ok(e instanceof GatewaySetError && e.reason === "unreachable", String(e));
+    assert.match(e.shortMessage, /status 302 \(a redirect to .*\), expected 2xx/);
+    return true;
+  });
+  assert.equal(internalHits, 0, `the daemon followed the peer's redirect to ${seenUrl}`);
+  assert.equal(set.size, 0, "a redirecting peer does not count as reached");
+});
