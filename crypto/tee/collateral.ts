@@ -16,6 +16,7 @@
  * @module
  */
 
+import { checkNow } from "../_time.ts";
 import { equalBytes, fromHex, toHex } from "./_bytes.ts";
 import { type ValidatedChain, verifyChain } from "./_chain.ts";
 import { verifyEcdsa, verifySignedData } from "./_signature.ts";
@@ -487,12 +488,14 @@ async function verifySignedDocument(
  *
  * @throws {AttestationError} `untrusted` (signatures, chains), check `revocation` (a revoked
  * certificate), `stale` (a validity window), `malformed`.
+ * @throws {TypeError} when `now` is not a valid `Date`.
  */
 export async function verifyTdxCollateral(
   collateral: TdxCollateral,
   options: VerifyCollateralOptions,
 ): Promise<VerifiedCollateral> {
-  const { now, pckChain } = options;
+  const { pckChain } = options;
+  const now = checkNow(options.now, "verifyTdxCollateral");
   const root = pckChain.anchor;
   const leaf = pckChain.path[0];
   const pckCa = pckChain.path[1] ?? root;

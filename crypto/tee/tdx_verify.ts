@@ -33,6 +33,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { type Anchors, resolveAnchors } from "./_anchors.ts";
 import { concatBytes, equalBytes, hexConstant, isAllZero, toHex } from "./_bytes.ts";
+import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { type PckPlatform, readPckPlatform } from "./_pck_extension.ts";
 import { verifyEcdsa } from "./_signature.ts";
@@ -109,10 +110,7 @@ export async function verifyTdxQuote(
   input: TdxQuote | Uint8Array,
   options: VerifyTdxQuoteOptions,
 ): Promise<TdxVerification> {
-  const { now } = options;
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new TypeError(`verifyTdxQuote: "now" must be a valid Date, found ${String(now)}`);
-  }
+  const now = checkNow(options.now, "verifyTdxQuote");
   let quote: TdxQuote;
   try {
     quote = input instanceof Uint8Array ? parseTdxQuote(input) : input;

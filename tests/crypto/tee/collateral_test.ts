@@ -6,6 +6,7 @@ import {
   type TdxCollateral,
   tdxCollateralFromJson,
   tdxCollateralToJson,
+  verifyTdxCollateral,
   verifyTdxQuote,
 } from "../../../crypto/tee/mod.ts";
 import { readVectorBytes, readVectorJson, readVectorText, vectorTest } from "../../_vectors.ts";
@@ -450,4 +451,27 @@ Deno.test("collateral JSON is parsed strictly and round-trips", async () => {
       label,
     );
   }
+});
+
+// Every validity window of the collateral is `now < from || now > to`: with an Invalid Date both
+// are false and stale collateral would pass. The exported verifier refuses the clock itself.
+Deno.test("verifyTdxCollateral refuses an Invalid Date before reading anything", async () => {
+  const { pki } = await fixture();
+  const collateral = await buildTdxCollateral(pki, { now });
+  await assert.rejects(
+    verifyTdxCollateral(collateral, {
+      now: new Date(Number.NaN),
+      anchors: [],
+      pckChain: undefined as never,
+    }),
+    /verifyTdxCollateral: "now" must be a valid Date/,
+  );
+  await assert.rejects(
+    verifyTdxQuote((await fixture()).quote, {
+      now: new Date(Number.NaN),
+      roots: pki.roots,
+      collateral,
+    }),
+    TypeError,
+  );
 });

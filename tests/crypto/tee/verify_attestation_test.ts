@@ -445,3 +445,20 @@ Deno.test("programming errors in the options are TypeErrors", async () => {
     TypeError,
   );
 });
+
+// The TEE tier's own option passes straight through: `maxEndorsementLifetimeSeconds: NaN`
+// accepts an HPKE key endorsed for ten years, contrary to "no option disables a check".
+Deno.test("verifyAttestation refuses a NaN endorsement lifetime cap", async () => {
+  const { built, options, nonces, nonce } = await tdx({
+    endorsementExpiresAt: nowSeconds + 10 * 365 * 86400,
+  });
+  for (const bad of [Number.NaN, Infinity, 0, -1, 1.5]) {
+    await assert.rejects(
+      verifyAttestation(built.bundle, { ...options, maxEndorsementLifetimeSeconds: bad }),
+      (e: unknown) => e instanceof RangeError && /maxEndorsementLifetimeSeconds/.test(e.message),
+      `a ten-year HPKE key endorsement was accepted with a cap of ${bad}`,
+    );
+  }
+  // Refused before anything was consumed: the nonce is still good for a correct call.
+  assert.equal(nonces.consume(nonce, now), "ok");
+});
