@@ -17,7 +17,9 @@
  *    TDX module identity, and the TCB level → status and advisories. `Revoked` and "no
  *    matching TCB level" are refused here; other statuses are returned for the caller's policy.
  * 8. TD policy: DEBUG off, reserved attribute bits zero, SEPT_VE_DISABLE on, SEAMATTRIBUTES
- *    zero, MRSIGNERSEAM Intel's, MRSERVICETD zero.
+ *    zero, MRSIGNERSEAM Intel's, MRSERVICETD zero, and MRCONFIGID, MROWNER and MROWNERCONFIG
+ *    zero (the host sets them at TD creation and the measurement id does not cover them; see
+ *    `docs/attestation.md` §7).
  *
  * @example
  * ```ts ignore
@@ -94,6 +96,11 @@ export interface TdxVerification {
 
 function refuse(check: ConstructorParameters<typeof AttestationError>[1], message: string): never {
   throw new AttestationError("untrusted", check, `Cannot verify attestation: ${message}`);
+}
+
+function abbreviateHex(bytes: Uint8Array): string {
+  const hex = toHex(bytes);
+  return hex.length <= 24 ? hex : `${hex.slice(0, 24)}…`;
 }
 
 function readU64(bytes: Uint8Array): bigint {
@@ -305,6 +312,25 @@ export async function verifyTdxQuote(
       "td_policy",
       `MRSERVICETD is ${toHex(body.mrServiceTd)}, expected zero (no service TD may be bound)`,
     );
+  }
+  // The measurement id is keccak256(MRTD ‖ RTMR0 ‖ RTMR1 ‖ RTMR2): these three 48-byte values
+  // are chosen by whoever creates the TD (the provider's host) and are not in it. A TD that
+  // read configuration or an owner identity from them would run something the approved id does
+  // not describe, so they must be unused (zero).
+  for (
+    const [name, value] of [
+      ["MRCONFIGID", body.mrConfigId],
+      ["MROWNER", body.mrOwner],
+      ["MROWNERCONFIG", body.mrOwnerConfig],
+    ] as const
+  ) {
+    if (!isAllZero(value)) {
+      refuse(
+        "td_policy",
+        `${name} is ${abbreviateHex(value)}, expected zero (host-provided values are not covered ` +
+          "by the measurement id)",
+      );
+    }
   }
   return { quote, platform, tcb, validUntil };
 }

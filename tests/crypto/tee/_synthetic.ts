@@ -442,6 +442,8 @@ export interface TdxQuoteOptions {
   mrServiceTd?: Uint8Array;
   /** SEAMATTRIBUTES. @default {zero} */
   seamAttributes?: Uint8Array;
+  /** MRCONFIGID, MROWNER, MROWNERCONFIG (48 bytes each). @default {zero} */
+  hostValues?: { mrConfigId?: Uint8Array; mrOwner?: Uint8Array; mrOwnerConfig?: Uint8Array };
   /** MRSIGNERSEAM. @default {zero} */
   mrSignerSeam?: Uint8Array;
   /** QE vendor id. @default {Intel's} */
@@ -504,9 +506,9 @@ export async function buildTdxQuote(
     u64(options.tdAttributes ?? (1n << 28n)),
     u64(0xe7n), // XFAM
     options.mrTd ?? filled(48, 0x11),
-    new Uint8Array(48), // MRCONFIGID
-    new Uint8Array(48), // MROWNER
-    new Uint8Array(48), // MROWNERCONFIG
+    options.hostValues?.mrConfigId ?? new Uint8Array(48),
+    options.hostValues?.mrOwner ?? new Uint8Array(48),
+    options.hostValues?.mrOwnerConfig ?? new Uint8Array(48),
     ...rtmrs,
     options.reportData,
   );
