@@ -94,7 +94,7 @@ export interface TcbInfo {
   readonly fmspc: Uint8Array;
   /** PCE id, 2 bytes. */
   readonly pceId: Uint8Array;
-  /** TCB evaluation data number. */
+  /** TCB evaluation data number (the TCB recovery event the levels reflect). */
   readonly tcbEvaluationDataNumber: number;
   /** Expected TDX module signer and attributes (`tdxModule`). */
   readonly tdxModule: {
@@ -128,6 +128,8 @@ export interface QeIdentity {
   readonly attributesMask: Uint8Array;
   /** MRSIGNER, 32 bytes. */
   readonly mrSigner: Uint8Array;
+  /** TCB evaluation data number (the TCB recovery event the identity reflects). */
+  readonly tcbEvaluationDataNumber: number;
   /** ISVPRODID. */
   readonly isvProdId: number;
   /** TCB levels by ISVSVN, in Intel's order. */
@@ -398,6 +400,11 @@ export function parseQeIdentity(text: string): QeIdentity {
     attributes: hexOf(identity.attributes, "qeIdentity.attributes", 16),
     attributesMask: hexOf(identity.attributesMask, "qeIdentity.attributesMask", 16),
     mrSigner: hexOf(identity.mrsigner, "qeIdentity.mrsigner", 32),
+    tcbEvaluationDataNumber: uint(
+      identity.tcbEvaluationDataNumber,
+      "qeIdentity.tcbEvaluationDataNumber",
+      0xffffffff,
+    ),
     isvProdId: uint(identity.isvprodid, "qeIdentity.isvprodid"),
     tcbLevels: identityLevels(identity.tcbLevels, "qeIdentity.tcbLevels"),
   };

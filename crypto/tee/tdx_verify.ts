@@ -90,6 +90,11 @@ export interface TdxVerification {
   readonly platform: PckPlatform;
   /** TCB status and advisories, or `null` when no collateral was given. */
   readonly tcb: TcbEvaluation | null;
+  /**
+   * The TCB evaluation data numbers of the collateral's TCB info and QE identity (which TCB
+   * recovery event they reflect), or `null` when no collateral was given.
+   */
+  readonly evaluationDataNumbers: { readonly tcbInfo: number; readonly qeIdentity: number } | null;
   /** Earliest end of validity of the certificates and collateral used. */
   readonly validUntil: Date;
 }
@@ -208,6 +213,7 @@ export async function verifyTdxQuote(
 
   // 7. Collateral.
   let tcb: TcbEvaluation | null = null;
+  let evaluationDataNumbers: TdxVerification["evaluationDataNumbers"] = null;
   let validUntil = pckChain.notAfter;
   let expectedMrSignerSeam: Uint8Array = new Uint8Array(48);
   if (options.collateral) {
@@ -218,6 +224,10 @@ export async function verifyTdxQuote(
     });
     validUntil = verified.notAfter;
     const { tcbInfo, qeIdentity } = verified;
+    evaluationDataNumbers = {
+      tcbInfo: tcbInfo.tcbEvaluationDataNumber,
+      qeIdentity: qeIdentity.tcbEvaluationDataNumber,
+    };
     if (!equalBytes(tcbInfo.fmspc, platform.fmspc) || !equalBytes(tcbInfo.pceId, platform.pceId)) {
       throw new AttestationError(
         "untrusted",
@@ -332,5 +342,5 @@ export async function verifyTdxQuote(
       );
     }
   }
-  return { quote, platform, tcb, validUntil };
+  return { quote, platform, tcb, evaluationDataNumbers, validUntil };
 }

@@ -251,6 +251,14 @@ export async function verifyAttestation(
         { hints: ["The provider must attach Intel collateral (PCS/PCCS) to its bundle."] },
       );
     }
+    if (!bundle.collateral && policy.minTcbEvaluationDataNumber > 0) {
+      refuse(
+        "untrusted",
+        "collateral",
+        "the TDX bundle carries no collateral, and the policy requires TCB evaluation data " +
+          `number ${policy.minTcbEvaluationDataNumber} or later`,
+      );
+    }
     const verified = await verifyTdxQuote(bundle.quote, {
       now,
       roots,
@@ -259,6 +267,22 @@ export async function verifyAttestation(
     evidence = verified;
     reportData = verified.quote.body.reportData;
     measurementId = tdxMeasurementId(verified.quote.body);
+    const numbers = verified.evaluationDataNumbers;
+    const minimum = policy.minTcbEvaluationDataNumber;
+    if (numbers && (numbers.tcbInfo < minimum || numbers.qeIdentity < minimum)) {
+      refuse(
+        "stale",
+        "collateral",
+        `the collateral reflects TCB evaluation data number ${numbers.tcbInfo} (TCB info) and ` +
+          `${numbers.qeIdentity} (QE identity), the policy requires ${minimum} or later`,
+        {
+          hints: [
+            "The provider must attach collateral of the latest TCB recovery (Intel PCS with " +
+            "update=early, or the newest tcbEvaluationDataNumber).",
+          ],
+        },
+      );
+    }
     if (verified.tcb) {
       tcbStatus = verified.tcb.status;
       advisoryIds = verified.tcb.advisoryIds;

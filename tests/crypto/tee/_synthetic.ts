@@ -588,6 +588,8 @@ export interface TdxCollateralOptions {
   qeIsvSvn?: number;
   /** FMSPC of the TCB info. @default {the platform's} */
   fmspc?: Uint8Array;
+  /** TCB evaluation data numbers of the TCB info and the QE identity. @default {17 each} */
+  evaluationDataNumbers?: { tcbInfo?: number; qeIdentity?: number };
   /** Serials (hex) the PCK CRL revokes. @default {[]} */
   revokePck?: string[];
   /** Serials (hex) the root CA CRL revokes. @default {[]} */
@@ -648,7 +650,7 @@ export async function buildTdxCollateral(
     fmspc: hex(options.fmspc ?? pki.platform.fmspc).toUpperCase(),
     pceId: hex(pki.platform.pceId),
     tcbType: 0,
-    tcbEvaluationDataNumber: 17,
+    tcbEvaluationDataNumber: options.evaluationDataNumbers?.tcbInfo ?? 17,
     tdxModule: {
       mrsigner: "00".repeat(48),
       attributes: "0000000000000000",
@@ -681,7 +683,7 @@ export async function buildTdxCollateral(
     version: 2,
     issueDate: iso(windows.qeIdentity.from),
     nextUpdate: iso(windows.qeIdentity.to),
-    tcbEvaluationDataNumber: 17,
+    tcbEvaluationDataNumber: options.evaluationDataNumbers?.qeIdentity ?? 17,
     miscselect: "00000000",
     miscselectMask: "FFFFFFFF",
     attributes: "11000000000000000000000000000000",

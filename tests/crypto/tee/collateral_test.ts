@@ -88,6 +88,8 @@ vectorTest("each vector's collateral gives the manifest's TCB status and advisor
     }
     const result = await verifyTdxQuote(quote, { now: at, collateral });
     assert.equal(result.tcb?.status, c.tcb_status, c.file);
+    // Both real collateral sets of mid-2025 reflect TCB recovery 17.
+    assert.deepEqual(result.evaluationDataNumbers, { tcbInfo: 17, qeIdentity: 17 }, c.file);
     assert.deepEqual([...result.tcb!.advisoryIds].sort(), [...c.advisory_ids!].sort(), c.file);
     assert.ok(result.validUntil > at);
   }
