@@ -23,6 +23,7 @@
 
 import { type Address, bytesToHex, type Hex, hexToBytes, isHex, recoverMessageAddress } from "viem";
 import { abbreviate, NetError } from "../errors.ts";
+import { checkNow, checkPositiveSeconds } from "./_time.ts";
 
 /** ASCII domain tag that starts every endorsement message. */
 export const ENDORSEMENT_DOMAIN = "net-consumer/key-endorsement/v1";
@@ -177,7 +178,7 @@ export async function endorseKey(
 
 /** Options of {@linkcode verifyEndorsement}. */
 export interface VerifyEndorsementOptions {
-  /** The current time. */
+  /** The current time: a valid `Date` (an Invalid Date is a `TypeError`). */
   now: Date;
   /**
    * The nonce the endorsement must answer. `null` or absent: the endorsement must carry none.
@@ -186,7 +187,9 @@ export interface VerifyEndorsementOptions {
   /** When given, the signer must be this address (compared case-insensitively). */
   signer?: Address;
   /**
-   * Largest accepted distance between `now` and the expiry, in seconds.
+   * Largest accepted distance between `now` and the expiry, in seconds: a positive integer
+   * (`NaN`, `Infinity`, fractions, zero and negatives are a `RangeError`; no value turns the
+   * check off).
    *
    * @default {7 days}
    */
@@ -198,6 +201,8 @@ export interface VerifyEndorsementOptions {
  *
  * @throws {EndorsementError} with `reason` `malformed`, `bad_signature`, `expired`,
  * `lifetime_too_long`, `nonce_mismatch` or `wrong_signer`.
+ * @throws {TypeError} when `now` is not a valid `Date`.
+ * @throws {RangeError} when `maxLifetimeSeconds` is not a positive integer.
  */
 export async function verifyEndorsement(
   endorsement: KeyEndorsement,
@@ -212,16 +217,23 @@ export async function verifyEndorsement(
       }`,
     );
   }
-  const nowSeconds = Math.floor(options.now.getTime() / 1000);
+  // Checked first: an Invalid Date or a NaN/Infinity bound would turn both freshness checks
+  // below into comparisons with NaN, which never refuse.
+  const now = checkNow(options.now, "verifyEndorsement");
+  const maxLifetime = checkPositiveSeconds(
+    options.maxLifetimeSeconds ?? DEFAULT_MAX_ENDORSEMENT_LIFETIME_SECONDS,
+    "maxLifetimeSeconds",
+    "verifyEndorsement",
+  );
+  const nowSeconds = Math.floor(now.getTime() / 1000);
   if (endorsement.expiresAt <= nowSeconds) {
     throw new EndorsementError(
       "expired",
       `Cannot verify endorsement: it expired at ${
         new Date(endorsement.expiresAt * 1000).toISOString()
-      }, now is ${options.now.toISOString()}`,
+      }, now is ${now.toISOString()}`,
     );
   }
-  const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_ENDORSEMENT_LIFETIME_SECONDS;
   if (endorsement.expiresAt - nowSeconds > maxLifetime) {
     throw new EndorsementError(
       "lifetime_too_long",

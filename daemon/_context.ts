@@ -24,6 +24,11 @@ export interface SurfaceContext {
   readonly firstByteTimeoutMs: number;
   /** How long to wait between two chunks of a reply. */
   readonly idleTimeoutMs: number;
+  /**
+   * Largest reply the surface buffers (UTF-8 bytes of text and tool-call fragments): a whole
+   * `stream: false` reply, or the tool calls of a streamed Ollama reply.
+   */
+  readonly maxReplyBytes: number;
   /** When the handler was created: `modified_at` and `created` of listed models. */
   readonly startedAt: Date;
 }

@@ -4,7 +4,10 @@
  * 1. If a gateway is pinned (`--gateway` / `NET_GATEWAY`), use it.
  * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list compiled
  *    into the daemon, the `gateways.json` cache in the data directory, and gateways learned by
- *    gossip — most recently seen first.
+ *    gossip — in the {@linkcode GatewaySet} order: gateways this daemon reached itself (most
+ *    recently reached first), then the bootstrap list, then hearsay. A gossiping peer can
+ *    neither evict the bootstrap list nor rank its own entries above gateways this daemon has
+ *    reached, across restarts too (the cache keeps each entry's own reach time and source).
  * 3. On connect, ask the gateway reached for its peers (`GET /v1/gateways`), merge them into
  *    the known set and persist the union in the cache file (atomically).
  *
@@ -40,6 +43,11 @@ export interface GatewayResolverOptions {
   pinned?: string;
   /** The compiled-in bootstrap list. @default {BOOTSTRAP_GATEWAYS} */
   bootstrap?: readonly string[];
+  /**
+   * The daemon's own listen URL (e.g. `http://127.0.0.1:11435`): never added to the known set,
+   * whatever a peer says. @default {undefined}
+   */
+  self?: string;
   /** Path of `gateways.json`; without one nothing is persisted. */
   cachePath?: string;
   /** The fetch implementation. @default {globalThis.fetch} */
@@ -69,13 +77,13 @@ export class GatewayResolver {
   /**
    * Creates the resolver. Nothing is read or fetched until {@linkcode resolve}.
    *
-   * @throws {GatewaySetError} when the pinned gateway URL is invalid.
+   * @throws {GatewaySetError} when the pinned gateway URL or `self` is invalid.
    */
   constructor(options: GatewayResolverOptions = {}) {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.warn(message));
-    this.#set = new GatewaySet({ clock: this.#clock });
+    this.#set = new GatewaySet({ clock: this.#clock, self: options.self });
     this.#pinned = options.pinned === undefined ? undefined : normalizeGatewayUrl(options.pinned);
   }
 
@@ -114,16 +122,30 @@ export class GatewayResolver {
 
   async #load(): Promise<void> {
     const now = this.#clock();
+    // Permanent entries first: the bootstrap list and the pinned gateway are never evicted.
+    if (this.#pinned) this.#set.add(this.#pinned, new Date(0), { permanent: true });
+    for (const url of this.#options.bootstrap ?? BOOTSTRAP_GATEWAYS) {
+      try {
+        this.#set.add(url, new Date(0), { permanent: true });
+      } catch (error) {
+        this.#log(`daemon: bootstrap gateway skipped: ${(error as Error).message}`);
+      }
+    }
     if (this.#options.cachePath) {
       const { entries, problem } = await loadGatewayCache(this.#options.cachePath, { now });
       if (problem) this.#log(`daemon: ${problem}; it will be rewritten`);
-      for (const entry of entries) this.#set.add(entry.url, entry.lastSeen);
-    }
-    for (const url of this.#options.bootstrap ?? BOOTSTRAP_GATEWAYS) {
-      try {
-        this.#set.add(url);
-      } catch (error) {
-        this.#log(`daemon: bootstrap gateway skipped: ${(error as Error).message}`);
+      for (const entry of entries) {
+        try {
+          if (entry.reachedAt) {
+            // Reached by this daemon itself: its own reach time, whoever first named it.
+            this.#set.markReached(entry.url, entry.reachedAt);
+            this.#set.add(entry.url, entry.lastSeen);
+          } else {
+            this.#set.add(entry.url, entry.lastSeen, { source: entry.source });
+          }
+        } catch (error) {
+          this.#log(`daemon: cached gateway skipped: ${(error as Error).message}`);
+        }
       }
     }
   }
@@ -164,7 +186,7 @@ export class GatewayResolver {
     );
   }
 
-  /** Known gateways, most recently seen first; those in cool-down go last. */
+  /** Known gateways in the set's order (reached, permanent, hearsay); cool-down ones last. */
   #candidates(): string[] {
     const now = this.#clock().getTime();
     const coolDown = this.#options.coolDownMs ?? 30_000;

@@ -74,6 +74,8 @@ export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 300_000;
 /** Default wait between two chunks of a reply: 2 minutes. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+/** Default limit of a reply the daemon buffers (`stream: false`, tool calls): 16 MiB. */
+export const DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024;
 
 /** Options of {@linkcode createDaemonHandler}. */
 export interface DaemonHandlerOptions {
@@ -111,6 +113,16 @@ export interface DaemonHandlerOptions {
   firstByteTimeoutMs?: number;
   /** How long to wait between two chunks of a reply. @default {120000} */
   idleTimeoutMs?: number;
+  /**
+   * Largest reply the daemon buffers, in UTF-8 bytes of text (content, refusal, reasoning) and
+   * tool-call fragments (names and arguments): the whole reply of a `stream: false` request, and
+   * the tool calls of a streamed Ollama reply (which that dialect sends in one line). A provider
+   * that sends more is cut off at once: the backend is aborted and the client gets a 502
+   * `provider_error` (in-stream for a stream). Streamed text is not buffered and not limited.
+   *
+   * @default {16 MiB}
+   */
+  maxReplyBytes?: number;
   /** The wall clock. @default {() => new Date()} */
   clock?: () => Date;
   /** Random source for completion and tool-call ids. @default {crypto.getRandomValues} */
@@ -193,6 +205,11 @@ export function createDaemonHandler(
       DEFAULT_FIRST_BYTE_TIMEOUT_MS,
     ),
     idleTimeoutMs: positiveInteger("idleTimeoutMs", options.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS),
+    maxReplyBytes: positiveInteger(
+      "maxReplyBytes",
+      options.maxReplyBytes,
+      DEFAULT_MAX_REPLY_BYTES,
+    ),
     startedAt: clock(),
   };
   const body = (request: Request) => readJsonObject(request, context.maxBodyBytes);

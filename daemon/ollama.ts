@@ -30,6 +30,7 @@ import {
   aggregateReply,
   type AssembledToolCall,
   openReply,
+  ReplyBudget,
   type ReplyEvent,
   replyEvents,
   requestController,
@@ -547,7 +548,8 @@ async function* ndjsonLines(
         },
       }
       : { response: content, ...(thinking === undefined ? {} : { thinking }) };
-  const tools = new ToolCallAssembler();
+  // Ollama sends tool calls in one line at the end: they are buffered, so they are bounded.
+  const tools = new ToolCallAssembler(new ReplyBudget(context.maxReplyBytes));
   let firstToken: number | undefined;
   let finishReason = "stop";
   try {

@@ -7,11 +7,18 @@
  * directions: it never buffers, parses or sees plaintext. It also answers gossip
  * (`GET /v1/gateways`) from its {@linkcode GatewaySet}.
  *
+ * A provider's ad `endpoint` is attacker-controlled (anyone can list a provider), so every
+ * request to a provider is bounded: the endpoint is re-checked (no credentials, query or
+ * fragment; never a link-local, unspecified or reserved address), redirects are never followed
+ * (a 3xx is a 502 `provider_error`), a pass-through answer must be JSON and is always served as
+ * `application/json`, and error messages never quote a provider's free text.
+ *
  * @module
  */
 
 import { type GatewaySet, normalizeGatewayUrl } from "../daemon/gateway_set.ts";
 import { readBodyLimited } from "../io/fetch_json.ts";
+import { FORBIDDEN_SCOPES, hostScope } from "../io/host_scope.ts";
 
 /** A provider as the gateway knows it (from the routers' ads). */
 export interface DirectoryEntry {
@@ -77,6 +84,78 @@ function fail(status: number, code: string, message: string): Response {
   return Response.json({ error: { code, message } }, { status });
 }
 
+const JSON_HEADERS = {
+  "content-type": "application/json",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+} as const;
+
+/**
+ * The provider's endpoint, checked again before every request (the directory validates ads, but
+ * the gateway does not rely on it): an absolute `http:`/`https:` URL without credentials, query
+ * or fragment (`docs/protocol.md` §1), whose host is not link-local, unspecified or otherwise
+ * reserved (`io/host_scope.ts`). Returns the base URL without a trailing slash, or the error
+ * answer (502 `provider_error`).
+ */
+function providerBase(entry: DirectoryEntry): string | Response {
+  const refuse = (why: string) =>
+    fail(502, "provider_error", `Cannot use the endpoint of provider ${entry.provider}: ${why}`);
+  const raw = entry.ad.endpoint;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse("not an absolute URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return refuse(`scheme ${url.protocol} is not http: or https:`);
+  }
+  if (url.username || url.password) return refuse("credentials are not allowed");
+  if (url.search || raw.includes("?")) return refuse("a query is not allowed");
+  if (url.hash || raw.includes("#")) return refuse("a fragment is not allowed");
+  const scope = hostScope(url.hostname);
+  if (FORBIDDEN_SCOPES.has(scope)) {
+    return refuse(
+      `${url.hostname} is a ${scope.replace("_", "-")} address, which is never a provider`,
+    );
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+function isRedirect(response: Response): boolean {
+  return response.status >= 300 && response.status < 400;
+}
+
+/** A provider's redirect is never followed: 502 `provider_error`, without the target. */
+async function refuseRedirect(entry: DirectoryEntry, upstream: Response): Promise<Response> {
+  await upstream.body?.cancel().catch(() => {});
+  return fail(
+    502,
+    "provider_error",
+    `Provider ${entry.provider} answered ${upstream.status} (a redirect); ` +
+      `the gateway does not follow redirects`,
+  );
+}
+
+/** The upstream's media type when it is a plain token, for messages; never free text. */
+function describeType(response: Response): string {
+  const type = response.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (!type) return "no content type";
+  return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$/.test(type)
+    ? type
+    : "an invalid content type";
+}
+
+/** The `error.code` of a protocol error body, when it is a plain snake_case token. */
+function errorCode(body: Uint8Array): string | undefined {
+  try {
+    const code = JSON.parse(new TextDecoder().decode(body))?.error?.code;
+    return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Builds the gateway's request handler.
  *
@@ -102,22 +181,29 @@ export function createGatewayHandler(options: GatewayOptions): (req: Request) =>
     return entry ?? fail(404, "unknown_provider", `Provider ${provider} is not known here`);
   };
 
+  /**
+   * Fetches a provider's key or attestation and answers with it. The answer is always
+   * `application/json` and must parse as JSON: a provider's other content (an HTML page, a text
+   * file it was redirected to) is never reflected to the requester.
+   */
   const passThrough = async (
     entry: DirectoryEntry,
     path: string,
     maxBytes: number,
   ): Promise<Response> => {
-    const url = `${entry.ad.endpoint.replace(/\/+$/, "")}${path}`;
+    const base = providerBase(entry);
+    if (base instanceof Response) return base;
+    const url = `${base}${path}`;
+    let upstream: Response;
+    let body: Uint8Array<ArrayBuffer>;
     try {
-      const upstream = await doFetch(url, {
+      upstream = await doFetch(url, {
         signal: AbortSignal.timeout(passThroughTimeoutMs),
         headers: { accept: "application/json" },
+        redirect: "manual",
       });
-      const body = await readBodyLimited(upstream, { maxBytes, url });
-      return new Response(body, {
-        status: upstream.status,
-        headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
-      });
+      if (isRedirect(upstream)) return await refuseRedirect(entry, upstream);
+      body = await readBodyLimited(upstream, { maxBytes, url });
     } catch (error) {
       return fail(
         502,
@@ -127,6 +213,20 @@ export function createGatewayHandler(options: GatewayOptions): (req: Request) =>
         }`,
       );
     }
+    try {
+      JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    } catch {
+      return fail(
+        502,
+        "provider_error",
+        `Provider ${entry.provider} answered ${upstream.status} with a body that is not JSON ` +
+          `(${describeType(upstream)}, ${body.length} bytes); expected JSON`,
+      );
+    }
+    return new Response(body, {
+      status: upstream.ok ? 200 : upstream.status,
+      headers: { ...JSON_HEADERS },
+    });
   };
 
   return async (req: Request): Promise<Response> => {
@@ -211,7 +311,12 @@ export function createGatewayHandler(options: GatewayOptions): (req: Request) =>
 
   /** Streams the sealed request to the provider and the sealed reply back, as bytes arrive. */
   async function forward(entry: DirectoryEntry, req: Request): Promise<Response> {
-    const target = `${entry.ad.endpoint.replace(/\/+$/, "")}/v1/relay`;
+    const base = providerBase(entry);
+    if (base instanceof Response) {
+      await req.body?.cancel().catch(() => {});
+      return base;
+    }
+    const target = `${base}/v1/relay`;
     // The connect timeout covers only the wait for the provider's response head; after that
     // the exchange may stream for as long as the provider keeps producing. A client that goes
     // away cancels the response stream, which cancels the upstream body in turn (`req.signal`
@@ -225,20 +330,26 @@ export function createGatewayHandler(options: GatewayOptions): (req: Request) =>
         body: req.body,
         headers: { "content-type": REQ_MEDIA_TYPE },
         signal,
+        redirect: "manual",
         // Required to stream a request body with fetch.
         ...({ duplex: "half" } as Record<string, string>),
       });
       clearTimeout(timer);
-      const upstreamType = upstream.headers.get("content-type")?.split(";")[0].trim();
+      if (isRedirect(upstream)) return await refuseRedirect(entry, upstream);
+      const upstreamType = upstream.headers.get("content-type")?.split(";")[0].trim()
+        .toLowerCase();
       if (!upstream.ok || upstreamType !== RES_MEDIA_TYPE) {
-        const detail = await readBodyLimited(upstream, { maxBytes: 4096, url: target })
-          .then((b) => new TextDecoder().decode(b).slice(0, 200))
-          .catch(() => "");
+        // Only the error code of a protocol error body is shown (`docs/protocol.md` §0), never
+        // the provider's free text: the gateway does not reflect what a provider says.
+        const code = await readBodyLimited(upstream, { maxBytes: 4096, url: target })
+          .then(errorCode)
+          .catch(() => undefined);
         return fail(
           502,
           "provider_error",
-          `Provider ${entry.provider} answered ${upstream.status} ${upstreamType ?? ""} ${detail}`
-            .trim(),
+          `Provider ${entry.provider} answered ${upstream.status} (${describeType(upstream)}${
+            code === undefined ? "" : `, error code ${code}`
+          }); expected 200 ${RES_MEDIA_TYPE}`,
         );
       }
       return new Response(upstream.body, {

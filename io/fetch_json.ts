@@ -1,9 +1,10 @@
 /**
  * Bounded HTTP reads for talking to untrusted peers (routers, gateways, providers): every
  * request has a timeout, every body a size limit enforced while streaming (a peer cannot make
- * us buffer more than the limit by lying in `Content-Length` or by not sending one), and every
- * failure is a typed {@linkcode FetchJsonError} that says what was reached, what came back and
- * what was expected.
+ * us buffer more than the limit by lying in `Content-Length` or by not sending one), redirects
+ * are never followed (a peer cannot point our request at a URL of its choosing, such as a
+ * service on the local network), and every failure is a typed {@linkcode FetchJsonError} that
+ * says what was reached, what came back and what was expected.
  *
  * @example
  * ```ts ignore
@@ -14,7 +15,7 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
+import { abbreviate, NetError } from "../errors.ts";
 
 /** Why a bounded fetch failed. */
 export type FetchFailure =
@@ -123,7 +124,8 @@ export interface FetchJsonOptions {
 
 /**
  * GETs `url` and parses its JSON body, bounded in time and size. A non-2xx status is an
- * error that quotes the start of the body.
+ * error that quotes the start of the body. A redirect (3xx) is never followed: it is a
+ * `status` error naming where the peer tried to send us, and the body is not read.
  *
  * @throws {FetchJsonError} with reason `unreachable`, `timeout`, `aborted`, `status`,
  * `too_large` or `invalid_json`.
@@ -158,10 +160,25 @@ export async function fetchJson(url: string, options: FetchJsonOptions = {}): Pr
   try {
     response = await doFetch(url, {
       signal,
+      // The peer is untrusted: following its redirect would send our request to any URL it
+      // names (any host, path, query or credentials), e.g. a router page on the user's LAN.
+      redirect: "manual",
       headers: { accept: "application/json", ...headersObject(options.headers) },
     });
   } catch (cause) {
     throw failed(cause);
+  }
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel().catch(() => {});
+    const location = response.headers.get("location");
+    throw new FetchJsonError(
+      "status",
+      url,
+      `Cannot use the answer of ${url}: status ${response.status} (a redirect${
+        location === null ? "" : ` to ${JSON.stringify(abbreviate(location, 80))}`
+      }), expected 2xx; redirects are not followed`,
+      { status: response.status },
+    );
   }
   let body: Uint8Array;
   try {

@@ -16,6 +16,7 @@
  */
 
 import { NetError } from "../errors.ts";
+import { LineSplitter } from "./_line_splitter.ts";
 
 /** One dispatched event. */
 export interface SseEvent {
@@ -51,7 +52,6 @@ export async function* parseSse(
 ): AsyncGenerator<SseEvent> {
   const maxEventBytes = options.maxEventBytes ?? 1 << 20;
   const decoder = new TextDecoder();
-  let buffer = "";
   let data: string[] = [];
   let dataBytes = 0;
   let event: string | undefined;
@@ -84,32 +84,26 @@ export async function* parseSse(
     return undefined;
   };
 
+  // Every character is examined once and a long line is joined once (`_line_splitter.ts`):
+  // a large event arriving in small chunks costs linear time.
+  const lines = new LineSplitter(maxEventBytes, () =>
+    new SseError(
+      `Cannot parse event stream: a line exceeds ${maxEventBytes} bytes`,
+    ));
   const reader = body.getReader();
   try {
     while (true) {
       const { done, value } = await reader.read();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      if (first && buffer.length > 0) {
-        if (buffer.charCodeAt(0) === 0xfeff) buffer = buffer.slice(1);
+      let text = done ? decoder.decode() : decoder.decode(value, { stream: true });
+      if (first && text.length > 0) {
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
         first = false;
       }
-      let start = 0;
-      for (let i = 0; i < buffer.length; i++) {
-        const c = buffer.charCodeAt(i);
-        if (c !== 10 && c !== 13) continue;
-        // A CR at the very end may be the first half of CRLF: wait for more input.
-        if (c === 13 && i === buffer.length - 1 && !done) break;
-        const out = line(buffer.slice(start, i));
-        if (c === 13 && buffer.charCodeAt(i + 1) === 10) i++;
-        start = i + 1;
+      for (const complete of lines.push(text)) {
+        const out = line(complete);
         if (out) yield out;
       }
-      buffer = buffer.slice(start);
-      if (buffer.length > maxEventBytes) {
-        throw new SseError(
-          `Cannot parse event stream: a line exceeds ${maxEventBytes} bytes`,
-        );
-      }
+      // An unfinished line at the end is dropped, as the standard says.
       if (done) return;
     }
   } finally {

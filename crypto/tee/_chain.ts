@@ -8,6 +8,7 @@
  * @module
  */
 
+import { checkNow } from "../_time.ts";
 import { equalBytes } from "./_bytes.ts";
 import { verifySignedData } from "./_signature.ts";
 import type { Certificate } from "./_x509.ts";
@@ -55,7 +56,8 @@ export async function verifyChain(
   certs: readonly Certificate[],
   options: ChainOptions,
 ): Promise<ValidatedChain> {
-  const { check, label, anchors, now } = options;
+  const { check, label, anchors } = options;
+  const now = checkNow(options.now, "verifyChain");
   const untrusted = (message: string): never => {
     throw new AttestationError(
       "untrusted",

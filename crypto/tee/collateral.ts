@@ -16,6 +16,7 @@
  * @module
  */
 
+import { checkNow } from "../_time.ts";
 import { equalBytes, fromHex, toHex } from "./_bytes.ts";
 import { type ValidatedChain, verifyChain } from "./_chain.ts";
 import { verifyEcdsa, verifySignedData } from "./_signature.ts";
@@ -93,7 +94,7 @@ export interface TcbInfo {
   readonly fmspc: Uint8Array;
   /** PCE id, 2 bytes. */
   readonly pceId: Uint8Array;
-  /** TCB evaluation data number. */
+  /** TCB evaluation data number (the TCB recovery event the levels reflect). */
   readonly tcbEvaluationDataNumber: number;
   /** Expected TDX module signer and attributes (`tdxModule`). */
   readonly tdxModule: {
@@ -127,6 +128,8 @@ export interface QeIdentity {
   readonly attributesMask: Uint8Array;
   /** MRSIGNER, 32 bytes. */
   readonly mrSigner: Uint8Array;
+  /** TCB evaluation data number (the TCB recovery event the identity reflects). */
+  readonly tcbEvaluationDataNumber: number;
   /** ISVPRODID. */
   readonly isvProdId: number;
   /** TCB levels by ISVSVN, in Intel's order. */
@@ -397,6 +400,11 @@ export function parseQeIdentity(text: string): QeIdentity {
     attributes: hexOf(identity.attributes, "qeIdentity.attributes", 16),
     attributesMask: hexOf(identity.attributesMask, "qeIdentity.attributesMask", 16),
     mrSigner: hexOf(identity.mrsigner, "qeIdentity.mrsigner", 32),
+    tcbEvaluationDataNumber: uint(
+      identity.tcbEvaluationDataNumber,
+      "qeIdentity.tcbEvaluationDataNumber",
+      0xffffffff,
+    ),
     isvProdId: uint(identity.isvprodid, "qeIdentity.isvprodid"),
     tcbLevels: identityLevels(identity.tcbLevels, "qeIdentity.tcbLevels"),
   };
@@ -487,12 +495,14 @@ async function verifySignedDocument(
  *
  * @throws {AttestationError} `untrusted` (signatures, chains), check `revocation` (a revoked
  * certificate), `stale` (a validity window), `malformed`.
+ * @throws {TypeError} when `now` is not a valid `Date`.
  */
 export async function verifyTdxCollateral(
   collateral: TdxCollateral,
   options: VerifyCollateralOptions,
 ): Promise<VerifiedCollateral> {
-  const { now, pckChain } = options;
+  const { pckChain } = options;
+  const now = checkNow(options.now, "verifyTdxCollateral");
   const root = pckChain.anchor;
   const leaf = pckChain.path[0];
   const pckCa = pckChain.path[1] ?? root;

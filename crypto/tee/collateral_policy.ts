@@ -59,6 +59,17 @@ export interface CollateralPolicy {
    * @default {{}}
    */
   readonly snpMinimumTcb: Readonly<Partial<Record<keyof SnpTcb, number>>>;
+  /**
+   * Lowest accepted TCB evaluation data number of a TDX bundle's collateral, for both the TCB
+   * info and the QE identity: collateral that reflects an older TCB recovery event is refused
+   * (`stale`), and with a minimum above 0 a bundle without collateral is refused too. Intel
+   * keeps serving freshly signed collateral for older numbers (PCS `tcbEvaluationDataNumber`,
+   * `update=standard`), in which a platform the latest recovery marks `OutOfDate` can still be
+   * `UpToDate`; a minimum closes that window (`docs/attestation.md` §6). 0 accepts every number.
+   *
+   * @default {0}
+   */
+  readonly minTcbEvaluationDataNumber: number;
 }
 
 /** The default policy: accept `UpToDate` and `SWHardeningNeeded`, require TDX collateral. */
@@ -66,12 +77,14 @@ export const DEFAULT_COLLATERAL_POLICY: CollateralPolicy = Object.freeze({
   acceptTcbStatuses: Object.freeze(["SWHardeningNeeded"] as const),
   allowMissingCollateral: false,
   snpMinimumTcb: Object.freeze({}),
+  minTcbEvaluationDataNumber: 0,
 });
 
 /**
  * Completes a partial policy with the defaults and rejects invalid values.
  *
- * @throws {TypeError} when a status cannot be accepted or an SNP minimum is not a byte.
+ * @throws {TypeError} when a status cannot be accepted, an SNP minimum is not a byte, or
+ * `minTcbEvaluationDataNumber` is not an integer from 0 to 2^32 − 1.
  */
 export function resolveCollateralPolicy(policy: Partial<CollateralPolicy> = {}): CollateralPolicy {
   const accept = policy.acceptTcbStatuses ?? DEFAULT_COLLATERAL_POLICY.acceptTcbStatuses;
@@ -100,9 +113,18 @@ export function resolveCollateralPolicy(policy: Partial<CollateralPolicy> = {}):
       );
     }
   }
+  const minEvaluation = policy.minTcbEvaluationDataNumber ??
+    DEFAULT_COLLATERAL_POLICY.minTcbEvaluationDataNumber;
+  if (!Number.isInteger(minEvaluation) || minEvaluation < 0 || minEvaluation > 0xffffffff) {
+    throw new TypeError(
+      `CollateralPolicy: minTcbEvaluationDataNumber must be an integer from 0 to 4294967295, ` +
+        `found ${minEvaluation}`,
+    );
+  }
   return {
     acceptTcbStatuses: [...accept],
     allowMissingCollateral: allowMissing,
     snpMinimumTcb: { ...minimum },
+    minTcbEvaluationDataNumber: minEvaluation,
   };
 }

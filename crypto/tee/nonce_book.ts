@@ -17,6 +17,7 @@
  * @module
  */
 
+import { checkNow, checkPositiveSeconds } from "../_time.ts";
 import { toHex } from "./_bytes.ts";
 import { ATTESTATION_NONCE_LENGTH } from "./report_data.ts";
 
@@ -28,7 +29,8 @@ export const DEFAULT_NONCE_CAPACITY = 4096;
 /** Options of {@linkcode NonceBook}. */
 export interface NonceBookOptions {
   /**
-   * How long after issue a nonce is accepted, in seconds.
+   * How long after issue a nonce is accepted, in seconds: a positive integer (`NaN`,
+   * `Infinity`, fractions, zero and negatives are a `RangeError`).
    *
    * @default {60}
    */
@@ -72,10 +74,11 @@ export class NonceBook {
    * @throws {RangeError} when an option is out of range.
    */
   constructor(options: NonceBookOptions = {}) {
-    const maxAge = options.maxAgeSeconds ?? DEFAULT_NONCE_MAX_AGE_SECONDS;
-    if (!Number.isFinite(maxAge) || maxAge <= 0) {
-      throw new RangeError(`NonceBook: maxAgeSeconds must be a positive number, found ${maxAge}`);
-    }
+    const maxAge = checkPositiveSeconds(
+      options.maxAgeSeconds ?? DEFAULT_NONCE_MAX_AGE_SECONDS,
+      "maxAgeSeconds",
+      "NonceBook",
+    );
     const capacity = options.capacity ?? DEFAULT_NONCE_CAPACITY;
     if (!Number.isSafeInteger(capacity) || capacity < 1) {
       throw new RangeError(`NonceBook: capacity must be a positive integer, found ${capacity}`);
@@ -100,8 +103,11 @@ export class NonceBook {
    * Issues a fresh nonce at `now`.
    *
    * @throws {RangeError} when the random source does not return 32 fresh bytes.
+   * @throws {TypeError} when `now` is not a valid `Date` (a nonce issued at an Invalid Date
+   * would never expire).
    */
   issue(now: Date): Uint8Array {
+    checkNow(now, "NonceBook.issue");
     this.#prune(now.getTime());
     const nonce = this.#random(ATTESTATION_NONCE_LENGTH);
     if (!(nonce instanceof Uint8Array) || nonce.length !== ATTESTATION_NONCE_LENGTH) {
@@ -123,9 +129,11 @@ export class NonceBook {
 
   /**
    * Consumes a nonce at `now`. Whatever the outcome, the nonce cannot be used again.
+   *
+   * @throws {TypeError} when `now` is not a valid `Date` (its age check would always pass).
    */
   consume(nonce: Uint8Array, now: Date): NonceOutcome {
-    const time = now.getTime();
+    const time = checkNow(now, "NonceBook.consume").getTime();
     this.#prune(time);
     if (!(nonce instanceof Uint8Array) || nonce.length !== ATTESTATION_NONCE_LENGTH) {
       return "unknown";

@@ -21,6 +21,7 @@
 import * as asn1js from "asn1js";
 import { type AmdAnchors, resolveAnchors } from "./_anchors.ts";
 import { ByteReader, concatBytes, equalBytes, isAllZero, reversed, toHex } from "./_bytes.ts";
+import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { verifyEcdsa } from "./_signature.ts";
 import { type Certificate, parseCertificate } from "./_x509.ts";
@@ -268,10 +269,7 @@ export async function verifySnpReport(
   input: SnpReport | Uint8Array,
   options: VerifySnpReportOptions,
 ): Promise<SnpVerification> {
-  const { now } = options;
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new TypeError(`verifySnpReport: "now" must be a valid Date, found ${String(now)}`);
-  }
+  const now = checkNow(options.now, "verifySnpReport");
   let report: SnpReport;
   try {
     report = input instanceof Uint8Array ? parseSnpReport(input) : input;

@@ -17,7 +17,9 @@
  *    TDX module identity, and the TCB level → status and advisories. `Revoked` and "no
  *    matching TCB level" are refused here; other statuses are returned for the caller's policy.
  * 8. TD policy: DEBUG off, reserved attribute bits zero, SEPT_VE_DISABLE on, SEAMATTRIBUTES
- *    zero, MRSIGNERSEAM Intel's, MRSERVICETD zero.
+ *    zero, MRSIGNERSEAM Intel's, MRSERVICETD zero, and MRCONFIGID, MROWNER and MROWNERCONFIG
+ *    zero (the host sets them at TD creation and the measurement id does not cover them; see
+ *    `docs/attestation.md` §7).
  *
  * @example
  * ```ts ignore
@@ -33,6 +35,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { type Anchors, resolveAnchors } from "./_anchors.ts";
 import { concatBytes, equalBytes, hexConstant, isAllZero, toHex } from "./_bytes.ts";
+import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { type PckPlatform, readPckPlatform } from "./_pck_extension.ts";
 import { verifyEcdsa } from "./_signature.ts";
@@ -87,12 +90,22 @@ export interface TdxVerification {
   readonly platform: PckPlatform;
   /** TCB status and advisories, or `null` when no collateral was given. */
   readonly tcb: TcbEvaluation | null;
+  /**
+   * The TCB evaluation data numbers of the collateral's TCB info and QE identity (which TCB
+   * recovery event they reflect), or `null` when no collateral was given.
+   */
+  readonly evaluationDataNumbers: { readonly tcbInfo: number; readonly qeIdentity: number } | null;
   /** Earliest end of validity of the certificates and collateral used. */
   readonly validUntil: Date;
 }
 
 function refuse(check: ConstructorParameters<typeof AttestationError>[1], message: string): never {
   throw new AttestationError("untrusted", check, `Cannot verify attestation: ${message}`);
+}
+
+function abbreviateHex(bytes: Uint8Array): string {
+  const hex = toHex(bytes);
+  return hex.length <= 24 ? hex : `${hex.slice(0, 24)}…`;
 }
 
 function readU64(bytes: Uint8Array): bigint {
@@ -109,10 +122,7 @@ export async function verifyTdxQuote(
   input: TdxQuote | Uint8Array,
   options: VerifyTdxQuoteOptions,
 ): Promise<TdxVerification> {
-  const { now } = options;
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new TypeError(`verifyTdxQuote: "now" must be a valid Date, found ${String(now)}`);
-  }
+  const now = checkNow(options.now, "verifyTdxQuote");
   let quote: TdxQuote;
   try {
     quote = input instanceof Uint8Array ? parseTdxQuote(input) : input;
@@ -203,6 +213,7 @@ export async function verifyTdxQuote(
 
   // 7. Collateral.
   let tcb: TcbEvaluation | null = null;
+  let evaluationDataNumbers: TdxVerification["evaluationDataNumbers"] = null;
   let validUntil = pckChain.notAfter;
   let expectedMrSignerSeam: Uint8Array = new Uint8Array(48);
   if (options.collateral) {
@@ -213,6 +224,10 @@ export async function verifyTdxQuote(
     });
     validUntil = verified.notAfter;
     const { tcbInfo, qeIdentity } = verified;
+    evaluationDataNumbers = {
+      tcbInfo: tcbInfo.tcbEvaluationDataNumber,
+      qeIdentity: qeIdentity.tcbEvaluationDataNumber,
+    };
     if (!equalBytes(tcbInfo.fmspc, platform.fmspc) || !equalBytes(tcbInfo.pceId, platform.pceId)) {
       throw new AttestationError(
         "untrusted",
@@ -308,5 +323,24 @@ export async function verifyTdxQuote(
       `MRSERVICETD is ${toHex(body.mrServiceTd)}, expected zero (no service TD may be bound)`,
     );
   }
-  return { quote, platform, tcb, validUntil };
+  // The measurement id is keccak256(MRTD ‖ RTMR0 ‖ RTMR1 ‖ RTMR2): these three 48-byte values
+  // are chosen by whoever creates the TD (the provider's host) and are not in it. A TD that
+  // read configuration or an owner identity from them would run something the approved id does
+  // not describe, so they must be unused (zero).
+  for (
+    const [name, value] of [
+      ["MRCONFIGID", body.mrConfigId],
+      ["MROWNER", body.mrOwner],
+      ["MROWNERCONFIG", body.mrOwnerConfig],
+    ] as const
+  ) {
+    if (!isAllZero(value)) {
+      refuse(
+        "td_policy",
+        `${name} is ${abbreviateHex(value)}, expected zero (host-provided values are not covered ` +
+          "by the measurement id)",
+      );
+    }
+  }
+  return { quote, platform, tcb, evaluationDataNumbers, validUntil };
 }

@@ -53,6 +53,7 @@ import {
   type EndorsementFailure,
   verifyEndorsement,
 } from "../endorsement.ts";
+import { checkNow, checkPositiveSeconds } from "../_time.ts";
 import { equalBytes, to0x, toHex } from "./_bytes.ts";
 import type { ApprovedMeasurements } from "./approved_set.ts";
 import type { AttestationBundle } from "./bundle.ts";
@@ -89,7 +90,9 @@ export interface VerifyAttestationOptions {
    */
   policy?: Partial<CollateralPolicy>;
   /**
-   * Largest accepted distance between `now` and the endorsement's expiry, in seconds.
+   * Largest accepted distance between `now` and the endorsement's expiry, in seconds: a
+   * positive integer (`NaN`, `Infinity`, fractions, zero and negatives are a `RangeError`; no
+   * value turns the check off).
    *
    * @default {7 days}
    */
@@ -148,15 +151,24 @@ const ENDORSEMENT_FAILURES: Record<
  *
  * @throws {AttestationError} with a `reason` (`mock`, `stale`, `untrusted`, `binding`,
  * `malformed`) and the failing `check`.
- * @throws {TypeError} when an option is missing or of the wrong type (a programming error).
+ * @throws {TypeError} when an option is missing or of the wrong type (a programming error),
+ * `now` included (an Invalid Date).
+ * @throws {RangeError} when `maxEndorsementLifetimeSeconds` is not a positive integer.
  */
 export async function verifyAttestation(
   bundle: AttestationBundle,
   options: VerifyAttestationOptions,
 ): Promise<AttestationVerdict> {
-  const { nonce, nonces, approved, now } = options;
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new TypeError(`verifyAttestation: "now" must be a valid Date, found ${String(now)}`);
+  const { nonce, nonces, approved } = options;
+  // Every option is checked before anything is consumed or trusted: an Invalid Date or a NaN
+  // bound would otherwise turn a freshness check into a comparison with NaN, which never refuses.
+  const now = checkNow(options.now, "verifyAttestation");
+  if (options.maxEndorsementLifetimeSeconds !== undefined) {
+    checkPositiveSeconds(
+      options.maxEndorsementLifetimeSeconds,
+      "maxEndorsementLifetimeSeconds",
+      "verifyAttestation",
+    );
   }
   if (!(nonce instanceof Uint8Array) || nonce.length !== ATTESTATION_NONCE_LENGTH) {
     throw new TypeError(`verifyAttestation: "nonce" must be ${ATTESTATION_NONCE_LENGTH} bytes`);
@@ -239,6 +251,14 @@ export async function verifyAttestation(
         { hints: ["The provider must attach Intel collateral (PCS/PCCS) to its bundle."] },
       );
     }
+    if (!bundle.collateral && policy.minTcbEvaluationDataNumber > 0) {
+      refuse(
+        "untrusted",
+        "collateral",
+        "the TDX bundle carries no collateral, and the policy requires TCB evaluation data " +
+          `number ${policy.minTcbEvaluationDataNumber} or later`,
+      );
+    }
     const verified = await verifyTdxQuote(bundle.quote, {
       now,
       roots,
@@ -247,6 +267,22 @@ export async function verifyAttestation(
     evidence = verified;
     reportData = verified.quote.body.reportData;
     measurementId = tdxMeasurementId(verified.quote.body);
+    const numbers = verified.evaluationDataNumbers;
+    const minimum = policy.minTcbEvaluationDataNumber;
+    if (numbers && (numbers.tcbInfo < minimum || numbers.qeIdentity < minimum)) {
+      refuse(
+        "stale",
+        "collateral",
+        `the collateral reflects TCB evaluation data number ${numbers.tcbInfo} (TCB info) and ` +
+          `${numbers.qeIdentity} (QE identity), the policy requires ${minimum} or later`,
+        {
+          hints: [
+            "The provider must attach collateral of the latest TCB recovery (Intel PCS with " +
+            "update=early, or the newest tcbEvaluationDataNumber).",
+          ],
+        },
+      );
+    }
     if (verified.tcb) {
       tcbStatus = verified.tcb.status;
       advisoryIds = verified.tcb.advisoryIds;

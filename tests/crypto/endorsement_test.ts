@@ -166,3 +166,85 @@ function flip(bytes: Uint8Array, index: number): Uint8Array {
   copy[index] ^= 0x01;
   return copy;
 }
+
+/** Resolves to "accepted" or to the error's first message line. */
+async function outcome(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return "accepted";
+  } catch (error) {
+    return `refused: ${(error as Error).message.split("\n")[0]}`;
+  }
+}
+
+// `verifyEndorsement` compares `expires_at <= floor(now / 1000)` and
+// `expires_at - now > maxLifetime`. With `now` an Invalid Date both comparisons are with NaN, so
+// both are false: an endorsement that expired years ago verifies. (`verifyAttestation` checks
+// `now`; `verifyEndorsement`, which the verified tier calls directly, does not.)
+Deno.test("verifyEndorsement refuses an Invalid Date instead of skipping the expiry check", async () => {
+  const expired = await endorseKey(serving, {
+    keyConfig,
+    expiresAt: nowSeconds - 10 * 365 * 86400,
+  });
+  const result = await outcome(
+    verifyEndorsement(expired, { now: new Date(Number.NaN), signer: serving.address }),
+  );
+  assert.notEqual(result, "accepted", "an endorsement expired ten years ago was accepted");
+});
+
+// `maxLifetimeSeconds: NaN` (e.g. `Number(process.env.X)` of an empty variable) makes
+// `expires_at - now > NaN` false: the 7-day cap is off. `Infinity` does the same, and a negative
+// value (which refuses everything) is not flagged either. The option should be a positive finite
+// number, or be refused.
+Deno.test("verifyEndorsement refuses a NaN lifetime cap instead of disabling it", async () => {
+  const forever = await endorseKey(serving, {
+    keyConfig,
+    expiresAt: nowSeconds + 100 * 365 * 86400,
+  });
+  const result = await outcome(
+    verifyEndorsement(forever, { now, signer: serving.address, maxLifetimeSeconds: Number.NaN }),
+  );
+  assert.notEqual(result, "accepted", "a 100-year endorsement was accepted with a NaN cap");
+});
+
+Deno.test("every invalid now or lifetime is refused at the door, never read as 'no limit'", async () => {
+  const fresh = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 3600 });
+  const badNow: unknown[] = [
+    new Date(Number.NaN),
+    new Date("not a date"),
+    undefined,
+    null,
+    0,
+    "2026-11-22",
+  ];
+  for (const value of badNow) {
+    await assert.rejects(
+      verifyEndorsement(fresh, { now: value as Date }),
+      (e: unknown) => e instanceof TypeError && /"now" must be a valid Date/.test(e.message),
+      String(value),
+    );
+  }
+  const badLifetimes: [unknown, typeof TypeError | typeof RangeError][] = [
+    [Number.NaN, RangeError],
+    [Infinity, RangeError],
+    [-Infinity, RangeError],
+    [0, RangeError],
+    [-1, RangeError],
+    [1.5, RangeError],
+    [2 ** 60, RangeError],
+    ["604800", TypeError],
+  ];
+  for (const [value, type] of badLifetimes) {
+    await assert.rejects(
+      verifyEndorsement(fresh, { now, maxLifetimeSeconds: value as number }),
+      (e: unknown) => e instanceof type && /maxLifetimeSeconds/.test((e as Error).message),
+      String(value),
+    );
+  }
+  // The boundary still works: one second of lifetime allowed and used.
+  const oneSecond = await endorseKey(serving, { keyConfig, expiresAt: nowSeconds + 1 });
+  assert.equal(
+    await verifyEndorsement(oneSecond, { now, maxLifetimeSeconds: 1 }),
+    serving.address.toLowerCase(),
+  );
+});

@@ -510,6 +510,55 @@ for (const dialect of DIALECTS) {
     }
   });
 
+  test("a buffered reply over maxReplyBytes is a provider_error; the provider is cut off at once", async () => {
+    const base = { id: "x", object: "chat.completion.chunk", created: 1, model: "m" };
+    const piece = (delta: Record<string, unknown>) => ({
+      ...base,
+      choices: [{ index: 0, delta, finish_reason: null }],
+    });
+    const end = [
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+      { ...base, choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+    ];
+    // "é" is 2 bytes in UTF-8: 6 × 10 bytes + 4 = 64 bytes, in 34 UTF-16 code units.
+    const exactly64 = [
+      ...Array(6).fill(piece({ content: "é".repeat(5) })),
+      piece({ content: "abcd" }),
+    ];
+    const fits = surface({ rawChunks: [...exactly64, ...end] }, { maxReplyBytes: 64 });
+    const ok = await call(fits, post(dialect.path, dialect.body(MODEL, false)));
+    assert.equal(ok.status, 200, "a reply of exactly maxReplyBytes is served");
+    await ok.body?.cancel();
+
+    const cases: [string, unknown[], number][] = [
+      ["one byte too many (UTF-8 bytes, not characters)", [...exactly64, ...end], 63],
+      ["endless content", Array(1000).fill(piece({ content: "0123456789" })), 64],
+      ["endless reasoning", Array(1000).fill(piece({ reasoning_content: "0123456789" })), 64],
+      [
+        "endless tool-call arguments",
+        [
+          piece({ tool_calls: [{ index: 0, id: "c", function: { name: "f", arguments: "" } }] }),
+          ...Array(1000).fill(
+            piece({ tool_calls: [{ index: 0, function: { arguments: "[1,2,3]," } }] }),
+          ),
+        ],
+        64,
+      ],
+    ];
+    for (const [label, rawChunks, maxReplyBytes] of cases) {
+      const fixture = surface({ rawChunks }, { maxReplyBytes });
+      const response = await call(fixture, post(dialect.path, dialect.body(MODEL, false)));
+      expectError(dialect, await dialect.readError(response), {
+        status: 502,
+        code: "provider_error",
+        includes: /maxReplyBytes/,
+      });
+      const [chat] = fixture.backend.chats;
+      assert.ok(chat.signal.aborted, `${label}: the backend is aborted`);
+      assert.ok(chat.closed, `${label}: the provider's stream is closed`);
+    }
+  });
+
   test("a reply served in another tier than asked is refused (fail closed)", async () => {
     const fixture = surface({ served: { tier: "verified" } });
     const response = await call(

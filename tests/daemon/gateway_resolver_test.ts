@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { DaemonError } from "../../daemon/daemon_error.ts";
 import { GatewayResolver } from "../../daemon/gateway_resolver.ts";
 import { GatewaySetError } from "../../daemon/gateway_set.ts";
+import type { NetError } from "../../errors.ts";
 import { closedPort, serve } from "../_http.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
@@ -93,7 +94,7 @@ Deno.test("on connect the reached gateway's peers are merged and the union persi
   const cached = `http://127.0.0.1:${closedPort()}`;
   const cachePath = await cacheWith([{ url: cached, last_seen: ago(3600) }]);
   const resolver = new GatewayResolver({ bootstrap: [first.url], cachePath, clock, ...quiet() });
-  // The cached entry is tried first (seen more recently) but is down; the bootstrap one answers.
+  // The bootstrap gateway ranks above cached hearsay (whatever its last_seen) and answers.
   assert.equal(await resolver.resolve(), first.url);
   const saved = JSON.parse(await Deno.readTextFile(cachePath));
   assert.equal(saved.version, 1);
@@ -142,4 +143,143 @@ Deno.test("concurrent callers share one connect; no gateway at all is a clear er
     assert.match(e.message, /known set is empty/);
     return true;
   });
+});
+
+// Attack: eclipse the daemon's gateway choice with one malicious gateway M.
+//
+// The set is bounded at 256 entries and, per the module's own doc, "a flood can only displace
+// other hearsay" because entries the daemon reached itself are evicted last. But `gateways.json`
+// does not keep the `reached` flag: after a restart every entry (and every compiled-in
+// bootstrap gateway, added with `last_seen` = 1970) is hearsay again. M answers each gossip
+// request with 64 fresh URLs claiming `last_seen` = now (clamped to now, i.e. always the newest),
+// and M itself is the most recently reached gateway, so it is asked first on every start.
+// Four restarts later the 256 slots hold M's entries, the honest gateways the daemon used before
+// are evicted, and the bootstrap list is evicted again the moment it is re-added (it is the
+// oldest hearsay). When M then stops answering, the daemon only ever tries M's URLs: a
+// persistent denial of service, or, when M's URLs are live attacker gateways, every request of
+// the user relayed (and its metadata seen) by the attacker. One contact with M is enough.
+Deno.test("gossip from one gateway cannot evict the bootstrap gateways across restarts", async () => {
+  let t = Date.parse("2026-11-22T12:00:00Z");
+  const clock = () => new Date(t += 1000);
+  const dead = closedPort(); // M's entries: distinct URLs that refuse connections at once
+  let round = 0;
+  let malicious = true;
+  await using m = serve(() => {
+    if (!malicious) return new Response("gone", { status: 503 });
+    round++;
+    const stamp = new Date(t + 3_600_000).toISOString(); // "future": clamped to now
+    return Response.json({
+      gateways: Array.from({ length: 64 }, (_, i) => ({
+        url: `http://127.0.0.1:${dead}/m${round}-${i}`,
+        last_seen: stamp,
+      })),
+    });
+  });
+  let honestUp = true;
+  await using honest = serve(() =>
+    honestUp
+      ? Response.json({ gateways: [{ url: m.url, last_seen: new Date(t).toISOString() }] })
+      : new Response("down", { status: 503 })
+  );
+  const cachePath = `${await Deno.makeTempDir()}/gateways.json`;
+  const start = () =>
+    new GatewayResolver({
+      bootstrap: [honest.url], // the compiled-in list
+      cachePath,
+      clock,
+      timeoutMs: 2000,
+      ...quiet(),
+    });
+
+  // Session 1: the honest bootstrap gateway is reached; it mentions M (a gateway it heard of).
+  assert.equal(await start().resolve(), honest.url);
+  // Session 2: the honest gateway has an outage; the daemon fails over to M.
+  honestUp = false;
+  assert.equal(await start().resolve(), m.url);
+  honestUp = true;
+  // Sessions 3–5: M is now the most recently seen entry and is asked first every time.
+  for (let i = 0; i < 3; i++) assert.equal(await start().resolve(), m.url);
+  // M goes away. The honest bootstrap gateway is up and must still be found.
+  malicious = false;
+  const resolver = start();
+  let chosen: string | undefined;
+  try {
+    chosen = await resolver.resolve();
+  } catch (error) {
+    chosen = `error: ${(error as NetError).shortMessage}`;
+  }
+  assert.equal(
+    chosen,
+    honest.url,
+    `the compiled-in bootstrap gateway was evicted by one peer's gossip (known set: ${resolver.known.size} entries, ` +
+      `bootstrap present: ${resolver.known.has(honest.url)})`,
+  );
+});
+
+Deno.test("the daemon's own listen URL (self) never enters its known set", async () => {
+  await using up = gossipGateway([
+    { url: "http://127.0.0.1:11435", last_seen: ago(1) },
+    { url: "http://localhost:11435", last_seen: ago(1) },
+    { url: "http://peer-b.example", last_seen: ago(1) },
+  ]);
+  const resolver = new GatewayResolver({
+    bootstrap: [up.url],
+    self: "http://127.0.0.1:11435",
+    clock,
+    ...quiet(),
+  });
+  assert.equal(await resolver.resolve(), up.url);
+  assert.deepEqual(resolver.known.entries().map((e) => e.url), [up.url, "http://peer-b.example"]);
+});
+
+Deno.test("a bootstrap gateway that was never reached survives floods from many peers across restarts", async () => {
+  let t = now.getTime();
+  const tick = () => new Date(t += 1000);
+  const down = `http://127.0.0.1:${closedPort()}`; // the bootstrap gateway, down all along
+  const dead = closedPort();
+  // Ten colluding peers, each listing 64 fresh entries (and each other).
+  const peers = await Promise.all(Array.from({ length: 10 }, (_, p) => {
+    let round = 0;
+    return serve(() => {
+      round++;
+      return Response.json({
+        gateways: Array.from({ length: 64 }, (_, i) => ({
+          url: `http://127.0.0.1:${dead}/p${p}-r${round}-${i}`,
+          last_seen: new Date(t).toISOString(),
+        })),
+      });
+    });
+  }));
+  try {
+    const cachePath = `${await Deno.makeTempDir()}/gateways.json`;
+    await Deno.writeTextFile(
+      cachePath,
+      JSON.stringify({
+        version: 1,
+        gateways: peers.map((p) => ({ url: p.url, last_seen: new Date(t).toISOString() })),
+      }),
+    );
+    for (let session = 0; session < 12; session++) {
+      const resolver = new GatewayResolver({
+        bootstrap: [down],
+        cachePath,
+        clock: tick,
+        timeoutMs: 1000,
+        ...quiet(),
+      });
+      const url = await resolver.resolve();
+      resolver.reportFailure(url);
+      // Ask every other peer too, as a long-running daemon would over time.
+      for (const peer of peers) {
+        if (peer.url !== url) await resolver.resolve().then((u) => resolver.reportFailure(u));
+      }
+      assert.ok(resolver.known.has(down), `session ${session}: the bootstrap gateway was evicted`);
+      // It also ranks above every entry this daemon never reached, whatever they claim.
+      const unreached = resolver.known.entries().filter((e) => !e.reached);
+      assert.equal(unreached[0].url, down, `session ${session}: hearsay ranks above bootstrap`);
+      assert.ok(resolver.known.size <= 256 + 1);
+    }
+  } finally {
+    await Promise.all(peers.map((p) => p.close()));
+  }
 });

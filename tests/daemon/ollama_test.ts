@@ -498,3 +498,33 @@ Deno.test("ollama: GET / and HEAD / answer 200 (liveness probes)", async () => {
   assert.equal(head.status, 200);
   assert.equal(head.body, null);
 });
+
+// Ollama sends a reply's tool calls in one line at the end, so a streamed /api/chat buffers the
+// tool-call fragments: they are bounded like a stream:false reply.
+Deno.test("ollama: streamed tool calls are buffered within maxReplyBytes, then an in-stream error", async () => {
+  const base = { id: "x", object: "chat.completion.chunk", created: 1, model: "m" };
+  const fragment = (fn: Record<string, unknown>) => ({
+    ...base,
+    choices: [{
+      index: 0,
+      delta: { tool_calls: [{ index: 0, function: fn }] },
+      finish_reason: null,
+    }],
+  });
+  const fixture = surface({
+    rawChunks: [
+      fragment({ name: "get_weather", arguments: "" }),
+      ...Array(1000).fill(fragment({ arguments: '{"city":"Paris"},' })),
+    ],
+  }, { maxReplyBytes: 256 });
+  const response = await fixture.handler(
+    post("/api/chat", { model: MODEL, messages: [{ role: "user", content: "weather?" }] }),
+  );
+  assert.equal(response.status, 200);
+  const lines = ndjson(await response.text());
+  const last = lines[lines.length - 1];
+  assert.deepEqual(Object.keys(last), ["error"]);
+  assert.match(String(last.error), /maxReplyBytes/);
+  assert.ok(fixture.backend.chats[0].signal.aborted);
+  assert.ok(fixture.backend.chats[0].closed);
+});

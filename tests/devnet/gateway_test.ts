@@ -31,6 +31,11 @@ function entry(
   };
 }
 
+/** A directory of one verified provider (`PROVIDER_A`) at `endpoint`. */
+function single(endpoint: string): DirectoryEntry {
+  return entry(PROVIDER_A, "verified", endpoint, [["devnet/tiny", "1", "1", 4096]]);
+}
+
 /** A gateway in front of one live provider (A), one other (B) and one unreachable. */
 function setup(provider: (req: Request) => Response | Promise<Response>) {
   const upstream = serve(provider);
@@ -236,4 +241,208 @@ Deno.test("the relay refuses wrong media types and reports provider failures", a
   const get = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_A}/relay`);
   assert.equal(get.status, 405);
   await get.body?.cancel();
+});
+
+// Attack: a provider controls its ad's `endpoint` (any listed provider can). The gateway fetches
+// `${endpoint}/v1/key` with `fetch`'s default `redirect: "follow"` and hands the body (up to
+// 64 KiB; 1 MiB for the attestation) back to whoever asked. So the provider's server answers
+// `302 Location: http://169.254.169.254/latest/meta-data/iam/security-credentials/…` (or any
+// service on the gateway's host or LAN, with any path and query), then asks the gateway for its
+// own key and reads the internal answer: a full-read SSRF from the gateway operator's network.
+// The ad rules (`docs/protocol.md` §1: no query, no credentials) do not help, because the
+// redirect target is never checked. Here the "internal service" is a loopback server that only
+// the gateway should reach.
+Deno.test("the gateway's key pass-through does not follow a provider's redirect to an internal URL", async () => {
+  let internalHits = 0;
+  await using internal = serve(() => {
+    internalHits++;
+    return Response.json({ secret: "AKIA-INTERNAL-CREDENTIALS" });
+  });
+  await using provider = serve((req) => {
+    const path = new URL(req.url).pathname;
+    return new Response(null, {
+      status: 302,
+      headers: { location: `${internal.url}/latest/meta-data/iam?from=${path}` },
+    });
+  });
+  const handler = createGatewayHandler({
+    directory: { entries: () => [single(provider.url)] },
+    peers: new GatewaySet(),
+    self: "http://127.0.0.1:9999",
+    passThroughTimeoutMs: 2000,
+  });
+  const response = await handler(
+    new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/key`),
+  );
+  const text = await response.text();
+  assert.ok(
+    !text.includes("AKIA-INTERNAL-CREDENTIALS"),
+    `the gateway returned the internal service's answer to the requester: ${text}`,
+  );
+  assert.equal(internalHits, 0, "the gateway followed the provider's redirect");
+});
+
+Deno.test("the gateway's attestation pass-through does not follow a provider's redirect", async () => {
+  let internalHits = 0;
+  await using internal = serve(() => {
+    internalHits++;
+    return new Response("root:x:0:0:internal-only", { headers: { "content-type": "text/plain" } });
+  });
+  await using provider = serve(() =>
+    new Response(null, { status: 307, headers: { location: `${internal.url}/admin?x=1` } })
+  );
+  const handler = createGatewayHandler({
+    directory: { entries: () => [single(provider.url)] },
+    peers: new GatewaySet(),
+    self: "http://127.0.0.1:9999",
+    passThroughTimeoutMs: 2000,
+  });
+  const response = await handler(
+    new Request(
+      `http://gateway.test/v1/providers/${PROVIDER_A}/attestation?nonce=${"ab".repeat(32)}`,
+    ),
+  );
+  const text = await response.text();
+  assert.ok(!text.includes("internal-only"), `internal content leaked: ${text}`);
+  assert.equal(internalHits, 0, "the gateway followed the provider's redirect");
+});
+
+Deno.test("the relay does not follow a provider's redirect either", async () => {
+  let internalHits = 0;
+  await using internal = serve(() => {
+    internalHits++;
+    return new Response("sealed?", { headers: { "content-type": "message/ohttp-chunked-res" } });
+  });
+  for (const status of [301, 302, 303, 307, 308]) {
+    await using provider = serve(() =>
+      new Response(null, { status, headers: { location: `${internal.url}/v1/relay` } })
+    );
+    const handler = createGatewayHandler({
+      directory: { entries: () => [single(provider.url)] },
+      peers: new GatewaySet(),
+      self: "http://127.0.0.1:9999",
+    });
+    const response = await handler(
+      new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/relay`, {
+        method: "POST",
+        body: "sealed request",
+        headers: { "content-type": "message/ohttp-chunked-req" },
+      }),
+    );
+    const body = await response.json();
+    assert.equal(response.status, 502);
+    assert.equal(body.error.code, "provider_error");
+    assert.match(body.error.message, new RegExp(`answered ${status} \\(a redirect\\)`));
+    assert.ok(!body.error.message.includes(internal.url), "the redirect target is not echoed");
+  }
+  assert.equal(internalHits, 0, "the gateway followed a provider's redirect");
+});
+
+Deno.test("a provider endpoint is re-checked before every request; forbidden hosts are never contacted", async () => {
+  let contacted = 0;
+  const counting: typeof fetch = () => {
+    contacted++;
+    return Promise.resolve(Response.json({}));
+  };
+  const cases: [string, RegExp][] = [
+    ["http://169.254.169.254", /169\.254\.169\.254 is a link-local address/],
+    ["http://2852039166:80", /169\.254\.169\.254 is a link-local address/],
+    ["http://[fe80::1]:9301", /link-local/],
+    ["http://[::ffff:169.254.169.254]", /link-local/],
+    ["http://0.0.0.0:9301", /unspecified/],
+    ["http://[::]:9301", /unspecified/],
+    ["http://224.0.0.1:9301", /reserved/],
+    ["http://user:pw@127.0.0.1:9301", /credentials/],
+    ["http://127.0.0.1:9301/?x=1", /query/],
+    ["http://127.0.0.1:9301/#x", /fragment/],
+    ["file:///etc/passwd", /scheme file:/],
+    ["not a url", /not an absolute URL/],
+  ];
+  for (const [endpoint, why] of cases) {
+    const handler = createGatewayHandler({
+      directory: { entries: () => [single(endpoint)] },
+      peers: new GatewaySet(),
+      self: "http://127.0.0.1:9999",
+      fetch: counting,
+    });
+    const requests = [
+      new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/key`),
+      new Request(
+        `http://gateway.test/v1/providers/${PROVIDER_A}/attestation?nonce=${"ab".repeat(32)}`,
+      ),
+      new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/relay`, {
+        method: "POST",
+        body: "x",
+        headers: { "content-type": "message/ohttp-chunked-req" },
+      }),
+    ];
+    for (const request of requests) {
+      const response = await handler(request);
+      const body = await response.json();
+      assert.equal(response.status, 502, endpoint);
+      assert.equal(body.error.code, "provider_error", endpoint);
+      assert.match(body.error.message, why, endpoint);
+    }
+  }
+  assert.equal(contacted, 0, "a refused endpoint was contacted");
+});
+
+Deno.test("pass-through answers are JSON served as application/json, whatever the provider says", async () => {
+  await using provider = serve((req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/v1/key") {
+      // Valid JSON, but labelled as HTML: the label is not passed on.
+      return new Response('{"provider":"0x1"}', { headers: { "content-type": "text/html" } });
+    }
+    return new Response("<script>alert(document.cookie)</script>", {
+      headers: { "content-type": "text/html" },
+    });
+  });
+  const handler = createGatewayHandler({
+    directory: { entries: () => [single(provider.url)] },
+    peers: new GatewaySet(),
+    self: "http://127.0.0.1:9999",
+  });
+  const key = await handler(new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/key`));
+  assert.equal(key.status, 200);
+  assert.equal(key.headers.get("content-type"), "application/json");
+  assert.equal(key.headers.get("x-content-type-options"), "nosniff");
+  assert.deepEqual(await key.json(), { provider: "0x1" });
+
+  const page = await handler(
+    new Request(
+      `http://gateway.test/v1/providers/${PROVIDER_A}/attestation?nonce=${"ab".repeat(32)}`,
+    ),
+  );
+  const text = await page.text();
+  assert.equal(page.status, 502);
+  assert.equal(page.headers.get("content-type"), "application/json");
+  assert.ok(!text.includes("<script>"), `the provider's page was reflected: ${text}`);
+  assert.match(JSON.parse(text).error.message, /not JSON \(text\/html, \d+ bytes\)/);
+});
+
+Deno.test("relay errors show the provider's status and error code, never its free text", async () => {
+  await using provider = serve(() =>
+    Response.json(
+      { error: { code: "cannot_open", message: "<img src=x onerror=alert(1)> call 555-0100" } },
+      { status: 400 },
+    )
+  );
+  const handler = createGatewayHandler({
+    directory: { entries: () => [single(provider.url)] },
+    peers: new GatewaySet(),
+    self: "http://127.0.0.1:9999",
+  });
+  const response = await handler(
+    new Request(`http://gateway.test/v1/providers/${PROVIDER_A}/relay`, {
+      method: "POST",
+      body: "x",
+      headers: { "content-type": "message/ohttp-chunked-req" },
+    }),
+  );
+  const { error } = await response.json();
+  assert.equal(response.status, 502);
+  assert.equal(error.code, "provider_error");
+  assert.match(error.message, /answered 400 \(application\/json, error code cannot_open\)/);
+  assert.ok(!/img|555/.test(error.message), error.message);
 });

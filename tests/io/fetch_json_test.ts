@@ -65,3 +65,32 @@ Deno.test("fetchJson reports status, invalid JSON, unreachable and abort", async
   controller.abort();
   await assert.rejects(fetchJson(server.url, { signal: controller.signal }), isFailure("aborted"));
 });
+
+// Attack: an untrusted peer answers with a redirect to a URL of its choosing (a service on the
+// user's LAN, a cloud metadata endpoint). Following it would send our request there.
+Deno.test("fetchJson never follows a redirect: every 3xx is a status failure naming the target", async () => {
+  let internalHits = 0;
+  await using internal = serve(() => {
+    internalHits++;
+    return Response.json({ ok: true });
+  });
+  for (const status of [301, 302, 303, 307, 308]) {
+    await using peer = serve(() =>
+      new Response("moved", {
+        status,
+        headers: { location: `${internal.url}/admin?x=1` },
+      })
+    );
+    await assert.rejects(fetchJson(peer.url), (e: unknown) => {
+      isFailure("status")(e);
+      assert.equal((e as FetchJsonError).status, status);
+      assert.match((e as FetchJsonError).shortMessage, /redirect to ".*\/admin\?x=1"/);
+      assert.match((e as FetchJsonError).shortMessage, /redirects are not followed/);
+      return true;
+    });
+  }
+  // A redirect without a Location header is refused the same way.
+  await using bare = serve(() => new Response(null, { status: 302 }));
+  await assert.rejects(fetchJson(bare.url), isFailure("status"));
+  assert.equal(internalHits, 0, "a redirect was followed");
+});

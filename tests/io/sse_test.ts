@@ -49,3 +49,16 @@ Deno.test("an oversized event or line is refused", async () => {
   );
   await assert.rejects(collect(["data: " + "x".repeat(5000)], 1024), SseError);
 });
+
+Deno.test("a 1 MiB event arriving in 64-byte chunks is parsed whole", async () => {
+  const MiB = 1024 * 1024;
+  const data = "x".repeat(MiB - 1) + "é"; // the 2-byte character is split across chunks
+  const bytes = new TextEncoder().encode(`data: ${data}\r\n\r\ndata: next\n\n`);
+  const chunks: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += 64) chunks.push(bytes.slice(at, at + 64));
+  const events = await collect(chunks, 2 * MiB);
+  assert.equal(events.length, 2);
+  assert.equal(events[0].data.length, MiB);
+  assert.equal(events[0].data, data);
+  assert.equal(events[1].data, "next");
+});

@@ -148,3 +148,18 @@ Deno.test("signatures are judged before validity; the root copy may not sit in t
   await refused(chain([ca, root, root], [root]), "untrusted", "pck_chain", /below another/);
   await assert.rejects(chain([root], [root]), /no certificate below the trust root/);
 });
+
+// With an Invalid Date every validity comparison (`now < notBefore || now > notAfter`) is false:
+// an expired certificate would pass. The chain checker refuses the clock instead.
+Deno.test("an Invalid Date is a TypeError, never a chain without validity checks", async () => {
+  const { root, ca, leaf } = await pki();
+  await assert.rejects(
+    verifyChain([leaf, ca].map(parse), {
+      check: "pck_chain",
+      label: "the chain",
+      anchors: [parse(root)],
+      now: new Date(Number.NaN),
+    }),
+    /verifyChain: "now" must be a valid Date, found an Invalid Date/,
+  );
+});

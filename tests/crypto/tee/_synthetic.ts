@@ -442,6 +442,8 @@ export interface TdxQuoteOptions {
   mrServiceTd?: Uint8Array;
   /** SEAMATTRIBUTES. @default {zero} */
   seamAttributes?: Uint8Array;
+  /** MRCONFIGID, MROWNER, MROWNERCONFIG (48 bytes each). @default {zero} */
+  hostValues?: { mrConfigId?: Uint8Array; mrOwner?: Uint8Array; mrOwnerConfig?: Uint8Array };
   /** MRSIGNERSEAM. @default {zero} */
   mrSignerSeam?: Uint8Array;
   /** QE vendor id. @default {Intel's} */
@@ -504,9 +506,9 @@ export async function buildTdxQuote(
     u64(options.tdAttributes ?? (1n << 28n)),
     u64(0xe7n), // XFAM
     options.mrTd ?? filled(48, 0x11),
-    new Uint8Array(48), // MRCONFIGID
-    new Uint8Array(48), // MROWNER
-    new Uint8Array(48), // MROWNERCONFIG
+    options.hostValues?.mrConfigId ?? new Uint8Array(48),
+    options.hostValues?.mrOwner ?? new Uint8Array(48),
+    options.hostValues?.mrOwnerConfig ?? new Uint8Array(48),
     ...rtmrs,
     options.reportData,
   );
@@ -586,6 +588,8 @@ export interface TdxCollateralOptions {
   qeIsvSvn?: number;
   /** FMSPC of the TCB info. @default {the platform's} */
   fmspc?: Uint8Array;
+  /** TCB evaluation data numbers of the TCB info and the QE identity. @default {17 each} */
+  evaluationDataNumbers?: { tcbInfo?: number; qeIdentity?: number };
   /** Serials (hex) the PCK CRL revokes. @default {[]} */
   revokePck?: string[];
   /** Serials (hex) the root CA CRL revokes. @default {[]} */
@@ -646,7 +650,7 @@ export async function buildTdxCollateral(
     fmspc: hex(options.fmspc ?? pki.platform.fmspc).toUpperCase(),
     pceId: hex(pki.platform.pceId),
     tcbType: 0,
-    tcbEvaluationDataNumber: 17,
+    tcbEvaluationDataNumber: options.evaluationDataNumbers?.tcbInfo ?? 17,
     tdxModule: {
       mrsigner: "00".repeat(48),
       attributes: "0000000000000000",
@@ -679,7 +683,7 @@ export async function buildTdxCollateral(
     version: 2,
     issueDate: iso(windows.qeIdentity.from),
     nextUpdate: iso(windows.qeIdentity.to),
-    tcbEvaluationDataNumber: 17,
+    tcbEvaluationDataNumber: options.evaluationDataNumbers?.qeIdentity ?? 17,
     miscselect: "00000000",
     miscselectMask: "FFFFFFFF",
     attributes: "11000000000000000000000000000000",

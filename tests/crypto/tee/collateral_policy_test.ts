@@ -10,6 +10,7 @@ Deno.test("the default policy accepts UpToDate and SWHardeningNeeded and require
     acceptTcbStatuses: ["SWHardeningNeeded"],
     allowMissingCollateral: false,
     snpMinimumTcb: {},
+    minTcbEvaluationDataNumber: 0,
   });
   assert.ok(Object.isFrozen(DEFAULT_COLLATERAL_POLICY));
 });
@@ -42,4 +43,18 @@ Deno.test("bad SEV-SNP minimums are refused", () => {
   assert.deepEqual(resolveCollateralPolicy({ snpMinimumTcb: { snp: 8 } }).snpMinimumTcb, {
     snp: 8,
   });
+});
+
+Deno.test("the minimum TCB evaluation data number is an unsigned 32-bit integer", () => {
+  for (const bad of [-1, 1.5, Number.NaN, Infinity, 2 ** 32, "18"]) {
+    assert.throws(
+      () => resolveCollateralPolicy({ minTcbEvaluationDataNumber: bad as number }),
+      (e: unknown) => e instanceof TypeError && /minTcbEvaluationDataNumber/.test(e.message),
+      String(bad),
+    );
+  }
+  assert.equal(
+    resolveCollateralPolicy({ minTcbEvaluationDataNumber: 18 }).minTcbEvaluationDataNumber,
+    18,
+  );
 });

@@ -6,6 +6,7 @@ import {
   type TdxCollateral,
   tdxCollateralFromJson,
   tdxCollateralToJson,
+  verifyTdxCollateral,
   verifyTdxQuote,
 } from "../../../crypto/tee/mod.ts";
 import { readVectorBytes, readVectorJson, readVectorText, vectorTest } from "../../_vectors.ts";
@@ -87,6 +88,8 @@ vectorTest("each vector's collateral gives the manifest's TCB status and advisor
     }
     const result = await verifyTdxQuote(quote, { now: at, collateral });
     assert.equal(result.tcb?.status, c.tcb_status, c.file);
+    // Both real collateral sets of mid-2025 reflect TCB recovery 17.
+    assert.deepEqual(result.evaluationDataNumbers, { tcbInfo: 17, qeIdentity: 17 }, c.file);
     assert.deepEqual([...result.tcb!.advisoryIds].sort(), [...c.advisory_ids!].sort(), c.file);
     assert.ok(result.validUntil > at);
   }
@@ -450,4 +453,27 @@ Deno.test("collateral JSON is parsed strictly and round-trips", async () => {
       label,
     );
   }
+});
+
+// Every validity window of the collateral is `now < from || now > to`: with an Invalid Date both
+// are false and stale collateral would pass. The exported verifier refuses the clock itself.
+Deno.test("verifyTdxCollateral refuses an Invalid Date before reading anything", async () => {
+  const { pki } = await fixture();
+  const collateral = await buildTdxCollateral(pki, { now });
+  await assert.rejects(
+    verifyTdxCollateral(collateral, {
+      now: new Date(Number.NaN),
+      anchors: [],
+      pckChain: undefined as never,
+    }),
+    /verifyTdxCollateral: "now" must be a valid Date/,
+  );
+  await assert.rejects(
+    verifyTdxQuote((await fixture()).quote, {
+      now: new Date(Number.NaN),
+      roots: pki.roots,
+      collateral,
+    }),
+    TypeError,
+  );
 });

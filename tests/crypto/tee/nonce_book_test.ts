@@ -50,3 +50,22 @@ Deno.test("the random source is injected and checked", () => {
   assert.throws(() => new NonceBook({ maxAgeSeconds: 0 }), RangeError);
   assert.throws(() => new NonceBook({ capacity: 0 }), RangeError);
 });
+
+// A nonce issued at an Invalid Date has a NaN issue time: its age check (`now - issuedAt >
+// maxAge`) is always false, so it would never expire. Consuming at an Invalid Date is the same.
+Deno.test("an invalid clock or window is refused, never read as 'no expiry'", () => {
+  const book = new NonceBook();
+  for (const bad of [new Date(Number.NaN), undefined, 0]) {
+    assert.throws(() => book.issue(bad as Date), /NonceBook.issue: "now" must be a valid Date/);
+  }
+  assert.equal(book.size, 0, "nothing was issued");
+  const nonce = book.issue(now);
+  assert.throws(
+    () => book.consume(nonce, new Date(Number.NaN)),
+    /NonceBook.consume: "now" must be a valid Date/,
+  );
+  assert.equal(book.consume(nonce, now), "ok", "a refused call does not spend the nonce");
+  for (const bad of [Number.NaN, Infinity, -5, 0.5, 1.5]) {
+    assert.throws(() => new NonceBook({ maxAgeSeconds: bad }), RangeError, String(bad));
+  }
+});

@@ -179,6 +179,25 @@ Deno.test("quote-level checks refuse each broken synthetic quote with its own ch
       "td_policy",
       /MRSERVICETD/,
     ],
+    // Host-chosen values the measurement id does not cover (MRCONFIGID is where a host would
+    // put a configuration the TD reads; MROWNER an owner identity it trusts).
+    ...(["mrConfigId", "mrOwner", "mrOwnerConfig"] as const).map((field) =>
+      [
+        field,
+        { reportData, hostValues: { [field]: new Uint8Array(48).fill(0x5a) } },
+        "td_policy",
+        new RegExp(`${field.toUpperCase()} is 5a5a.*expected zero`),
+      ] as [string, Parameters<typeof buildTdxQuote>[1], string, RegExp]
+    ),
+    [
+      "MRCONFIGID, one bit",
+      {
+        reportData,
+        hostValues: { mrConfigId: Uint8Array.from({ length: 48 }, (_, i) => i === 47 ? 1 : 0) },
+      },
+      "td_policy",
+      /MRCONFIGID/,
+    ],
     [
       "foreign QE",
       { reportData, qeMrSigner: new Uint8Array(32).fill(7) },

@@ -292,6 +292,45 @@ Deno.test("collateral policy: required by default, TCB statuses by policy", asyn
   );
 });
 
+// Attack: a provider whose platform the latest TCB recovery marks OutOfDate fetches freshly
+// signed collateral for an older TCB evaluation data number (Intel PCS keeps serving them),
+// in which its platform is still UpToDate. Only a policy minimum refuses that.
+Deno.test("collateral policy: a minimum TCB evaluation data number refuses older collateral", async () => {
+  const cases: [string, { tcbInfo?: number; qeIdentity?: number }, string | null][] = [
+    ["both at the minimum", { tcbInfo: 18, qeIdentity: 18 }, null],
+    ["newer than the minimum", { tcbInfo: 19, qeIdentity: 20 }, null],
+    ["older TCB info", { tcbInfo: 17, qeIdentity: 18 }, "17 (TCB info) and 18 (QE identity)"],
+    ["older QE identity", { tcbInfo: 18, qeIdentity: 17 }, "18 (TCB info) and 17 (QE identity)"],
+  ];
+  for (const [label, evaluationDataNumbers, refusal] of cases) {
+    const { built, options } = await tdx({ collateral: { evaluationDataNumbers } });
+    const run = verifyAttestation(built.bundle, {
+      ...options,
+      policy: { minTcbEvaluationDataNumber: 18 },
+    });
+    if (refusal === null) {
+      assert.equal((await run).tcbStatus, "UpToDate", label);
+      continue;
+    }
+    const error = await refused(run, "stale", "collateral", /policy requires 18 or later/);
+    assert.ok(error.message.includes(refusal), `${label}: ${error.message}`);
+  }
+  // Without a minimum (the default) every number is accepted.
+  const old = await tdx({ collateral: { evaluationDataNumbers: { tcbInfo: 1, qeIdentity: 1 } } });
+  assert.equal((await verifyAttestation(old.built.bundle, old.options)).tcbStatus, "UpToDate");
+  // A minimum cannot be met without collateral, even where the policy allows crypto-only.
+  const bare = await tdx({ collateral: false });
+  await refused(
+    verifyAttestation(bare.built.bundle, {
+      ...bare.options,
+      policy: { allowMissingCollateral: true, minTcbEvaluationDataNumber: 18 },
+    }),
+    "untrusted",
+    "collateral",
+    /requires TCB evaluation data number 18 or later/,
+  );
+});
+
 Deno.test("stale collateral is refused as stale; the verdict expires with the collateral", async () => {
   const later = plusSeconds(now, 30 * 86400);
   const nonces = new NonceBook();
@@ -444,4 +483,21 @@ Deno.test("programming errors in the options are TypeErrors", async () => {
     }),
     TypeError,
   );
+});
+
+// The TEE tier's own option passes straight through: `maxEndorsementLifetimeSeconds: NaN`
+// accepts an HPKE key endorsed for ten years, contrary to "no option disables a check".
+Deno.test("verifyAttestation refuses a NaN endorsement lifetime cap", async () => {
+  const { built, options, nonces, nonce } = await tdx({
+    endorsementExpiresAt: nowSeconds + 10 * 365 * 86400,
+  });
+  for (const bad of [Number.NaN, Infinity, 0, -1, 1.5]) {
+    await assert.rejects(
+      verifyAttestation(built.bundle, { ...options, maxEndorsementLifetimeSeconds: bad }),
+      (e: unknown) => e instanceof RangeError && /maxEndorsementLifetimeSeconds/.test(e.message),
+      `a ten-year HPKE key endorsement was accepted with a cap of ${bad}`,
+    );
+  }
+  // Refused before anything was consumed: the nonce is still good for a correct call.
+  assert.equal(nonces.consume(nonce, now), "ok");
 });
