@@ -55,8 +55,13 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     ((message: string, error?: unknown) =>
       error === undefined ? console.warn(message) : console.warn(message, error));
   const clock = options.clock ?? (() => new Date());
+  const host = config.bind.hostname.includes(":")
+    ? `[${config.bind.hostname}]`
+    : config.bind.hostname;
   const resolver = new GatewayResolver({
     pinned: config.gateway ?? undefined,
+    // Gossip must never make the daemon a gateway of its own known set.
+    self: `http://${host}:${options.port}`,
     bootstrap: options.bootstrap ?? BOOTSTRAP_GATEWAYS,
     cachePath: join(config.dataDir, "gateways.json"),
     fetch: options.fetch,

@@ -18,6 +18,7 @@ import {
   generateKeyPair,
 } from "../../crypto/mod.ts";
 import { startDevnet } from "../../devnet/network.ts";
+import { serve } from "../_http.ts";
 import { containsBytes, tcpProxy } from "../_tcp_proxy.ts";
 import {
   editStream,
@@ -469,4 +470,34 @@ Deno.test("a verified key is checked once and reused; a failure with it forgets 
   await assert.rejects(ask()); // the only provider fails: nothing to fail over to
   await ask();
   assert.equal(keyFetches, 2, "the key was not fetched again after a failure");
+});
+
+Deno.test("gossip cannot plant the daemon's own address in its known set", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 1,
+    teeProviders: 0,
+  });
+  let daemonUrl = "";
+  await using liar = maliciousGateway(devnet.gateways[0], (_req, upstream) => upstream);
+  // The lying gateway names the daemon itself (and its localhost spelling) as gateways.
+  await using planting = serve(() =>
+    Response.json({
+      gateways: [
+        { url: daemonUrl, last_seen: new Date().toISOString() },
+        { url: daemonUrl.replace("127.0.0.1", "localhost"), last_seen: new Date().toISOString() },
+        { url: liar.url, last_seen: new Date().toISOString() },
+      ],
+    })
+  );
+  await using daemon = await startDaemon({ bootstrap: [planting.url] });
+  daemonUrl = daemon.url;
+  await (await fetch(`${daemon.url}/v1/models`)).body?.cancel();
+  const { gateways } = await (await fetch(`${daemon.url}/v1/gateways`)).json();
+  const urls = gateways.map((g: { url: string }) => g.url);
+  assert.ok(urls.includes(liar.url), `gossip was not merged: ${urls}`);
+  assert.ok(
+    !urls.some((u: string) => u.endsWith(`:${daemon.port}`)),
+    `the daemon lists itself: ${urls}`,
+  );
 });
