@@ -28,6 +28,7 @@
 import canonicalize from "canonicalize";
 import { type Address, type Hex, keccak256, stringToBytes } from "viem";
 import { abbreviate, NetError } from "../errors.ts";
+import { duplicateKey } from "../io/strict_json.ts";
 import type { ProviderRecord, ProviderTier } from "./types.ts";
 
 /** Largest accepted JSON text of one ad, in bytes (64 KiB). */
@@ -313,6 +314,17 @@ export function parseAd(text: string | Uint8Array, options: ValidateAdOptions = 
       `Cannot accept ad: it is not valid UTF-8 JSON (${
         cause instanceof Error ? cause.message : cause
       })`,
+    );
+  }
+  const repeated = duplicateKey(
+    typeof text === "string" ? text : new TextDecoder().decode(text),
+  );
+  if (repeated !== undefined) {
+    throw new AdError(
+      "invalid_json",
+      "",
+      `Cannot accept ad: the key ${JSON.stringify(repeated)} appears twice in one object ` +
+        "(readers would disagree on which value counts)",
     );
   }
   return validateAd(value, options);

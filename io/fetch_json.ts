@@ -16,6 +16,7 @@
  */
 
 import { abbreviate, NetError } from "../errors.ts";
+import { duplicateKey } from "./strict_json.ts";
 
 /** Why a bounded fetch failed. */
 export type FetchFailure =
@@ -195,8 +196,9 @@ export async function fetchJson(url: string, options: FetchJsonOptions = {}): Pr
       { status: response.status, details: text.slice(0, 200) || undefined },
     );
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (cause) {
     throw new FetchJsonError(
       "invalid_json",
@@ -207,6 +209,19 @@ export async function fetchJson(url: string, options: FetchJsonOptions = {}): Pr
       { status: response.status, cause },
     );
   }
+  // Peers are untrusted: a repeated key would let two readers see two different documents.
+  const repeated = duplicateKey(text);
+  if (repeated !== undefined) {
+    throw new FetchJsonError(
+      "invalid_json",
+      url,
+      `Cannot accept the answer of ${url}: the key ${
+        JSON.stringify(repeated.slice(0, 40))
+      } appears twice in one object`,
+      { status: response.status },
+    );
+  }
+  return value;
 }
 
 function headersObject(init: HeadersInit | undefined): Record<string, string> {
