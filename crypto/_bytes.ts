@@ -25,11 +25,44 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
 /** Lower-case hex without prefix. */
 export function toHex(bytes: Uint8Array): string {
   let out = "";
-  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
+  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]];
   return out;
+}
+
+/** Lower-case hex with `0x`. */
+export function to0x(bytes: Uint8Array): `0x${string}` {
+  return `0x${toHex(bytes)}`;
+}
+
+/**
+ * Decodes hex with or without `0x`, either case. Returns `null` when the text is not hex of
+ * an even length (callers turn that into their own error).
+ */
+export function fromHex(text: string): Uint8Array | null {
+  const body = text.startsWith("0x") || text.startsWith("0X") ? text.slice(2) : text;
+  if (body.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(body)) return null;
+  const out = new Uint8Array(body.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(body.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** Decodes a hex constant of the source code; throws a plain error on a typo. */
+export function hexConstant(text: string): Uint8Array {
+  const bytes = fromHex(text);
+  if (!bytes) throw new Error(`bad hex constant ${text}`);
+  return bytes;
+}
+
+/** Whether every byte is zero. */
+export function isAllZero(bytes: Uint8Array): boolean {
+  let acc = 0;
+  for (let i = 0; i < bytes.length; i++) acc |= bytes[i];
+  return acc === 0;
 }
 
 /** A 16-bit identifier as `0x0020`. */

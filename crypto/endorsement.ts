@@ -23,6 +23,7 @@
 
 import { type Address, bytesToHex, type Hex, hexToBytes, isHex, recoverMessageAddress } from "viem";
 import { abbreviate, NetError } from "../errors.ts";
+import { equalBytes } from "./_bytes.ts";
 import { checkNow, checkPositiveSeconds } from "./_time.ts";
 
 /** ASCII domain tag that starts every endorsement message. */
@@ -272,11 +273,7 @@ export async function verifyEndorsement(
 }
 
 function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
+  return a === null || b === null ? a === b : equalBytes(a, b);
 }
 
 function describeNonce(nonce: Uint8Array | null): string {

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { readAllLimited } from "../io/read_limited.ts";
 import { DaemonError } from "./daemon_error.ts";
 
 /** Formats a byte count for messages: `4 MiB`, `1.5 KiB`, `12 bytes`. */
@@ -38,31 +39,9 @@ export async function readBodyLimited(request: Request, maxBytes: number): Promi
     await request.body?.cancel().catch(() => {});
     throw tooLarge(formatBytes(Number(declared)), maxBytes);
   }
-  if (request.body === null) return new Uint8Array();
-  const reader = request.body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge(`more than ${formatBytes(maxBytes)}`, maxBytes);
-      }
-      parts.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
+  const body = await readAllLimited(request.body, maxBytes);
+  if (body === null) throw tooLarge(`more than ${formatBytes(maxBytes)}`, maxBytes);
+  return body;
 }
 
 /**

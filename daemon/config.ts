@@ -37,6 +37,7 @@
  * @module
  */
 
+import { type BindAddress, type BindAddressError, parseBindAddress } from "../io/bind_address.ts";
 import { parseArgs } from "node:util";
 import { abbreviate, NetError } from "../errors.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
@@ -91,13 +92,7 @@ Point clients at it:
   Model ids:      net/<tier>/<maker>/<model>, tier verified or tee (":latest" accepted).
 `;
 
-/** A listen address. */
-export interface BindAddress {
-  /** Hostname or IP address (IPv6 without brackets). */
-  readonly hostname: string;
-  /** Port, 0 for any free port. */
-  readonly port: number;
-}
+export type { BindAddress };
 
 /** The chain the daemon reads trust roots and measurements from. */
 export interface EvmConfig {
@@ -162,21 +157,17 @@ function show(value: string): string {
 }
 
 function parseBind(source: Source): BindAddress {
-  const fail = (why: string): never => {
+  try {
+    return parseBindAddress(source.value);
+  } catch (error) {
     throw new DaemonConfigError(
       source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${why}; expected host:port such as ` +
-        `${DEFAULT_BIND} or [::1]:11435`,
+      `Cannot use ${source.name} ${show(source.value)}: ${
+        (error as BindAddressError).shortMessage
+      }; ` +
+        `expected host:port such as ${DEFAULT_BIND} or [::1]:11435`,
     );
-  };
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(source.value);
-  if (!match) return fail("not of the form host:port");
-  const port = Number(match[3]);
-  if (port > 65535) fail(`port ${port} is above 65535`);
-  const hostname = match[1] ?? match[2];
-  if (match[1] !== undefined && !match[1].includes(":")) fail("brackets are for IPv6 addresses");
-  if (hostname.startsWith("-") || hostname.startsWith(".")) fail("the host is malformed");
-  return { hostname: hostname.toLowerCase(), port };
+  }
 }
 
 function parseGateway(source: Source): string {

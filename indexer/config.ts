@@ -37,6 +37,7 @@
  * @module
  */
 
+import { type BindAddress, type BindAddressError, parseBindAddress } from "../io/bind_address.ts";
 import { parseArgs } from "node:util";
 import type { Address } from "viem";
 import type { ChainContracts } from "../chain/types.ts";
@@ -94,13 +95,7 @@ Endpoints (JSON, Access-Control-Allow-Origin: *): GET /stats, /models, /provider
 See docs/indexer.md for every field and the error rules.
 `;
 
-/** A listen address. */
-export interface BindAddress {
-  /** Hostname or IP address (IPv6 without brackets). */
-  readonly hostname: string;
-  /** Port, 0 for any free port. */
-  readonly port: number;
-}
+export type { BindAddress };
 
 /** The indexer's configuration. */
 export interface IndexerConfig {
@@ -137,21 +132,17 @@ function show(value: string): string {
 }
 
 function parseBind(source: Source): BindAddress {
-  const fail = (why: string): never => {
+  try {
+    return parseBindAddress(source.value);
+  } catch (error) {
     throw new IndexerConfigError(
       source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${why}; expected host:port such as ` +
-        `${DEFAULT_STATS_BIND} or [::1]:8088`,
+      `Cannot use ${source.name} ${show(source.value)}: ${
+        (error as BindAddressError).shortMessage
+      }; ` +
+        `expected host:port such as ${DEFAULT_STATS_BIND} or [::1]:8088`,
     );
-  };
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(source.value);
-  if (!match) return fail("not of the form host:port");
-  const port = Number(match[3]);
-  if (port > 65535) fail(`port ${port} is above 65535`);
-  const hostname = match[1] ?? match[2];
-  if (match[1] !== undefined && !match[1].includes(":")) fail("brackets are for IPv6 addresses");
-  if (hostname.startsWith("-") || hostname.startsWith(".")) fail("the host is malformed");
-  return { hostname: hostname.toLowerCase(), port };
+  }
 }
 
 function parseInteger(source: Source, min: number, max: number, unit: string): number {

@@ -16,6 +16,7 @@
  */
 
 import { abbreviate, NetError } from "../errors.ts";
+import { readAllLimited } from "./read_limited.ts";
 import { duplicateKey } from "./strict_json.ts";
 
 /** Why a bounded fetch failed. */
@@ -82,31 +83,9 @@ export async function readBodyLimited(
     await response.body?.cancel().catch(() => {});
     throw tooLarge(`${declared} bytes`);
   }
-  if (!response.body) return new Uint8Array();
-  const reader = response.body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > options.maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge(`more than ${options.maxBytes} bytes`);
-      }
-      parts.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  const body = await readAllLimited(response.body, options.maxBytes);
+  if (body === null) throw tooLarge(`more than ${options.maxBytes} bytes`);
+  return body;
 }
 
 /** Options of {@linkcode fetchJson}. */

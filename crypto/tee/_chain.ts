@@ -9,7 +9,7 @@
  */
 
 import { checkNow } from "../_time.ts";
-import { equalBytes } from "./_bytes.ts";
+import { equalBytes } from "../_bytes.ts";
 import { verifySignedData } from "./_signature.ts";
 import type { Certificate } from "./_x509.ts";
 import { type AttestationCheck, AttestationError } from "./errors.ts";

@@ -13,7 +13,7 @@
  */
 
 import { sha256 } from "@noble/hashes/sha2.js";
-import { toHex } from "./_bytes.ts";
+import { toHex } from "../_bytes.ts";
 
 const encoder = new TextEncoder();
 

@@ -8,7 +8,7 @@
 
 import * as asn1js from "asn1js";
 import * as pkijs from "pkijs";
-import { equalBytes, fromHex, toHex } from "./_bytes.ts";
+import { equalBytes, fromHex, toHex } from "../_bytes.ts";
 import { memoKey, memoTable } from "./_memo.ts";
 import type { CurveName, HashName, PublicKey, SignatureAlgorithm } from "./_signature.ts";
 import { type AttestationCheck, AttestationError } from "./errors.ts";

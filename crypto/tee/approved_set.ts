@@ -24,7 +24,7 @@
  */
 
 import { NetError } from "../../errors.ts";
-import { to0x } from "./_bytes.ts";
+import { to0x } from "../_bytes.ts";
 import type { MeasurementId } from "./measurement_id.ts";
 
 /** Thrown when an approved measurement set cannot be built or read. */

@@ -22,7 +22,7 @@ import {
   type KeyEndorsement,
   type KeyEndorsementJson,
 } from "../endorsement.ts";
-import { fromHex, to0x } from "./_bytes.ts";
+import { fromHex, to0x } from "../_bytes.ts";
 import {
   type TdxCollateral,
   tdxCollateralFromJson,

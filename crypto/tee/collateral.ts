@@ -17,7 +17,7 @@
  */
 
 import { checkNow } from "../_time.ts";
-import { equalBytes, fromHex, toHex } from "./_bytes.ts";
+import { equalBytes, fromHex, toHex } from "../_bytes.ts";
 import { type ValidatedChain, verifyChain } from "./_chain.ts";
 import { verifyEcdsa, verifySignedData } from "./_signature.ts";
 import {

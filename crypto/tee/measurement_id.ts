@@ -17,7 +17,7 @@
  */
 
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { concatBytes, to0x } from "./_bytes.ts";
+import { concat, to0x } from "../_bytes.ts";
 
 /** A measurement id: `0x` and 64 lower-case hex digits. */
 export type MeasurementId = `0x${string}`;
@@ -38,7 +38,7 @@ export function tdxMeasurementId(
       );
     }
   });
-  return to0x(keccak_256(concatBytes(...parts)));
+  return to0x(keccak_256(concat(...parts)));
 }
 
 /**

@@ -18,7 +18,7 @@
  */
 
 import { checkNow, checkPositiveSeconds } from "../_time.ts";
-import { toHex } from "./_bytes.ts";
+import { toHex } from "../_bytes.ts";
 import { ATTESTATION_NONCE_LENGTH } from "./report_data.ts";
 
 /** Default window after issue in which a nonce is accepted, in seconds. */

@@ -18,7 +18,7 @@
  */
 
 import { sha512 } from "@noble/hashes/sha2.js";
-import { concatBytes } from "./_bytes.ts";
+import { concat } from "../_bytes.ts";
 
 /** ASCII domain tag that starts the report data preimage. */
 export const REPORT_DATA_DOMAIN = "net-consumer/tee-report-data/v1";
@@ -54,7 +54,7 @@ export function attestationReportData(
     );
   }
   return sha512(
-    concatBytes(
+    concat(
       new TextEncoder().encode(REPORT_DATA_DOMAIN),
       Uint8Array.of(0),
       nonce,

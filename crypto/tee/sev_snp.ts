@@ -20,7 +20,8 @@
 
 import * as asn1js from "asn1js";
 import { type AmdAnchors, resolveAnchors } from "./_anchors.ts";
-import { ByteReader, concatBytes, equalBytes, isAllZero, reversed, toHex } from "./_bytes.ts";
+import { concat, equalBytes, isAllZero, toHex } from "../_bytes.ts";
+import { ByteReader, reversed } from "./_byte_reader.ts";
 import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { verifyEcdsa } from "./_signature.ts";
@@ -162,7 +163,7 @@ export function parseSnpReport(bytes: Uint8Array): SnpReport {
     committedTcb,
     launchTcb,
     signedRegion,
-    signature: concatBytes(reversed(r.subarray(0, 48)), reversed(s.subarray(0, 48))),
+    signature: concat(reversed(r.subarray(0, 48)), reversed(s.subarray(0, 48))),
   };
 }
 

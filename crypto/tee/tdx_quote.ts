@@ -21,7 +21,8 @@
  * @module
  */
 
-import { ByteReader, hexConstant, isAllZero } from "./_bytes.ts";
+import { hexConstant, isAllZero } from "../_bytes.ts";
+import { ByteReader } from "./_byte_reader.ts";
 import { QuoteParseError } from "./errors.ts";
 
 /** TEE type of a TDX quote in the header. */

@@ -34,7 +34,7 @@
 
 import { sha256 } from "@noble/hashes/sha2.js";
 import { type Anchors, resolveAnchors } from "./_anchors.ts";
-import { concatBytes, equalBytes, hexConstant, isAllZero, toHex } from "./_bytes.ts";
+import { concat, equalBytes, hexConstant, isAllZero, toHex } from "../_bytes.ts";
 import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { type PckPlatform, readPckPlatform } from "./_pck_extension.ts";
@@ -169,8 +169,8 @@ export async function verifyTdxQuote(
   }
 
   // 4. QE report data binds the attestation key.
-  const expectedQeData = concatBytes(
-    sha256(concatBytes(quote.attestationKey, quote.qeAuthData)),
+  const expectedQeData = concat(
+    sha256(concat(quote.attestationKey, quote.qeAuthData)),
     new Uint8Array(32),
   );
   if (!equalBytes(quote.qeReport.reportData, expectedQeData)) {
@@ -201,7 +201,7 @@ export async function verifyTdxQuote(
   }
 
   // 6. Quote signature.
-  const attestationKey = concatBytes(Uint8Array.of(4), quote.attestationKey);
+  const attestationKey = concat(Uint8Array.of(4), quote.attestationKey);
   if (
     !verifyEcdsa({ curve: "P-256", point: attestationKey }, quote.signedRegion, quote.signature, {
       hash: "SHA-256",

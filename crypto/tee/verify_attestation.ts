@@ -54,7 +54,7 @@ import {
   verifyEndorsement,
 } from "../endorsement.ts";
 import { checkNow, checkPositiveSeconds } from "../_time.ts";
-import { equalBytes, to0x, toHex } from "./_bytes.ts";
+import { equalBytes, to0x, toHex } from "../_bytes.ts";
 import type { ApprovedMeasurements } from "./approved_set.ts";
 import type { AttestationBundle } from "./bundle.ts";
 import { type CollateralPolicy, resolveCollateralPolicy } from "./collateral_policy.ts";
