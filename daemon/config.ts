@@ -37,6 +37,7 @@
  * @module
  */
 
+import { type GatewaySetError, normalizeGatewayUrl } from "./gateway_set.ts";
 import { type BindAddress, type BindAddressError, parseBindAddress } from "../io/bind_address.ts";
 import { parseArgs } from "node:util";
 import { abbreviate, NetError } from "../errors.ts";
@@ -171,25 +172,15 @@ function parseBind(source: Source): BindAddress {
 }
 
 function parseGateway(source: Source): string {
-  const fail = (why: string): never => {
+  try {
+    return normalizeGatewayUrl(source.value);
+  } catch (error) {
     throw new DaemonConfigError(
       source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${why}; expected an http: or https: URL ` +
-        "such as http://127.0.0.1:9201",
+      `Cannot use ${source.name} ${show(source.value)}: ${(error as GatewaySetError).problem}; ` +
+        "expected an http: or https: URL such as http://127.0.0.1:8701",
     );
-  };
-  if (source.value.length > 2048) fail("longer than 2048 characters");
-  let url: URL;
-  try {
-    url = new URL(source.value);
-  } catch {
-    return fail("not an absolute URL");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") fail(`scheme ${url.protocol}`);
-  if (url.username || url.password) fail("credentials are not allowed");
-  if (url.search || source.value.includes("?")) fail("a query is not allowed");
-  if (url.hash || source.value.includes("#")) fail("a fragment is not allowed");
-  return url.href.replace(/\/+$/, "");
 }
 
 function parseRpcUrl(source: Source): string {

@@ -49,19 +49,26 @@ export interface Daemon {
   backend: NetworkBackend;
 }
 
+/**
+ * The URL the daemon reaches itself at: its bind address, or loopback when it is bound to
+ * every interface (`0.0.0.0`, `::`), which is not an address one can connect to.
+ */
+function ownUrl(hostname: string, port: number): string {
+  if (hostname === "0.0.0.0") return `http://127.0.0.1:${port}`;
+  if (hostname === "::") return `http://[::1]:${port}`;
+  return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+}
+
 /** Builds a daemon from its configuration. Nothing is contacted until a request arrives. */
 export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions): Daemon {
   const log = options.log ??
     ((message: string, error?: unknown) =>
       error === undefined ? console.warn(message) : console.warn(message, error));
   const clock = options.clock ?? (() => new Date());
-  const host = config.bind.hostname.includes(":")
-    ? `[${config.bind.hostname}]`
-    : config.bind.hostname;
   const resolver = new GatewayResolver({
     pinned: config.gateway ?? undefined,
     // Gossip must never make the daemon a gateway of its own known set.
-    self: `http://${host}:${options.port}`,
+    self: ownUrl(config.bind.hostname, options.port),
     bootstrap: options.bootstrap ?? BOOTSTRAP_GATEWAYS,
     cachePath: join(config.dataDir, "gateways.json"),
     fetch: options.fetch,

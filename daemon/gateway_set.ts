@@ -107,11 +107,18 @@ export class GatewaySetError extends NetError {
   override readonly name = "GatewaySetError" as const;
   /** Machine-readable reason. */
   readonly reason: GatewaySetFailure;
+  /** For `invalid_url`: what is wrong with the URL, without the URL (e.g. "a query is not allowed"). */
+  readonly problem: string | undefined;
 
   /** Creates the error. */
-  constructor(reason: GatewaySetFailure, shortMessage: string, options: { cause?: unknown } = {}) {
+  constructor(
+    reason: GatewaySetFailure,
+    shortMessage: string,
+    options: { cause?: unknown; problem?: string } = {},
+  ) {
     super(shortMessage, options);
     this.reason = reason;
+    this.problem = options.problem;
   }
 }
 
@@ -126,7 +133,9 @@ export class GatewaySetError extends NetError {
 export function normalizeGatewayUrl(value: unknown): string {
   const bad = (why: string): never => {
     const shown = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : typeof value;
-    throw new GatewaySetError("invalid_url", `Cannot use gateway URL ${shown}: ${why}`);
+    throw new GatewaySetError("invalid_url", `Cannot use gateway URL ${shown}: ${why}`, {
+      problem: why,
+    });
   };
   if (typeof value !== "string") return bad("expected a string");
   if (value.length > GATEWAY_LIMITS.maxUrlLength) {

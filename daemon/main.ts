@@ -42,7 +42,15 @@ if (import.meta.main) {
     Deno.exit(1);
   }
   const port = server.addr.port;
-  const daemon = createDaemon(config, { port });
+  let daemon;
+  try {
+    daemon = createDaemon(config, { port });
+  } catch (error) {
+    console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
+    shutdown.abort();
+    await server.finished;
+    Deno.exit(2);
+  }
   handler = daemon.handler;
   const host = config.bind.hostname.includes(":")
     ? `[${config.bind.hostname}]`
