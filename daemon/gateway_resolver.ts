@@ -106,8 +106,18 @@ export class GatewayResolver {
    */
   resolve(signal?: AbortSignal): Promise<string> {
     if (this.#current) return Promise.resolve(this.#current);
-    this.#connecting ??= this.#connect(signal).finally(() => (this.#connecting = undefined));
-    return this.#connecting;
+    // The connect is shared, so it runs under no caller's signal (each probe has its own
+    // timeout): one client going away must neither fail the others nor sideline a gateway.
+    this.#connecting ??= this.#connect().finally(() => (this.#connecting = undefined));
+    if (!signal) return this.#connecting;
+    signal.throwIfAborted();
+    return new Promise<string>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#connecting!.then(resolve, reject).finally(() =>
+        signal.removeEventListener("abort", onAbort)
+      );
+    });
   }
 
   /**
@@ -150,17 +160,15 @@ export class GatewayResolver {
     }
   }
 
-  async #connect(signal?: AbortSignal): Promise<string> {
+  async #connect(): Promise<string> {
     await (this.#loaded ??= this.#load());
     const candidates = this.#pinned ? [this.#pinned] : this.#candidates();
     const tried: string[] = [];
     for (const url of candidates) {
-      signal?.throwIfAborted();
       try {
         await askPeer(this.#set, url, {
           fetch: this.#options.fetch,
           timeoutMs: this.#options.timeoutMs ?? 3000,
-          signal,
         });
       } catch (error) {
         tried.push(`${url} (${error instanceof GatewaySetError ? error.shortMessage : error})`);
