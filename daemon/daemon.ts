@@ -29,6 +29,8 @@ export interface CreateDaemonOptions {
   policy?: ProviderTrustOptions["policy"];
   /** Compiled-in gateways. @default {BOOTSTRAP_GATEWAYS} */
   bootstrap?: readonly string[];
+  /** How long one provider attempt may wait for its first chunk, ms. @default {60000} */
+  attemptTimeoutMs?: number;
   /** The fetch implementation. @default {globalThis.fetch} */
   fetch?: typeof fetch;
   /** The clock. @default {() => new Date()} */
@@ -97,7 +99,14 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     trust.measurements = fileMeasurements(config.measurementsFile);
   }
   const verdicts = new VerdictLog();
-  const backend = new NetworkBackend({ resolver, trust, verdicts, fetch: options.fetch, clock });
+  const backend = new NetworkBackend({
+    resolver,
+    trust,
+    verdicts,
+    fetch: options.fetch,
+    clock,
+    attemptTimeoutMs: options.attemptTimeoutMs,
+  });
   const handler = createDaemonHandler({
     backend,
     gateways: () => resolver.known.toJSON().gateways,

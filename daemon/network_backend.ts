@@ -47,6 +47,14 @@ export interface NetworkBackendOptions {
   maxProviderAttempts?: number;
   /** Most gateways tried for one request. @default {3} */
   maxGatewayAttempts?: number;
+  /**
+   * How long one attempt may wait for the reply's first chunk, in ms, before the next
+   * provider is tried. It bounds a stalling gateway or provider; a real model's prompt
+   * processing must fit in it.
+   *
+   * @default {60000}
+   */
+  attemptTimeoutMs?: number;
 }
 
 /** Codes that describe a provider that could not be trusted. */
@@ -86,18 +94,18 @@ export class NetworkBackend implements ChatBackend {
       if (candidates.length === 0) {
         const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
         const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
-        throw listed
-          ? new DaemonError(
-            "no_provider",
-            `No provider can serve ${request.model} in the ${request.tier} tier right now`,
-          )
-          : new DaemonError(
-            "model_not_found",
-            `The network offers no model ${request.model} in the ${request.tier} tier`,
-            {
-              param: "model",
-            },
-          );
+        throw new GatewayExhausted(
+          listed
+            ? new DaemonError(
+              "no_provider",
+              `No provider can serve ${request.model} in the ${request.tier} tier right now`,
+            )
+            : new DaemonError(
+              "model_not_found",
+              `The network offers no model ${request.model} in the ${request.tier} tier`,
+              { param: "model" },
+            ),
+        );
       }
       const failures: DaemonError[] = [];
       for (const candidate of candidates.slice(0, this.#options.maxProviderAttempts ?? 3)) {
@@ -108,12 +116,11 @@ export class NetworkBackend implements ChatBackend {
           if (error instanceof GatewayError && error.reason === "gateway") throw error;
           signal.throwIfAborted();
           const failure = asDaemonError(error, candidate);
-          failures.push(failure);
           if (!retryable(failure)) throw failure;
+          failures.push(failure);
         }
       }
-      // Report a refusal of trust first: it says most about why nothing was sent.
-      throw failures.find((f) => REFUSALS.has(f.code)) ?? failures.at(-1)!;
+      throw new GatewayExhausted(best(failures));
     });
   }
 
@@ -149,8 +156,37 @@ export class NetworkBackend implements ChatBackend {
     }
     // Only now, with a key that passed every check, is the request sealed and sent.
     const sealed = await sealHttpRequest(trusted.keyConfig, { body: request.body });
-    const stream = await gateway.relay(candidate.provider, sealed.body, signal);
-    const reply = await openSealedReply(sealed, stream);
+    // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
+    // then costs one attempt, not the client's whole budget. The stream itself is not timed.
+    const limit = this.#options.attemptTimeoutMs ?? 60_000;
+    const head = new AbortController();
+    const timer = setTimeout(
+      () =>
+        head.abort(
+          new DaemonError(
+            "timeout",
+            `Provider ${candidate.provider} did not start answering within ${limit} ms`,
+          ),
+        ),
+      limit,
+    );
+    let reply;
+    try {
+      const attemptSignal = AbortSignal.any([signal, head.signal]);
+      const stream = await gateway.relay(candidate.provider, sealed.body, attemptSignal);
+      reply = await Promise.race([
+        openSealedReply(sealed, stream),
+        new Promise<never>((_, reject) => {
+          if (head.signal.aborted) reject(head.signal.reason);
+          head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
+        }),
+      ]);
+    } catch (error) {
+      if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
     record("accepted", trusted.verdict);
     return {
       served: {
@@ -163,28 +199,38 @@ export class NetworkBackend implements ChatBackend {
     };
   }
 
-  /** Runs `work` against the resolved gateway; a failing gateway is reported and replaced. */
+  /**
+   * Runs `work` against the resolved gateway. A gateway that fails, or that gives this request
+   * nothing usable (no candidate, every candidate failed), is reported and the next one is
+   * tried: an untrusted gateway must not be able to deny service while others could serve.
+   */
   async #withGateway<T>(
     signal: AbortSignal,
     work: (gateway: GatewayClient) => Promise<T>,
   ): Promise<T> {
     const { resolver } = this.#options;
     const attempts = this.#options.maxGatewayAttempts ?? 3;
-    let last: GatewayError | undefined;
+    const tried = new Set<string>();
+    const exhausted: DaemonError[] = [];
+    let unreachable: GatewayError | undefined;
     for (let i = 0; i < attempts; i++) {
       const url = await resolver.resolve(signal);
+      if (tried.has(url)) break; // no other gateway left to try
+      tried.add(url);
       try {
         return await work(new GatewayClient(url, { fetch: this.#options.fetch }));
       } catch (error) {
-        if (!(error instanceof GatewayError) || error.reason !== "gateway") throw error;
+        if (error instanceof GatewayExhausted) exhausted.push(error.failure);
+        else if (error instanceof GatewayError && error.reason === "gateway") unreachable = error;
+        else throw error;
         signal.throwIfAborted();
-        last = error;
         resolver.reportFailure(url);
         if (resolver.pinned) break;
       }
     }
-    throw new DaemonError("no_gateway", `Cannot use any gateway: ${last?.shortMessage}`, {
-      cause: last,
+    if (exhausted.length > 0) throw best(exhausted);
+    throw new DaemonError("no_gateway", `Cannot use any gateway: ${unreachable?.shortMessage}`, {
+      cause: unreachable,
     });
   }
 }
@@ -205,6 +251,22 @@ export function rank(candidates: readonly ProviderCandidate[], model: string): P
     if (a.tokensPerSec !== b.tokensPerSec) return b.tokensPerSec - a.tokensPerSec;
     return a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0;
   });
+}
+
+/** A gateway that gave a request nothing usable, with the failure to report if none does better. */
+class GatewayExhausted extends Error {
+  constructor(readonly failure: DaemonError) {
+    super(failure.shortMessage);
+  }
+}
+
+/**
+ * The failure that explains best why nothing was served: a refusal of trust first (it says
+ * why nothing was sent), then anything but "no such model", then the first.
+ */
+function best(failures: readonly DaemonError[]): DaemonError {
+  return failures.find((f) => REFUSALS.has(f.code)) ??
+    failures.find((f) => f.code !== "model_not_found") ?? failures[0];
 }
 
 /** Whether the next provider should be tried after this failure. */

@@ -501,3 +501,28 @@ Deno.test("gossip cannot plant the daemon's own address in its known set", async
     `the daemon lists itself: ${urls}`,
   );
 });
+
+Deno.test("a relay that stalls before the first chunk costs one attempt, then the next provider serves", async () => {
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 2,
+    teeProviders: 0,
+  });
+  let stalled = 0;
+  await using stalling = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+    if (new URL(req.url).pathname.endsWith("/relay") && stalled++ === 0) {
+      // Headers never come until the daemon gives up on this attempt and hangs up.
+      return new Promise<Response>((resolve) =>
+        req.signal.addEventListener("abort", () => resolve(new Response(null, { status: 499 })))
+      );
+    }
+    return upstream;
+  });
+  await using daemon = await startDaemon({ gateway: stalling.url, attemptTimeoutMs: 500 });
+  const completion = await openai(daemon.url).chat.completions.create({
+    model: "net/verified/devnet/echo",
+    messages: [{ role: "user", content: "after a stall" }],
+  });
+  assert.equal(stalled, 2, "the second attempt went to the next provider");
+  assert.match(completion.choices[0].message.content ?? "", /after a stall/);
+});
