@@ -18,7 +18,7 @@ import { VERSION } from "../version.ts";
 import { REJECTION_REASONS } from "./verify_entry.ts";
 
 /** An OpenAPI document: a JSON object with its version in `openapi`. */
-export interface OpenApiDocument {
+export interface IndexerOpenApiDocument {
   /** The OpenAPI version, `3.1.x`. */
   readonly openapi: string;
   /** Every other field of the document. */
@@ -80,7 +80,7 @@ const dataOperation = (summary: string, description: string, schema: string) => 
 });
 
 /** The indexer's OpenAPI 3.1 document. */
-export const INDEXER_OPENAPI: OpenApiDocument = {
+export const INDEXER_OPENAPI: IndexerOpenApiDocument = {
   openapi: "3.1.1",
   jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
   info: {

@@ -63,23 +63,16 @@ function rewriteRefs(value: Json): Json {
 }
 
 /**
- * The document with every Schema Object replaced by `{}`, for the OpenAPI meta-schema: Ajv
- * does not evaluate the meta-schema's `$dynamicRef` to the schema dialect, so it would report
- * every schema keyword as unevaluated. The schemas themselves are compiled by Ajv in strict
- * mode instead, which checks them more closely.
+ * The OpenAPI 3.1 meta-schema with its `{"$dynamicRef": "#meta"}` (where Schema Objects go)
+ * replaced by "an object or a boolean": Ajv resolves that dynamic reference to the wrong
+ * schema. The Schema Objects themselves are compiled by Ajv in strict mode instead, which
+ * checks them more closely than the meta-schema would.
  */
-function withoutSchemas(value: Json, key = ""): Json {
-  if (key === "schema" || key === "x-item-schema") return {};
-  if (Array.isArray(value)) return value.map((v) => withoutSchemas(v));
+function metaSchema(value: Json = schemas.openapiV31): Json {
+  if (Array.isArray(value)) return value.map((v) => metaSchema(v));
   if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [
-        k,
-        k === "schemas" && key === "components"
-          ? Object.fromEntries(Object.keys(v as object).map((name) => [name, {}]))
-          : withoutSchemas(v, k),
-      ]),
-    );
+    if (value.$dynamicRef === "#meta") return { type: ["object", "boolean"] };
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, metaSchema(v)]));
   }
   return value;
 }
@@ -96,13 +89,20 @@ export class OpenApiChecker {
   constructor(doc: Json) {
     this.doc = doc;
     const meta = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-    const validDoc = meta.compile(schemas.openapiV31);
+    const validDoc = meta.compile(metaSchema());
     assert.ok(
-      validDoc(withoutSchemas(doc)),
+      validDoc(doc),
       `not an OpenAPI 3.1 document: ${meta.errorsText(validDoc.errors)}`,
     );
-    assert.equal(doc.jsonSchemaDialect, "https://json-schema.org/draft/2020-12/schema");
-    this.#ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
+    assert.equal(this.doc.jsonSchemaDialect, "https://json-schema.org/draft/2020-12/schema");
+    // Strict (unknown keywords and formats, type mismatches are errors), except for
+    // `required` inside `anyOf` branches, a valid pattern that strictRequired flags.
+    this.#ajv = new Ajv2020({
+      strict: true,
+      strictRequired: false,
+      allErrors: true,
+      allowUnionTypes: true,
+    });
     addFormats.default(this.#ajv);
     const components: Json = this.doc.components ?? {};
     this.#ajv.addSchema({ $id: "doc", $defs: rewriteRefs(components.schemas ?? {}) });
