@@ -22,6 +22,7 @@
  * | GET        | `/api/ps`                | Ollama  |
  * | GET        | `/api/version`           | Ollama  |
  * | GET, HEAD  | `/`                      | Ollama  |
+ * | GET        | `/openapi.json`          | Ollama  |
  *
  * `HEAD` is answered for every `GET` route (headers only).
  *
@@ -63,6 +64,7 @@ import {
   serveOllamaTags,
   serveOllamaVersion,
 } from "./ollama.ts";
+import { serveOpenApi } from "./openapi.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
@@ -283,6 +285,10 @@ export function createDaemonHandler(
     {
       pattern: new URLPattern({ pathname: "/v1/verdicts" }),
       methods: { GET: (_request, url) => Promise.resolve(serveVerdicts(options.verdicts, url)) },
+    },
+    {
+      pattern: new URLPattern({ pathname: "/openapi.json" }),
+      methods: { GET: () => Promise.resolve(serveOpenApi()) },
     },
   ];
 

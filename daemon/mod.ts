@@ -101,6 +101,7 @@ export {
   verdictToJson,
 } from "./verdict_log.ts";
 export { DEFAULT_VERDICT_LIMIT, type GatewayLister, type ListedGateway } from "./transparency.ts";
+export { DAEMON_OPENAPI, type DaemonOpenApiDocument } from "./openapi.ts";
 export {
   createDaemonHandler,
   type DaemonHandlerOptions,

@@ -22,6 +22,16 @@ Options:
                             providers ${DEVNET_PORTS.providers}…; ephemeral: free ports
                             (default: fixed)
   --state-dir <dir>         where devnet.env is written (default: .devnet)
+  --host <address>          listen address of every server and of anvil; 0.0.0.0 serves
+                            other hosts, e.g. other containers (default: 127.0.0.1)
+  --public-host <name>      host name in every URL the devnet advertises (provider
+                            endpoints, router URLs on chain, gateways, NET_EVM_RPC_URL),
+                            e.g. devnet in compose (default: the --host address, or
+                            127.0.0.1 for 0.0.0.0)
+  --rpc-url <url>           deploy onto this existing dev chain instead of starting anvil
+                            (its accounts must come from anvil's test mnemonic and hold at
+                            least 200000 ether, e.g. anvil --balance 1000000); it keeps
+                            running when the devnet stops
   --upstream <url>          forward inference to this OpenAI-compatible server (e.g. a local
                             Ollama at http://127.0.0.1:11434) instead of the built-in
                             devnet/echo model; its key comes from NET_UPSTREAM_API_KEY
@@ -50,6 +60,9 @@ export function parseDevnetArgs(
       gateways: { type: "string" },
       "token-delay-ms": { type: "string" },
       "epoch-seconds": { type: "string" },
+      host: { type: "string" },
+      "public-host": { type: "string" },
+      "rpc-url": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -78,6 +91,29 @@ export function parseDevnetArgs(
       );
     }
   }
+  const host = (name: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    if (!isHost(value)) {
+      throw new Error(
+        `--${name} must be a host name or an IP address without a port, found ${
+          JSON.stringify(value)
+        }`,
+      );
+    }
+    return value.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  };
+  const rpcUrl = values["rpc-url"];
+  if (rpcUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(rpcUrl);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      throw new Error(`--rpc-url must be an http(s) URL, found ${JSON.stringify(rpcUrl)}`);
+    }
+  }
   const delay = values["token-delay-ms"];
   if (delay !== undefined && !(Number.isInteger(Number(delay)) && Number(delay) >= 0)) {
     throw new Error(
@@ -98,7 +134,25 @@ export function parseDevnetArgs(
     gateways: count("gateways", values.gateways, 1),
     tokenDelayMs: delay === undefined ? undefined : Number(delay),
     epochSeconds: epoch === undefined ? undefined : Number(epoch),
+    hostname: host("host", values.host),
+    publicHost: host("public-host", values["public-host"]),
+    rpcUrl,
   };
+}
+
+const HOSTNAME =
+  /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** A host name, an IPv4 address, or an IPv6 address (bare or in brackets), without a port. */
+function isHost(value: string): boolean {
+  if (HOSTNAME.test(value)) return true;
+  const ipv6 = value.replace(/^\[(.*)\]$/, "$1");
+  if (!/^[0-9A-Fa-f:.]+$/.test(ipv6) || !ipv6.includes(":")) return false;
+  try {
+    return new URL(`http://[${ipv6}]/`).hostname !== "";
+  } catch {
+    return false;
+  }
 }
 
 /** The summary printed once the devnet is up. */
@@ -141,7 +195,8 @@ if (import.meta.main) {
   const log = (line: string) => console.log(`devnet: ${line}`);
   let devnet: Devnet;
   try {
-    await ensureAnvil(log);
+    // An existing chain needs no anvil here (nor an install of one).
+    if (!options.rpcUrl) await ensureAnvil(log);
     devnet = await startDevnet({ ...options, log });
   } catch (error) {
     console.error(`devnet: cannot start: ${(error as Error).message}`);

@@ -2,7 +2,10 @@
  * The reference network on one machine: a real anvil chain with the four contracts deployed
  * and registered state, providers of both tiers, routers, gateways that gossip, and the
  * background work a live network does (blocks keep coming, served usage is settled to the
- * Escrow, finished epochs are emitted). Everything listens on loopback.
+ * Escrow, finished epochs are emitted). Everything listens on loopback by default; in a
+ * container it listens on every interface (`hostname: "0.0.0.0"`) and advertises the
+ * container's name (`publicHost`), so other containers can reach the URLs registered on chain.
+ * It starts its own anvil, or deploys onto an existing dev chain (`rpcUrl`).
  *
  * `deno task devnet` runs it (`devnet/main.ts`); tests start it with ephemeral ports.
  *
@@ -23,12 +26,12 @@ import type { ChainContracts } from "../chain/types.ts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
 import { askPeer, GatewaySet } from "../daemon/gateway_set.ts";
 import { writeFileAtomic } from "../io/atomic_write.ts";
-import { type AnvilInstance, startAnvil } from "./anvil.ts";
+import { startAnvil } from "./anvil.ts";
 import { deployContracts, type DeploymentParams } from "./deploy.ts";
 import { RouterDirectory } from "./directory.ts";
 import { EchoEngine, type InferenceEngine } from "./engine.ts";
 import { createGatewayHandler } from "./gateway.ts";
-import { listen, type Listening } from "./_listen.ts";
+import { advertisedHost, listen, type Listening } from "./_listen.ts";
 import { type Attester, DevnetProvider } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
 import { createSigner, devAccounts, type DevnetSigner, sendAndConfirm } from "./signer.ts";
@@ -87,6 +90,28 @@ export interface DevnetOptions {
   log?: (line: string) => void;
   /** Path of the anvil binary. @default {anvilBinary()} */
   anvilBinary?: string;
+  /**
+   * Use this existing dev chain (an anvil, or any node with anvil's funded test accounts and
+   * `evm_mine`) instead of starting anvil. The chain is left running on stop. On a chain that
+   * is not fresh the contract addresses differ from a fresh deployment's.
+   *
+   * @default {undefined: start anvil}
+   */
+  rpcUrl?: string;
+  /**
+   * Address every server of the devnet (and the anvil it starts) listens on: `0.0.0.0`
+   * serves other hosts, e.g. other containers.
+   *
+   * @default {"127.0.0.1"}
+   */
+  hostname?: string;
+  /**
+   * Host name in every URL the devnet advertises: provider endpoints in the ads, router URLs
+   * on chain, gateway URLs, `NET_EVM_RPC_URL` (e.g. `devnet`, the compose service name).
+   *
+   * @default {hostname, or "127.0.0.1" when hostname is 0.0.0.0 or ::}
+   */
+  publicHost?: string;
 }
 
 /** A live provider of the devnet. */
@@ -103,7 +128,7 @@ export interface DevnetProviderInfo {
 
 /** A running devnet. */
 export interface Devnet extends AsyncDisposable {
-  /** JSON-RPC URL of the chain. */
+  /** JSON-RPC URL of the chain, as advertised (its host is the public host). */
   readonly rpcUrl: string;
   /** Chain id. */
   readonly chainId: number;
@@ -132,6 +157,52 @@ function devKey(label: string): Hex {
   return keccak256(stringToBytes(`net-devnet/${label}`));
 }
 
+/** The chain id of an existing chain, or an error that names the URL. */
+async function existingChainId(rpcUrl: string): Promise<number> {
+  let answer: { result?: unknown; error?: { message?: string } };
+  try {
+    const response = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    answer = await response.json();
+  } catch (cause) {
+    throw new Error(
+      `Cannot use the chain at ${rpcUrl}: it did not answer eth_chainId (${
+        (cause as Error).message
+      })`,
+      { cause },
+    );
+  }
+  if (typeof answer.result !== "string" || !/^0x[0-9a-f]+$/i.test(answer.result)) {
+    throw new Error(
+      `Cannot use the chain at ${rpcUrl}: eth_chainId answered ${
+        JSON.stringify(answer).slice(0, 200)
+      }; expected a hex chain id`,
+    );
+  }
+  return Number(BigInt(answer.result));
+}
+
+/** What the devnet's seeding spends from dev accounts 0 (stakes) and 2 (the deposit), at most. */
+const SEED_FUNDS = 200_000n * ETHER;
+
+/** Refuses a chain on which the dev accounts cannot pay for the seeding. */
+async function requireFunds(signers: DevnetSigner[], rpcUrl: string): Promise<void> {
+  for (const signer of signers) {
+    const balance = await signer.client.getBalance({ address: signer.account.address });
+    if (balance < SEED_FUNDS) {
+      throw new Error(
+        `Cannot use the chain at ${rpcUrl}: dev account ${signer.account.address} holds ` +
+          `${balance / ETHER} ether; expected at least ${SEED_FUNDS / ETHER} (a dev chain whose ` +
+          "accounts come from anvil's test mnemonic, e.g. `anvil --balance 1000000`)",
+      );
+    }
+  }
+}
+
 /** Starts the reference network. Everything started is stopped again if a step fails. */
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
   const log = options.log ?? (() => {});
@@ -154,19 +225,36 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   };
 
   try {
-    // 1. The chain.
-    const anvil: AnvilInstance = await startAnvil({
-      port: port(DEVNET_PORTS.anvil, 0),
-      binary: options.anvilBinary,
-    });
-    cleanup.push(() => anvil.stop());
-    log(`anvil ready at ${anvil.rpcUrl} (chain ${anvil.chainId})`);
+    // 1. The chain: our own anvil, or an existing dev chain.
+    const hostname = options.hostname ?? "127.0.0.1";
+    const publicHost = advertisedHost(hostname, options.publicHost);
+    let chainUrl: string;
+    let publicRpcUrl: string;
+    let chainId: number;
+    if (options.rpcUrl) {
+      chainUrl = publicRpcUrl = options.rpcUrl;
+      chainId = await existingChainId(options.rpcUrl);
+      log(`using the chain at ${options.rpcUrl} (chain ${chainId})`);
+    } else {
+      const anvil = await startAnvil({
+        port: port(DEVNET_PORTS.anvil, 0),
+        binary: options.anvilBinary,
+        host: hostname,
+      });
+      cleanup.push(() => anvil.stop());
+      chainUrl = anvil.rpcUrl;
+      publicRpcUrl = `http://${publicHost}:${anvil.port}`;
+      chainId = anvil.chainId;
+      log(`anvil ready at ${publicRpcUrl} (chain ${chainId})`);
+    }
+    const serveOn = (p: number) => ({ port: p, hostname, publicHost });
 
     const accounts = devAccounts();
-    const chain = { chainId: anvil.chainId };
-    const owner = createSigner(anvil.rpcUrl, accounts.owner, chain);
-    const settler = createSigner(anvil.rpcUrl, accounts.settler, chain);
-    const consumer = createSigner(anvil.rpcUrl, accounts.consumer, chain);
+    const chain = { chainId };
+    const owner = createSigner(chainUrl, accounts.owner, chain);
+    const settler = createSigner(chainUrl, accounts.settler, chain);
+    const consumer = createSigner(chainUrl, accounts.consumer, chain);
+    if (options.rpcUrl) await requireFunds([owner, consumer], options.rpcUrl);
     const epochSeconds = BigInt(options.epochSeconds ?? 60);
     const now = BigInt(Math.floor(Date.now() / 1000));
     const params: DeploymentParams = {
@@ -202,9 +290,11 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       const key = createGatewayKey(await generateKeyPair(), { keyId: 1 });
       let handler: (req: Request) => Promise<Response> = () =>
         Promise.resolve(new Response("starting", { status: 503 }));
-      const server = listen(`provider ${i}`, (req) => handler(req), {
-        port: port(DEVNET_PORTS.providers, i),
-      });
+      const server = listen(
+        `provider ${i}`,
+        (req) => handler(req),
+        serveOn(port(DEVNET_PORTS.providers, i)),
+      );
       cleanup.push(() => server.close());
       const address = account.address.toLowerCase() as Address;
       const provider = await DevnetProvider.create({
@@ -232,7 +322,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       const server = listen(
         `router ${r}`,
         createRouterHandler({ source: pollProviders(carried.map((p) => p.url)) }),
-        { port: port(DEVNET_PORTS.routers, r) },
+        serveOn(port(DEVNET_PORTS.routers, r)),
       );
       cleanup.push(() => server.close());
       routers.push(server);
@@ -359,9 +449,11 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       const directory = new RouterDirectory(routerUrls, { log: (m) => log(m) });
       let handler: (req: Request) => Promise<Response> = () =>
         Promise.resolve(new Response("starting", { status: 503 }));
-      const server = listen(`gateway ${g}`, (req) => handler(req), {
-        port: port(DEVNET_PORTS.gateways, g),
-      });
+      const server = listen(
+        `gateway ${g}`,
+        (req) => handler(req),
+        serveOn(port(DEVNET_PORTS.gateways, g)),
+      );
       cleanup.push(() => server.close());
       const set = new GatewaySet({ self: server.url });
       handler = createGatewayHandler({ directory, peers: set, self: server.url });
@@ -425,7 +517,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
 
     // 7. The environment the indexer and the daemon need.
     const env: Record<string, string> = {
-      NET_EVM_RPC_URL: anvil.rpcUrl,
+      NET_EVM_RPC_URL: publicRpcUrl,
       NET_EVM_REGISTRY: registry,
       NET_EVM_STAKING: staking,
       NET_EVM_EMISSION: emission,
@@ -444,8 +536,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     }
 
     return {
-      rpcUrl: anvil.rpcUrl,
-      chainId: anvil.chainId,
+      rpcUrl: publicRpcUrl,
+      chainId,
       contracts: deployment.contracts,
       fromBlock: deployment.fromBlock,
       providers,

@@ -8,6 +8,7 @@
  * | `/models`    | `{"models": [...]}` ({@linkcode ModelView})                           |
  * | `/providers` | `{"providers": [...]}` ({@linkcode ProviderView})                     |
  * | `/health`    | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/openapi.json` | the OpenAPI 3.1 document of these endpoints ({@linkcode INDEXER_OPENAPI}) |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
  * what is unreachable) before the first snapshot, after a failed refresh, and when the
@@ -34,6 +35,7 @@
 import { ALLOWED_METHODS, baseHeaders, jsonResponse } from "./_response.ts";
 import { IndexerRequestError } from "./errors.ts";
 import { errorResponse } from "./http_error.ts";
+import { INDEXER_OPENAPI } from "./openapi.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
 import {
@@ -110,6 +112,7 @@ export interface HealthView {
 type DataPath = "/stats" | "/models" | "/providers";
 const DATA_PATHS: ReadonlySet<string> = new Set(["/stats", "/models", "/providers"]);
 const encoder = new TextEncoder();
+const OPENAPI_BODY = encoder.encode(JSON.stringify(INDEXER_OPENAPI));
 
 /** Why the data endpoints cannot answer now, or `null` when they can. */
 function refusal(state: IndexerState, now: Date): IndexerRequestError | null {
@@ -227,12 +230,12 @@ export function createIndexerHandler(
 
   const answer = (req: Request): Response => {
     const path = new URL(req.url).pathname;
-    const known = path === "/health" || DATA_PATHS.has(path);
+    const known = path === "/health" || path === "/openapi.json" || DATA_PATHS.has(path);
     if (!known) {
       throw new IndexerRequestError(
         "not_found",
         `No such path: ${path.length > 100 ? `${path.slice(0, 100)}…` : path}; the indexer ` +
-          "serves GET /stats, /models, /providers and /health",
+          "serves GET /stats, /models, /providers, /health and /openapi.json",
       );
     }
     if (req.method === "OPTIONS") {
@@ -252,6 +255,7 @@ export function createIndexerHandler(
         `Method ${req.method} is not allowed on ${path}; use GET`,
       );
     }
+    if (path === "/openapi.json") return jsonResponse(OPENAPI_BODY, 200);
     const state = options.state();
     const now = clock();
     const refused = refusal(state, now);

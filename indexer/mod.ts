@@ -13,6 +13,7 @@
  * - {@linkcode statsView}, {@linkcode modelsView}, {@linkcode providersView}: the JSON bodies.
  * - {@linkcode reputation}: the reputation rule.
  * - {@linkcode parseIndexerConfig}: flags and environment (`indexer/main.ts` runs it all).
+ * - {@linkcode INDEXER_OPENAPI}: the OpenAPI 3.1 document, served at `GET /openapi.json`.
  *
  * `docs/indexer.md` documents every field, the error rules and the reputation formula.
  *
@@ -53,6 +54,7 @@ export * from "./config.ts";
 export * from "./errors.ts";
 export * from "./handler.ts";
 export * from "./http_error.ts";
+export * from "./openapi.ts";
 export * from "./refresher.ts";
 export * from "./reputation.ts";
 export * from "./router_ads.ts";

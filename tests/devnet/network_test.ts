@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { createChainClient, readNetworkState } from "../../chain/mod.ts";
+import { startAnvil } from "../../devnet/anvil.ts";
+import { parseDevnetArgs } from "../../devnet/main.ts";
 import { startDevnet } from "../../devnet/network.ts";
-import { serve } from "../_http.ts";
+import { closedPort, serve } from "../_http.ts";
 
 async function refused(url: string): Promise<boolean> {
   try {
@@ -150,5 +153,127 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
     await child.status;
     await stderr;
     await Deno.remove(stateDir, { recursive: true });
+  }
+});
+
+async function rpc(url: string, method: string): Promise<unknown> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  });
+  return (await response.json()).result;
+}
+
+Deno.test("--host 0.0.0.0 serves every interface; --public-host is what is advertised and registered", async () => {
+  await using devnet = await startDevnet({
+    hostname: "0.0.0.0",
+    publicHost: "localhost",
+    gateways: 1,
+    tokenDelayMs: 0,
+  });
+  const port = (url: string) => new URL(url).port;
+  // Every advertised URL carries the public host, and it works: the routers poll the
+  // providers and the gateway relays through those very URLs.
+  for (
+    const url of [
+      devnet.rpcUrl,
+      ...devnet.routers,
+      ...devnet.gateways,
+      ...devnet.providers.map((p) => p.url),
+    ]
+  ) {
+    assert.match(url, /^http:\/\/localhost:\d+$/);
+  }
+  assert.equal(devnet.env.NET_EVM_RPC_URL, devnet.rpcUrl);
+  for (const p of devnet.providers) assert.equal(p.provider.ad.endpoint, p.url);
+  // What the chain says is what the indexer will use: the routers' public URLs.
+  const client = await createChainClient(devnet.rpcUrl);
+  const state = await readNetworkState(client, devnet.contracts);
+  assert.deepEqual(state.routers.map((r) => r.url), devnet.routers);
+  // Listening on 0.0.0.0: another loopback address reaches anvil and every server (a server
+  // bound to 127.0.0.1 refuses it, see the next assertion).
+  assert.equal(await rpc(`http://127.0.0.2:${port(devnet.rpcUrl)}`, "eth_chainId"), "0x7a69");
+  const models = await (await fetch(`http://127.0.0.2:${port(devnet.gateways[0])}/v1/models`))
+    .json();
+  assert.equal(models.models.length, 2);
+  const ads = await (await fetch(`http://127.0.0.2:${port(devnet.routers[0])}/v1/ads`)).json();
+  assert.ok(ads.ads.length > 0);
+  assert.ok(
+    ads.ads.every((e: { ad: { endpoint: string } }) =>
+      e.ad.endpoint.startsWith("http://localhost:")
+    ),
+  );
+});
+
+Deno.test("by default the devnet listens on 127.0.0.1 only", async () => {
+  await using devnet = await startDevnet({ gateways: 1, verifiedProviders: 1, teeProviders: 0 });
+  assert.match(devnet.gateways[0], /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.ok(await refused(`http://127.0.0.2:${new URL(devnet.gateways[0]).port}/v1/models`));
+});
+
+Deno.test("--rpc-url deploys onto an existing chain and leaves it running on stop", async () => {
+  await using anvil = await startAnvil();
+  const first = await startDevnet({ rpcUrl: anvil.rpcUrl, gateways: 1, tokenDelayMs: 0 });
+  let second: Awaited<ReturnType<typeof startDevnet>> | undefined;
+  try {
+    assert.equal(first.rpcUrl, anvil.rpcUrl);
+    assert.equal(first.env.NET_EVM_RPC_URL, anvil.rpcUrl);
+    const models = await (await fetch(`${first.gateways[0]}/v1/models`)).json();
+    assert.equal(models.models.length, 2);
+    const state = await readNetworkState(await createChainClient(anvil.rpcUrl), first.contracts);
+    assert.equal(state.routers.length, 2);
+    await first.stop();
+    // The chain is not the devnet's: it still answers.
+    assert.equal(await rpc(anvil.rpcUrl, "eth_chainId"), "0x7a69");
+    // A second deployment on a used chain lands at other addresses (the deployer's nonce
+    // moved on): only a fresh chain gives the well-known ones.
+    second = await startDevnet({ rpcUrl: anvil.rpcUrl, gateways: 1 });
+    assert.notEqual(second.contracts.registry, first.contracts.registry);
+  } finally {
+    await first.stop();
+    await second?.stop();
+  }
+});
+
+Deno.test("--rpc-url refuses a chain that cannot answer or cannot pay for the seeding", async () => {
+  await assert.rejects(
+    startDevnet({ rpcUrl: `http://127.0.0.1:${closedPort()}` }),
+    /Cannot use the chain at http:\/\/127\.0\.0\.1:\d+: it did not answer eth_chainId/,
+  );
+  await using poor = await startAnvil({ balanceEther: 1000 });
+  await assert.rejects(
+    startDevnet({ rpcUrl: poor.rpcUrl }),
+    /dev account 0xf39F\w+ holds 1000 ether; expected at least 200000/,
+  );
+});
+
+Deno.test("parseDevnetArgs: --host, --public-host and --rpc-url", () => {
+  const parsed = parseDevnetArgs(
+    ["--host", "0.0.0.0", "--public-host", "Devnet", "--rpc-url", "http://chain:8545"],
+    {},
+  );
+  assert.ok(!("help" in parsed));
+  assert.equal(parsed.hostname, "0.0.0.0");
+  assert.equal(parsed.publicHost, "devnet");
+  assert.equal(parsed.rpcUrl, "http://chain:8545");
+  const v6 = parseDevnetArgs(["--host", "::", "--public-host", "[fd00::1]"], {});
+  assert.ok(!("help" in v6));
+  assert.equal(v6.hostname, "::");
+  assert.equal(v6.publicHost, "fd00::1");
+  for (
+    const [args, message] of [
+      [
+        ["--public-host", "devnet:8545"],
+        /--public-host must be a host name or an IP address without a port, found "devnet:8545"/,
+      ],
+      [["--public-host", "http://devnet"], /--public-host must be a host name/],
+      [["--host=-x"], /--host must be a host name/],
+      [["--host", "a b"], /--host must be a host name/],
+      [["--rpc-url", "ws://x:8545"], /--rpc-url must be an http\(s\) URL, found "ws:\/\/x:8545"/],
+      [["--rpc-url", "nope"], /--rpc-url must be an http\(s\) URL/],
+    ] as const
+  ) {
+    assert.throws(() => parseDevnetArgs(args, {}), message);
   }
 });

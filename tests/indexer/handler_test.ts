@@ -212,7 +212,12 @@ Deno.test("/health while serving: 200 with the snapshot, its age and the settlem
 Deno.test("unknown paths are 404, other methods 405, both with CORS", async () => {
   const h = handler(servingState());
   for (const path of ["/", "/stats/", "/v1/stats", "/STATS", "/health/x"]) {
-    await error(await h.get(path), 404, "not_found", "GET /stats, /models, /providers and /health");
+    await error(
+      await h.get(path),
+      404,
+      "not_found",
+      "GET /stats, /models, /providers, /health and /openapi.json",
+    );
   }
   await error(await h.get("/nope", { method: "POST" }), 404, "not_found");
   for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {

@@ -1,0 +1,176 @@
+/**
+ * The indexer's OpenAPI document against real answers: the real refresher and handler,
+ * served over HTTP, reading a real anvil chain and real routers (the devnet), plus a router
+ * that serves a tampered and a malformed entry and one that does not answer, so the reports
+ * carry errors and rejections. Every answer — 200s, 503s before the first snapshot and after
+ * the chain went away, 404, 405, 500-free HEAD — is validated against the document.
+ */
+
+import assert from "node:assert/strict";
+import { registryAbi } from "../../chain/abi.ts";
+import { startDevnet } from "../../devnet/network.ts";
+import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
+import { createIndexerHandler } from "../../indexer/handler.ts";
+import { INDEXER_OPENAPI } from "../../indexer/openapi.ts";
+import { Refresher } from "../../indexer/refresher.ts";
+import { statsView } from "../../indexer/views.ts";
+import { closedPort, serve } from "../_http.ts";
+import { answer, OpenApiChecker } from "../_openapi.ts";
+import { handSnapshot } from "./_network.ts";
+
+Deno.test("INDEXER_OPENAPI is an OpenAPI 3.1 document whose schemas compile strictly", () => {
+  new OpenApiChecker(INDEXER_OPENAPI);
+});
+
+Deno.test("every path the indexer serves is documented, and only those", async () => {
+  const handler = createIndexerHandler({
+    state: () => ({
+      snapshot: null,
+      lastSnapshotAt: null,
+      lastAttemptAt: null,
+      lastError: null,
+      failing: false,
+      nextRefreshAt: null,
+      refreshing: false,
+      refreshSecs: 30,
+      staleAfterSecs: 60,
+      rescans: { count: 0, last: null },
+    }),
+  });
+  const documented = Object.keys(INDEXER_OPENAPI.paths as Record<string, unknown>);
+  for (const path of documented) {
+    const response = await handler(new Request(`http://127.0.0.1:8088${path}`));
+    await response.body?.cancel();
+    assert.notEqual(response.status, 404, `${path} is documented but not served`);
+  }
+  // The handler's own list of paths (its 404 message) is the documented list.
+  const missing = await handler(new Request("http://127.0.0.1:8088/nope"));
+  const { error } = await missing.json();
+  const named = [...error.message.matchAll(/\/[a-z.]+/g)].map((m) => m[0]).filter((p) =>
+    p !== "/nope"
+  );
+  assert.deepEqual(named.toSorted(), documented.toSorted());
+});
+
+Deno.test("real answers of the indexer validate against its OpenAPI document", async () => {
+  const checker = new OpenApiChecker(INDEXER_OPENAPI);
+  await using devnet = await startDevnet({ gateways: 1, tokenDelayMs: 0 });
+  // Two more routers on chain: one serving a tampered and a malformed entry, one dead.
+  const real = await (await fetch(`${devnet.routers[0]}/v1/ads`)).json();
+  const tampered = structuredClone(real.ads[0]);
+  tampered.ad.models[0].prices.input = "1";
+  await using bad = serve(() =>
+    Response.json({ ads: [tampered, { ad: { version: 1 }, capacity: {}, metrics: {} }] })
+  );
+  const owner = createSigner(devnet.rpcUrl, devAccounts().owner, { chainId: devnet.chainId });
+  for (const [i, url] of [bad.url, `http://127.0.0.1:${closedPort()}`].entries()) {
+    await sendAndConfirm(owner, {
+      address: devnet.contracts.registry,
+      abi: registryAbi,
+      functionName: "addRouter",
+      args: [`0x${String(i + 1).repeat(40)}`, url],
+    });
+  }
+  const refresher = new Refresher({
+    rpcUrl: devnet.rpcUrl,
+    contracts: devnet.contracts,
+    scanFromBlock: devnet.fromBlock,
+    confirmations: 0,
+    routerTimeoutMs: 2000,
+    client: { retryCount: 0, timeoutMs: 2000 },
+    log: () => {},
+  });
+  await using _refresher = refresher;
+  await using server = serve(createIndexerHandler({ state: () => refresher.state }));
+  const get = async (path: string, init?: RequestInit) => {
+    const response = await fetch(`${server.url}${path}`, init);
+    return answer(path, init?.method ?? "get", response);
+  };
+
+  // Before the first snapshot: 503 no_snapshot everywhere, /health says starting.
+  for (const path of ["/stats", "/models", "/providers", "/health"]) {
+    const before = await get(path);
+    assert.equal(before.status, 503);
+    checker.check(before);
+  }
+
+  // Serving.
+  await refresher.refresh();
+  const stats = await get("/stats");
+  assert.equal(stats.status, 200, stats.body);
+  checker.check(stats);
+  const report = JSON.parse(stats.body);
+  assert.equal(report.routers.total, 4);
+  assert.equal(report.routers.reachable, 3);
+  assert.ok(report.rejected_ads.by_reason.commitment_mismatch >= 1);
+  assert.ok(report.rejected_ads.by_reason.malformed >= 1);
+  assert.ok(report.routers.list.some((r: { error: unknown }) => r.error !== null));
+  for (const path of ["/models", "/providers", "/health", "/openapi.json"]) {
+    const ok = await get(path);
+    assert.equal(ok.status, 200, `${path}: ${ok.body}`);
+    checker.check(ok);
+  }
+  assert.ok(JSON.parse((await get("/providers")).body).providers.length >= 3);
+  assert.deepEqual(JSON.parse((await get("/openapi.json")).body), INDEXER_OPENAPI);
+  const head = await get("/stats", { method: "HEAD" });
+  assert.equal(head.status, 200);
+  checker.check(head);
+
+  // Answers no operation owns: unknown path, wrong method.
+  const missing = await get("/v1/stats");
+  assert.equal(missing.status, 404);
+  checker.check(missing, "NotFound");
+  const post = await get("/stats", { method: "POST", body: "{}" });
+  assert.equal(post.status, 405);
+  checker.check(post, "MethodNotAllowed");
+
+  // The chain goes away: the next refresh fails, the data endpoints answer 503 with the
+  // reason, /health 503 with last_error.
+  await devnet.stop();
+  await refresher.refresh();
+  const down = await get("/stats");
+  assert.equal(down.status, 503);
+  assert.equal(JSON.parse(down.body).error.code, "chain_unreachable");
+  checker.check(down);
+  const health = await get("/health");
+  assert.equal(health.status, 503);
+  assert.equal(JSON.parse(health.body).last_error.code, "chain_unreachable");
+  checker.check(health);
+
+  // Every documented status of every operation was seen, except the 500s (a bug's answer).
+  for (
+    const [path, item] of Object.entries(
+      INDEXER_OPENAPI.paths as Record<string, { get: { responses: Record<string, unknown> } }>,
+    )
+  ) {
+    for (const status of Object.keys(item.get.responses)) {
+      if (status === "500") continue;
+      assert.ok(checker.seen.has(`${path} get ${status}`), `${path} ${status} never checked`);
+    }
+  }
+});
+
+Deno.test("the checker refuses answers that break the document", () => {
+  const checker = new OpenApiChecker(INDEXER_OPENAPI);
+  const stats = statsView(handSnapshot());
+  const reply = (body: unknown, status = 200, headers: HeadersInit = {}) => ({
+    path: "/stats",
+    method: "get",
+    status,
+    headers: new Headers({ "content-type": "application/json; charset=utf-8", ...headers }),
+    body: JSON.stringify(body),
+  });
+  checker.check(reply(stats));
+  const extra = { ...stats, surprise: 1 };
+  assert.throws(() => checker.check(reply(extra)), /must NOT have additional properties/);
+  const { validators: _, ...missing } = stats;
+  assert.throws(() => checker.check(reply(missing)), /must have required property 'validators'/);
+  const number = { ...stats, staked_security: 5 };
+  assert.throws(() => checker.check(reply(number)), /staked_security must be string/);
+  const error = { error: { code: "no_snapshot", message: "No snapshot yet" } };
+  assert.throws(() => checker.check(reply(error, 503)), /the header Retry-After is missing/);
+  checker.check(reply(error, 503, { "retry-after": "3" }));
+  assert.throws(() => checker.check(reply(error, 418)), /status 418 is not documented/);
+  const plain = { ...reply(stats), headers: new Headers({ "content-type": "text/html" }) };
+  assert.throws(() => checker.check(plain), /content type text\/html is not documented/);
+});
