@@ -1,12 +1,13 @@
 /**
  * `readProvider`: one provider's Registry record (trust root, tier, active flag, ad
- * commitment) at one block — what the daemon checks a serving key against.
+ * commitment) at one block — what the daemon checks a serving key against — and, given the
+ * Staking address, its stake and whether it is bonded, at the same block.
  *
  * @module
  */
 
 import type { Address } from "viem";
-import { registryAbi } from "./abi.ts";
+import { registryAbi, stakingAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import {
   callBudget,
@@ -16,7 +17,7 @@ import {
   type RawProvider,
   runPinned,
 } from "./_pinned.ts";
-import type { BlockRef, BlockSelector, ProviderRecord } from "./types.ts";
+import { type BlockRef, type BlockSelector, isBonded, type ProviderRecord } from "./types.ts";
 
 /** Options of {@linkcode readProvider}. */
 export interface ReadProviderOptions {
@@ -32,6 +33,21 @@ export interface ReadProviderOptions {
    * @default {the client chain's `contracts.multicall3`, else viem's deployless multicall}
    */
   multicallAddress?: Address;
+  /**
+   * The Staking contract: when given, the provider's stake and the bond minimum are read in
+   * the same pinned call, and {@linkcode ProviderReading.bond} is set.
+   */
+  staking?: Address;
+}
+
+/** A provider's bond, read from the Staking contract. */
+export interface ProviderBond {
+  /** The provider's stake (from Staking only). */
+  stake: bigint;
+  /** The minimum bond of a provider. */
+  minProviderBond: bigint;
+  /** Registry-active and stake ≥ the minimum (architecture §3). */
+  bonded: boolean;
 }
 
 /** The result of {@linkcode readProvider}. */
@@ -40,6 +56,8 @@ export interface ProviderReading {
   block: BlockRef;
   /** The provider's record, or `null` when the Registry does not list it. */
   provider: ProviderRecord | null;
+  /** The bond, when `staking` was given; `null` otherwise. */
+  bond: ProviderBond | null;
 }
 
 const OPERATION = "read provider";
@@ -61,8 +79,11 @@ export async function readProvider(
   const multicallAddress = options.multicallAddress === undefined
     ? client.chain.contracts?.multicall3?.address
     : checkAddress(OPERATION, "multicallAddress", options.multicallAddress);
+  const stakingAddress = options.staking === undefined
+    ? undefined
+    : checkAddress(OPERATION, "staking", options.staking);
   const block = await pinBlock(client, options.block ?? "latest", OPERATION);
-  const [result] = await runPinned(
+  const results = await runPinned(
     {
       client,
       block,
@@ -70,17 +91,54 @@ export async function readProvider(
       budget: callBudget(multicallAddress, 1_000_000),
       operation: OPERATION,
     },
-    [{
-      address: registryAddress,
-      abi: registryAbi,
-      functionName: "getProvider",
-      args: [providerAddress],
-      label: `Registry.getProvider(${providerAddress.toLowerCase()})`,
-      gas: 20_000,
-      outBytes: 192,
-      inBytes: 36,
-    }],
+    [
+      {
+        address: registryAddress,
+        abi: registryAbi,
+        functionName: "getProvider",
+        args: [providerAddress],
+        label: `Registry.getProvider(${providerAddress.toLowerCase()})`,
+        gas: 20_000,
+        outBytes: 192,
+        inBytes: 36,
+      },
+      ...(stakingAddress
+        ? [
+          {
+            address: stakingAddress,
+            abi: stakingAbi,
+            functionName: "stakeOf",
+            args: [providerAddress],
+            label: `Staking.stakeOf(${providerAddress.toLowerCase()})`,
+            gas: 10_000,
+            outBytes: 32,
+            inBytes: 36,
+          },
+          {
+            address: stakingAddress,
+            abi: stakingAbi,
+            functionName: "minProviderBond",
+            args: [],
+            label: "Staking.minProviderBond()",
+            gas: 10_000,
+            outBytes: 32,
+            inBytes: 4,
+          },
+        ]
+        : []),
+    ],
   );
-  const [registered, record] = result as [boolean, RawProvider];
-  return { block, provider: registered ? providerFromChain(record, OPERATION) : null };
+  const [registered, record] = results[0] as [boolean, RawProvider];
+  const found = registered ? providerFromChain(record, OPERATION) : null;
+  let bond: ProviderBond | null = null;
+  if (stakingAddress) {
+    const stake = results[1] as bigint;
+    const minProviderBond = results[2] as bigint;
+    bond = {
+      stake,
+      minProviderBond,
+      bonded: isBonded(found?.active ?? false, stake, minProviderBond),
+    };
+  }
+  return { block, provider: found, bond };
 }

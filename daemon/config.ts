@@ -11,6 +11,7 @@
  * | `--data-dir <dir>`           | `NET_DATA_DIR`              | per user (see below)        |
  * | —                            | `NET_EVM_RPC_URL`           | unset                       |
  * | —                            | `NET_EVM_REGISTRY`          | unset                       |
+ * | —                            | `NET_EVM_STAKING`           | unset                       |
  * | `--measurements <file>`      | `NET_MEASUREMENTS`          | unset                       |
  * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`       | none                        |
  * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`         | none                        |
@@ -83,9 +84,11 @@ Options (each also read from the environment variable shown; a flag wins):
   -h, --help                 Print this text.
 
 Environment only:
-  NET_EVM_RPC_URL            EVM JSON-RPC endpoint; with NET_EVM_REGISTRY, the approved
-  NET_EVM_REGISTRY           measurements and the providers' trust roots are read from the
-                             Registry contract at that address. Set both or neither.
+  NET_EVM_RPC_URL            EVM JSON-RPC endpoint; with NET_EVM_REGISTRY and
+  NET_EVM_REGISTRY           NET_EVM_STAKING, the approved measurements, the providers'
+  NET_EVM_STAKING            trust roots and ad commitments (Registry) and their bonds
+                             (Staking) are read from the chain, and a provider must be
+                             bonded to be used. Set all three or none.
 
 Point clients at it:
   OpenAI SDKs:    OPENAI_BASE_URL=http://127.0.0.1:11435/v1
@@ -101,6 +104,8 @@ export interface EvmConfig {
   readonly rpcUrl: string;
   /** The Registry contract address, lower case. */
   readonly registry: `0x${string}`;
+  /** The Staking contract address, lower case (a provider must be bonded). */
+  readonly staking: `0x${string}`;
 }
 
 /** The daemon's configuration. */
@@ -375,18 +380,17 @@ export function parseDaemonConfig(
   const hostsSource = pick("allowed-hosts", "NET_ALLOWED_HOSTS");
   const maxBodySource = nonEmpty(pick("max-body-bytes", "NET_DAEMON_MAX_BODY_BYTES"));
 
-  const rpc = env.NET_EVM_RPC_URL ? { name: "NET_EVM_RPC_URL", value: env.NET_EVM_RPC_URL } : null;
-  const registry = env.NET_EVM_REGISTRY
-    ? { name: "NET_EVM_REGISTRY", value: env.NET_EVM_REGISTRY }
-    : null;
-  if ((rpc === null) !== (registry === null)) {
-    const [set, unset] = rpc ? ["NET_EVM_RPC_URL", "NET_EVM_REGISTRY"] : [
-      "NET_EVM_REGISTRY",
-      "NET_EVM_RPC_URL",
-    ];
+  const evmNames = ["NET_EVM_RPC_URL", "NET_EVM_REGISTRY", "NET_EVM_STAKING"] as const;
+  const evmSources = evmNames.map((name) => env[name] ? { name, value: env[name]! } : null);
+  const [rpc, registry, staking] = evmSources;
+  const missing = evmNames.filter((_, i) => evmSources[i] === null);
+  if (missing.length > 0 && missing.length < evmNames.length) {
+    const set = evmNames.filter((_, i) => evmSources[i] !== null);
     throw new DaemonConfigError(
-      unset,
-      `Cannot read the chain: ${set} is set but ${unset} is not; set both or neither`,
+      missing[0],
+      `Cannot read the chain: ${set.join(" and ")} ${set.length === 1 ? "is" : "are"} set but ${
+        missing.join(" and ")
+      } ${missing.length === 1 ? "is" : "are"} not; set all three or none`,
     );
   }
 
@@ -396,7 +400,13 @@ export function parseDaemonConfig(
       bind,
       gateway: gatewaySource ? parseGateway(gatewaySource) : null,
       dataDir,
-      evm: rpc && registry ? { rpcUrl: parseRpcUrl(rpc), registry: parseAddress(registry) } : null,
+      evm: rpc && registry && staking
+        ? {
+          rpcUrl: parseRpcUrl(rpc),
+          registry: parseAddress(registry),
+          staking: parseAddress(staking),
+        }
+        : null,
       measurementsFile: measurements ? measurements.value : null,
       allowedOrigins: originsSource ? parseOrigins(originsSource) : [],
       allowedHosts: allowedHostsFor(bind, hostsSource ? parseHosts(hostsSource) : []),

@@ -83,7 +83,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     policy: options.policy,
   };
   if (config.evm) {
-    const { rpcUrl, registry } = config.evm;
+    const { rpcUrl, registry, staking } = config.evm;
     let client: Promise<ChainClient> | undefined;
     const getClient = () =>
       client ??= createChainClient(rpcUrl, { fetch: options.fetch, timeoutMs: 5000, retryCount: 1 })
@@ -91,7 +91,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
           client = undefined; // try again on the next request
           throw error;
         });
-    trust.registry = registryRecords(getClient, registry, { clock });
+    trust.registry = registryRecords(getClient, { registry, staking }, { clock });
     trust.measurements = chainMeasurements(getClient, registry, { clock });
   }
   if (config.measurementsFile) {

@@ -2,8 +2,8 @@
  * Deciding whether to seal to a provider's key (seed §3, architecture §6–§7). Fail closed:
  * nothing is sealed unless every check below passes.
  *
- * - Both tiers, when the daemon reads the chain: the provider is registered and active, in
- *   the tier asked for, its ad's commitment is the on-chain `adCommitment`, and its ad's
+ * - Both tiers, when the daemon reads the chain: the provider is registered, active and
+ *   bonded (its stake in Staking at least the minimum bond), in the tier asked for, its ad's commitment is the on-chain `adCommitment`, and its ad's
  *   serving key is the on-chain `trustRoot`.
  * - Verified tier: the key configuration is endorsed by the ad's serving key, not expired,
  *   and not bound to a nonce.
@@ -47,6 +47,8 @@ export interface RegistryRecord {
   active: boolean;
   /** The committed ad hash. */
   adCommitment: Hex;
+  /** Registry-active and staked at least the minimum bond (Staking). */
+  bonded: boolean;
 }
 
 /** Options of {@linkcode trustProvider}. */
@@ -244,6 +246,7 @@ export function registryMismatch(
 ): string | undefined {
   if (!record) return "it is not registered on chain";
   if (!record.active) return "the Registry lists it as inactive";
+  if (!record.bonded) return "its stake is below the minimum provider bond";
   if (record.tier !== candidate.tier) {
     return `the Registry lists it in the ${record.tier} tier, not ${candidate.tier}`;
   }

@@ -53,20 +53,29 @@ function chainFailure(what: string, error: unknown): DaemonError {
   );
 }
 
-/** Reads providers' Registry records (trust root, tier, active flag, ad commitment). */
+/**
+ * Reads providers' Registry records (trust root, tier, active flag, ad commitment) and their
+ * bond (Staking), at one block.
+ */
 export function registryRecords(
   client: () => Promise<ChainClient>,
-  registry: Address,
+  contracts: { registry: Address; staking: Address },
   options: ChainSourceOptions = {},
 ): (provider: Address) => Promise<RegistryRecord | null> {
   return cached(async (provider: Address) => {
     try {
-      const { provider: record } = await readProvider(await client(), registry, provider);
+      const { provider: record, bond } = await readProvider(
+        await client(),
+        contracts.registry,
+        provider,
+        { staking: contracts.staking },
+      );
       return record && {
         trustRoot: record.trustRoot,
         tier: record.tier,
         active: record.active,
         adCommitment: record.adCommitment,
+        bonded: bond?.bonded ?? false,
       };
     } catch (error) {
       throw chainFailure(`the Registry record of ${provider}`, error);

@@ -218,6 +218,7 @@ if (import.meta.main) {
         NET_DATA_DIR: `${stateDir}/daemon`,
         NET_EVM_RPC_URL: devnet.rpcUrl,
         NET_EVM_REGISTRY: devnet.contracts.registry,
+        NET_EVM_STAKING: devnet.contracts.staking,
       }),
     };
     children.push(daemon);

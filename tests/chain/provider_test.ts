@@ -24,6 +24,34 @@ Deno.test("readProvider reads one provider's record at one block", async (t) => 
     assert.equal(counter.requests, 2, "one block, one call");
   });
 
+  await t.step("with the Staking address, the bond is read at the same block", async () => {
+    const { staking } = chain.contracts;
+    const min = chain.expected.state.staking.minProviderBond;
+    for (const expected of chain.expected.state.providers) {
+      const { bond, block } = await readProvider(chain.client, registry, expected.address, {
+        staking,
+      });
+      assert.equal(block.hash, head.hash);
+      assert.deepEqual(bond, {
+        stake: expected.stake,
+        minProviderBond: min,
+        bonded: expected.bonded,
+      });
+    }
+    assert.ok(chain.expected.state.providers.some((p) => !p.bonded), "the seed has unbonded ones");
+    counter.reset();
+    await readProvider(chain.client, registry, chain.expected.state.providers[0].address, {
+      staking,
+    });
+    assert.equal(counter.requests, 2, "still one block and one call");
+    const none = await readProvider(
+      chain.client,
+      registry,
+      chain.expected.state.providers[0].address,
+    );
+    assert.equal(none.bond, null);
+  });
+
   await t.step("unknown and revoked providers read as null", async () => {
     const revoked = chain.plan.providers.find((p) => p.revoked)!;
     assert.equal((await readProvider(chain.client, registry, revoked.address)).provider, null);

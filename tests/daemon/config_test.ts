@@ -92,6 +92,7 @@ Deno.test("config: every environment variable", () => {
       NET_DATA_DIR: "/srv/net",
       NET_EVM_RPC_URL: "http://127.0.0.1:8545",
       NET_EVM_REGISTRY: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      NET_EVM_STAKING: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
       NET_MEASUREMENTS: "/etc/net/measurements.json",
       NET_ALLOWED_ORIGINS: "*",
       NET_ALLOWED_HOSTS: "mybox.local",
@@ -104,6 +105,7 @@ Deno.test("config: every environment variable", () => {
       evm: {
         rpcUrl: "http://127.0.0.1:8545",
         registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+        staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
       },
       measurementsFile: "/etc/net/measurements.json",
       allowedOrigins: ["*"],
@@ -184,6 +186,7 @@ Deno.test("config: --help and -h return the help text, which names every option"
       "NET_DAEMON_MAX_BODY_BYTES",
       "NET_EVM_RPC_URL",
       "NET_EVM_REGISTRY",
+      "NET_EVM_STAKING",
       "OPENAI_BASE_URL=http://127.0.0.1:11435/v1",
       "OLLAMA_HOST=127.0.0.1:11435",
     ]
@@ -191,6 +194,12 @@ Deno.test("config: --help and -h return the help text, which names every option"
     assert.ok(DAEMON_HELP.includes(name), name);
   }
 });
+
+const CHAIN = {
+  NET_EVM_RPC_URL: "http://127.0.0.1:8545",
+  NET_EVM_REGISTRY: "0x" + "1".repeat(40),
+  NET_EVM_STAKING: "0x" + "2".repeat(40),
+};
 
 Deno.test("config: bad values are refused with the value shown", () => {
   const cases: [string[], Record<string, string>, string, string][] = [
@@ -207,20 +216,22 @@ Deno.test("config: bad values are refused with the value shown", () => {
     [["--gateway", "http://gw.example/#top"], {}, "--gateway", "a fragment"],
     [[], { NET_GATEWAY: "gw.example" }, "NET_GATEWAY", "not an absolute URL"],
     [["--gateway", `http://x/${"a".repeat(2048)}`], {}, "--gateway", "longer than 2048"],
-    [[], { NET_EVM_RPC_URL: "http://127.0.0.1:8545" }, "NET_EVM_REGISTRY", "set both or neither"],
-    [[], { NET_EVM_REGISTRY: "0x" + "1".repeat(40) }, "NET_EVM_RPC_URL", "set both or neither"],
+    [[], { NET_EVM_RPC_URL: "http://127.0.0.1:8545" }, "NET_EVM_REGISTRY", "set all three or none"],
+    [[], { NET_EVM_REGISTRY: "0x" + "1".repeat(40) }, "NET_EVM_RPC_URL", "set all three or none"],
     [
       [],
-      { NET_EVM_RPC_URL: "http://127.0.0.1:8545", NET_EVM_REGISTRY: "0x1234" },
+      { NET_EVM_RPC_URL: "http://127.0.0.1:8545", NET_EVM_REGISTRY: "0x" + "1".repeat(40) },
+      "NET_EVM_STAKING",
+      "NET_EVM_RPC_URL and NET_EVM_REGISTRY are set but NET_EVM_STAKING is not",
+    ],
+    [
+      [],
+      { ...CHAIN, NET_EVM_REGISTRY: "0x1234" },
       "NET_EVM_REGISTRY",
       '"0x1234": expected a 20-byte address',
     ],
-    [
-      [],
-      { NET_EVM_RPC_URL: "127.0.0.1:8545", NET_EVM_REGISTRY: "0x" + "1".repeat(40) },
-      "NET_EVM_RPC_URL",
-      '"127.0.0.1:8545"',
-    ],
+    [[], { ...CHAIN, NET_EVM_STAKING: "0xzz" }, "NET_EVM_STAKING", '"0xzz"'],
+    [[], { ...CHAIN, NET_EVM_RPC_URL: "127.0.0.1:8545" }, "NET_EVM_RPC_URL", '"127.0.0.1:8545"'],
     [["--allowed-origins", "http://localhost:3000/app"], {}, "--allowed-origins", "without a path"],
     [[], { NET_ALLOWED_ORIGINS: "localhost" }, "NET_ALLOWED_ORIGINS", '"localhost"'],
     [["--allowed-hosts", "host:80"], {}, "--allowed-hosts", '"host:80" is not a hostname'],

@@ -392,7 +392,11 @@ Deno.test("with the chain configured, a gateway forging the ad and its key is re
     verifiedProviders: 1,
     teeProviders: 0,
   });
-  const evm = { rpcUrl: devnet.rpcUrl, registry: devnet.contracts.registry };
+  const evm = {
+    rpcUrl: devnet.rpcUrl,
+    registry: devnet.contracts.registry,
+    staking: devnet.contracts.staking,
+  };
 
   // Honest path: the verdict says the trust root was checked on chain.
   await using honest = await startDaemon({ bootstrap: devnet.gateways, evm });
@@ -509,20 +513,31 @@ Deno.test("a relay that stalls before the first chunk costs one attempt, then th
     teeProviders: 0,
   });
   let stalled = 0;
-  await using stalling = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await using stalling = maliciousGateway(devnet.gateways[0], async (req, upstream) => {
     if (new URL(req.url).pathname.endsWith("/relay") && stalled++ === 0) {
-      // Headers never come until the daemon gives up on this attempt and hangs up.
-      return new Promise<Response>((resolve) =>
-        req.signal.addEventListener("abort", () => resolve(new Response(null, { status: 499 })))
-      );
+      // Headers never come while the daemon waits; the stall ends when the daemon hangs up
+      // or, since a pooled connection may stay open, when the test is done.
+      await Promise.race([
+        released,
+        new Promise((resolve) => req.signal.addEventListener("abort", resolve, { once: true })),
+      ]);
+      await upstream.body?.cancel();
+      return new Response(null, { status: 499 });
     }
     return upstream;
   });
   await using daemon = await startDaemon({ gateway: stalling.url, attemptTimeoutMs: 500 });
-  const completion = await openai(daemon.url).chat.completions.create({
-    model: "net/verified/devnet/echo",
-    messages: [{ role: "user", content: "after a stall" }],
-  });
+  let completion;
+  try {
+    completion = await openai(daemon.url).chat.completions.create({
+      model: "net/verified/devnet/echo",
+      messages: [{ role: "user", content: "after a stall" }],
+    });
+  } finally {
+    release();
+  }
   assert.equal(stalled, 2, "the second attempt went to the next provider");
   assert.match(completion.choices[0].message.content ?? "", /after a stall/);
 });

@@ -60,7 +60,11 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   await using devnet = await startDevnet({ tokenDelayMs: 0, gateways: 1 });
   await using daemon = await startDaemon({
     gateway: devnet.gateways[0],
-    evm: { rpcUrl: devnet.rpcUrl, registry: devnet.contracts.registry },
+    evm: {
+      rpcUrl: devnet.rpcUrl,
+      registry: devnet.contracts.registry,
+      staking: devnet.contracts.staking,
+    },
   });
   const call = async (
     path: string,

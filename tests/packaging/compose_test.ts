@@ -146,6 +146,7 @@ Deno.test("compose.yaml: the daemon's variables are the ones it reads, and they 
   assert.deepEqual(config.evm, {
     rpcUrl: `http://devnet:${DEVNET_PORTS.anvil}`,
     registry: services.indexer.environment.NET_EVM_REGISTRY.match(/0x[0-9a-f]{40}/)[0],
+    staking: services.indexer.environment.NET_EVM_STAKING.match(/0x[0-9a-f]{40}/)[0],
   });
   assert.equal(config.bind.hostname, "0.0.0.0");
   const [mapping] = daemon.ports.map(portMapping);

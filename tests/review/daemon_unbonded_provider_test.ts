@@ -38,7 +38,11 @@ Deno.test("review: a daemon reading the chain does not seal to a provider that i
   });
   await using daemon = await startDaemon({
     bootstrap: devnet.gateways,
-    evm: { rpcUrl: devnet.rpcUrl, registry: devnet.contracts.registry },
+    evm: {
+      rpcUrl: devnet.rpcUrl,
+      registry: devnet.contracts.registry,
+      staking: devnet.contracts.staking,
+    },
   });
   const client = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused", maxRetries: 0 });
   const outcome = await client.chat.completions.create({
