@@ -155,7 +155,11 @@ export class NetworkBackend implements ChatBackend {
       throw error;
     }
     // Only now, with a key that passed every check, is the request sealed and sent.
-    const sealed = await sealHttpRequest(trusted.keyConfig, { body: request.body });
+    // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
+    const sealed = await sealHttpRequest(trusted.keyConfig, {
+      body: request.body,
+      headers: { date: this.#clock().toUTCString() },
+    });
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
     const limit = this.#options.attemptTimeoutMs ?? 60_000;

@@ -26,9 +26,11 @@ import {
   type OpenedHttpRequest,
   openHttpRequest,
 } from "../crypto/mod.ts";
+import { readAllLimited } from "../io/read_limited.ts";
 import { encodeSse } from "../io/sse.ts";
+import { ReplayGuard } from "./replay_guard.ts";
 import type { ChatBody, ChatChunk, InferenceEngine } from "./engine.ts";
-import { EngineError } from "./engine.ts";
+import { devTokens, EngineError, messageText } from "./engine.ts";
 
 /** Prices of one model: smallest token unit per 1M tokens. */
 export interface ModelPrices {
@@ -97,6 +99,10 @@ export const mockAttester: Attester = async ({ nonce, servingPublicKey, endorse 
 });
 
 const REQ_TYPE = "message/ohttp-chunked-req";
+/** Largest sealed request read (the inner request is at most 8 MiB). */
+const MAX_SEALED_REQUEST_BYTES = 9 * 1024 * 1024;
+/** The chunked-OHTTP header (7 bytes) and the X25519 `enc` (32 bytes): unique per request. */
+const SEALED_PREFIX_BYTES = 39;
 
 /** A running devnet provider's state and request handler. */
 export class DevnetProvider {
@@ -113,6 +119,7 @@ export class DevnetProvider {
   #tokensPerSec = 0;
   #usage: ServedUsage = { tokens: 0n, amount: 0n };
   #endorsement: KeyEndorsement | undefined;
+  readonly #replays = new ReplayGuard();
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
@@ -238,13 +245,46 @@ export class DevnetProvider {
     if (type !== REQ_TYPE || !req.body) {
       return fail(415, "unsupported_media_type", `Expected a ${REQ_TYPE} body`);
     }
+    // Sealed requests are small (a chat body): read it whole, bounded, to know its prefix.
+    const bytes = await readAllLimited(req.body, MAX_SEALED_REQUEST_BYTES);
+    if (bytes === null) {
+      return fail(
+        413,
+        "too_large",
+        `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
+      );
+    }
     let opened: OpenedHttpRequest;
     try {
-      opened = await openHttpRequest(this.#options.key, req.body);
+      opened = await openHttpRequest(this.#options.key, ReadableStream.from([bytes]));
     } catch (error) {
       // Say only that it could not be opened: no detail about which step failed.
       this.#log(`provider ${this.ad.provider}: cannot open a sealed request: ${error}`);
       return fail(400, "cannot_open", "The sealed request could not be opened");
+    }
+    // Authenticated: now refuse what is stale or already served (header + enc identify it).
+    const verdict = this.#replays.admit(
+      bytes.subarray(0, SEALED_PREFIX_BYTES),
+      opened.headers.get("date"),
+      this.#clock(),
+    );
+    if (!verdict.ok) {
+      this.#log(`provider ${this.ad.provider}: refused a request: ${verdict.message}`);
+      return new Response(
+        opened.respond({
+          status: 400,
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            error: {
+              message: verdict.message,
+              type: "invalid_request_error",
+              param: null,
+              code: verdict.reason,
+            },
+          }),
+        }),
+        { headers: { "content-type": opened.responseContentType, "cache-control": "no-store" } },
+      );
     }
     const sealed = await this.#answer(opened);
     return new Response(sealed, {
@@ -303,14 +343,23 @@ export class DevnetProvider {
       if (!released) this.#inFlight--;
       released = true;
     };
-    const account = (chunk: ChatChunk) => {
-      if (!chunk.usage) return;
-      const { prompt_tokens: prompt, completion_tokens: completion } = chunk.usage;
+    // What was generated so far, billed if the stream ends before the engine's usage chunk.
+    let generated = 0;
+    let billed = false;
+    const bill = (prompt: number, completion: number) => {
+      if (billed) return;
+      billed = true;
       this.#usage = {
         tokens: this.#usage.tokens + BigInt(prompt + completion),
         amount: this.#usage.amount +
           (BigInt(prompt) * prices.input + BigInt(completion) * prices.output) / 1_000_000n,
       };
+    };
+    const account = (chunk: ChatChunk) => {
+      for (const choice of chunk.choices) if (choice.delta.content) generated++;
+      if (!chunk.usage) return;
+      const { prompt_tokens: prompt, completion_tokens: completion } = chunk.usage;
+      bill(prompt, completion);
       const seconds = (performance.now() - started) / 1000;
       if (seconds > 0 && completion > 0) {
         const rate = completion / seconds;
@@ -365,6 +414,18 @@ export class DevnetProvider {
       });
     }
 
+    // A stream that ends early (the client stopped it, the engine failed) is still billed for
+    // what was generated: the prompt counted by the dev tokenizer, one token per content
+    // delta (the engine's exact usage chunk never came).
+    const billPartial = () =>
+      bill(
+        body.messages.reduce(
+          (n, m) => n + devTokens(`${m.role} ${messageText(m.content)}`).length,
+          0,
+        ),
+        generated,
+      );
+
     // Streaming: one server-sent event per chunk, each sealed as soon as it is produced.
     const emit = (
       controller: ReadableStreamDefaultController<Uint8Array>,
@@ -386,6 +447,7 @@ export class DevnetProvider {
           emit(controller, await chunks.next());
         } catch (error) {
           release();
+          billPartial();
           this.#log(`provider ${this.ad.provider}: stream failed: ${error}`);
           controller.enqueue(encodeSse(JSON.stringify({
             error: { message: "The provider failed mid-stream", type: "provider_error" },
@@ -396,6 +458,7 @@ export class DevnetProvider {
       cancel: async (reason) => {
         abort.abort(reason ?? new Error("the client went away"));
         release();
+        billPartial();
         await chunks.return?.(undefined);
       },
     }, { highWaterMark: 0 });

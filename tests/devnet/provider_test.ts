@@ -37,7 +37,10 @@ async function startProvider(tier: "verified" | "tee" = "verified") {
 }
 
 async function relay(url: string, keyConfig: Uint8Array, body: unknown) {
-  const sealed = await sealHttpRequest(keyConfig, { body });
+  const sealed = await sealHttpRequest(keyConfig, {
+    body,
+    headers: { date: new Date().toUTCString() },
+  });
   const response = await fetch(`${url}/v1/relay`, {
     method: "POST",
     headers: { "content-type": sealed.contentType },

@@ -1,5 +1,5 @@
 /**
- * Review reproduction: with the chain configured, the daemon seals to providers that are not
+ * Found by review: with the chain configured, the daemon seals to providers that are not
  * bonded.
  *
  * Architecture §3: a provider is *bonded* when the Registry lists it active **and** its stake in
@@ -11,7 +11,7 @@
  * verified tier the stake is the only thing that makes a provider answerable for what it does
  * with the plaintext it decrypts.
  *
- * This test fails while the defect exists.
+ * The test guards the fix.
  */
 
 import assert from "node:assert/strict";
@@ -19,9 +19,9 @@ import OpenAI from "openai";
 import { stakingAbi } from "../../chain/abi.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
-import { startDaemon } from "../daemon/_e2e.ts";
+import { startDaemon } from "./_e2e.ts";
 
-Deno.test("review: a daemon reading the chain does not seal to a provider that is not bonded", async () => {
+Deno.test("a daemon reading the chain does not seal to a provider that is not bonded", async () => {
   await using devnet = await startDevnet({
     tokenDelayMs: 0,
     verifiedProviders: 1,

@@ -1,5 +1,5 @@
 /**
- * Review reproductions: configurations the daemon accepts and then crashes on.
+ * Found by review: configurations the daemon accepts and then crashes on.
  *
  * 1. The daemon cannot start when bound to every interface. `docs/daemon.md` tells Open
  *    WebUI-in-Docker users to run it with `--bind 0.0.0.0:11435 --allowed-hosts
@@ -16,7 +16,7 @@
  *    later from `createDaemon` as an uncaught `GatewaySetError` (exit code 1 with a stack
  *    trace, not the documented exit code 2 with a message naming `--gateway`).
  *
- * These tests fail while the defects exist.
+ * The tests guard the fixes.
  */
 
 import assert from "node:assert/strict";
@@ -24,7 +24,7 @@ import { DaemonConfigError, parseDaemonConfig } from "../../daemon/config.ts";
 import { createDaemon } from "../../daemon/daemon.ts";
 
 for (const bind of ["0.0.0.0:11435", "[::]:11435"]) {
-  Deno.test(`review: the daemon starts with --bind ${bind} (the documented Docker setup)`, async () => {
+  Deno.test(`the daemon starts with --bind ${bind} (the documented Docker setup)`, async () => {
     const dataDir = await Deno.makeTempDir({ prefix: "net-review-" });
     try {
       const parsed = parseDaemonConfig(
@@ -49,7 +49,7 @@ for (const bind of ["0.0.0.0:11435", "[::]:11435"]) {
   });
 }
 
-Deno.test("review: a pinned gateway that can never be used is a configuration error naming --gateway", () => {
+Deno.test("a pinned gateway that can never be used is a configuration error naming --gateway", () => {
   for (
     const gateway of ["http://169.254.169.254", "http://0.0.0.0:8701", "http://[fe80::1]:8701"]
   ) {

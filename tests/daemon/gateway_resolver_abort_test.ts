@@ -1,5 +1,5 @@
 /**
- * Review reproductions: `GatewayResolver.resolve` shares one connect between concurrent callers,
+ * Found by review: `GatewayResolver.resolve` shares one connect between concurrent callers,
  * but runs it under the *first* caller's AbortSignal (`gateway_resolver.ts`, `resolve`:
  * `this.#connecting ??= this.#connect(signal)`).
  *
@@ -9,7 +9,7 @@
  * healthy gateway that was being asked is put in the 30 s cool-down as if it had failed — so
  * the next connect skips it and goes to a lower-ranked gateway (possibly gossip hearsay).
  *
- * These tests fail while the defect exists.
+ * The tests guard the fixes.
  */
 
 import assert from "node:assert/strict";
@@ -26,7 +26,7 @@ function slowGateway(ms: number) {
   });
 }
 
-Deno.test("review: another client's abort does not fail a request waiting on the shared connect", async () => {
+Deno.test("another client's abort does not fail a request waiting on the shared connect", async () => {
   await using gateway = slowGateway(300);
   const resolver = new GatewayResolver({
     bootstrap: [gateway.url],
@@ -42,7 +42,7 @@ Deno.test("review: another client's abort does not fail a request waiting on the
   assert.equal(await second.catch((error) => `rejected: ${error}`), gateway.url);
 });
 
-Deno.test("review: a client's abort does not put a healthy gateway in the cool-down", async () => {
+Deno.test("a client's abort does not put a healthy gateway in the cool-down", async () => {
   await using healthy = slowGateway(300);
   await using other = slowGateway(0);
   const resolver = new GatewayResolver({

@@ -1,5 +1,5 @@
 /**
- * Review reproduction: one gateway can deny the daemon service indefinitely.
+ * Found by review: one gateway can deny the daemon service indefinitely.
  *
  * Gateways are untrusted relays (architecture §5); the only defence the daemon has against a
  * gateway that will not serve is another gateway. But `NetworkBackend.#withGateway` moves on
@@ -11,15 +11,15 @@
  * serve the model. Since reached gateways rank first in `gateways.json`, it stays the first
  * choice across restarts too.
  *
- * This test fails while the defect exists.
+ * The test guards the fix.
  */
 
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { startDevnet } from "../../devnet/network.ts";
-import { maliciousGateway, startDaemon } from "../daemon/_e2e.ts";
+import { maliciousGateway, startDaemon } from "./_e2e.ts";
 
-Deno.test("review: a gateway that lists no provider does not stop the daemon from using another", async () => {
+Deno.test("a gateway that lists no provider does not stop the daemon from using another", async () => {
   await using devnet = await startDevnet({
     tokenDelayMs: 0,
     verifiedProviders: 1,

@@ -1,5 +1,5 @@
 /**
- * Review reproductions: the devnet provider's usage accounting (`devnet/provider.ts`), which
+ * Found by review: the devnet provider's usage accounting (`devnet/provider.ts`), which
  * `startDevnet` settles to the Escrow every 10 s and the indexer reports as settled volume and
  * reputation.
  *
@@ -14,7 +14,7 @@
  *    a client that reads the tokens it wants and then cancels (or a user who presses "stop")
  *    is billed nothing, however many tokens were generated and delivered.
  *
- * These tests fail while the defects exist.
+ * The tests guard the fixes.
  */
 
 import assert from "node:assert/strict";
@@ -70,9 +70,12 @@ async function post(url: string, sealed: Uint8Array<ArrayBuffer>): Promise<numbe
   return response.status;
 }
 
-Deno.test("review: a replayed sealed request is not served and billed a second time", async () => {
+Deno.test("a replayed sealed request is not served and billed a second time", async () => {
   await using p = await startProvider(0);
-  const sealed = await sealHttpRequest(p.keyConfig, { body: CHAT });
+  const sealed = await sealHttpRequest(p.keyConfig, {
+    body: CHAT,
+    headers: { date: new Date().toUTCString() },
+  });
   // What the relay saw go by: the daemon's sealed request, byte for byte.
   const bytes = new Uint8Array(await new Response(sealed.body).arrayBuffer());
 
@@ -92,9 +95,12 @@ Deno.test("review: a replayed sealed request is not served and billed a second t
   );
 });
 
-Deno.test("review: tokens delivered to a client that cancels the stream are billed", async () => {
+Deno.test("tokens delivered to a client that cancels the stream are billed", async () => {
   await using p = await startProvider(40);
-  const sealed = await sealHttpRequest(p.keyConfig, { body: CHAT });
+  const sealed = await sealHttpRequest(p.keyConfig, {
+    body: CHAT,
+    headers: { date: new Date().toUTCString() },
+  });
   const abort = new AbortController();
   const response = await fetch(`${p.url}/v1/relay`, {
     method: "POST",
