@@ -63,6 +63,8 @@ export interface GatewayClientOptions {
 }
 
 const MODELS_MAX_BYTES = 4 << 20;
+/** Most provider entries of one answer that are validated; the rest are ignored. */
+const MAX_CANDIDATES_READ = 256;
 const PROVIDERS_MAX_BYTES = 8 << 20;
 const KEY_MAX_BYTES = 64 << 10;
 const ATTESTATION_MAX_BYTES = 1 << 20;
@@ -115,7 +117,8 @@ export class GatewayClient {
     const list = (body as { providers?: unknown })?.providers;
     if (!Array.isArray(list)) throw this.#malformed(path, `expected {"providers": [...]}`);
     const out: ProviderCandidate[] = [];
-    for (const item of list) {
+    // A gateway could list thousands of entries; validating every ad would stall the daemon.
+    for (const item of list.slice(0, MAX_CANDIDATES_READ)) {
       const entry = item as Record<string, unknown>;
       let ad: ProviderAd;
       try {

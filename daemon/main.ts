@@ -62,7 +62,7 @@ if (import.meta.main) {
     `daemon: gateways: ${config.gateway ? `pinned ${config.gateway}` : "discovered"}; trust: ${
       config.evm
         ? `chain ${config.evm.rpcUrl}, Registry ${config.evm.registry}`
-        : "endorsements only"
+        : "serving keys as the gateway lists them (set NET_EVM_RPC_URL, NET_EVM_REGISTRY and NET_EVM_STAKING to check them on chain)"
     }${config.measurementsFile ? `; measurements ${config.measurementsFile}` : ""}`,
   );
   // Connect in the background so the first request does not wait for it.

@@ -23,6 +23,7 @@ import type {
   NetworkModel,
 } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
+import { publicMessage } from "./http_error.ts";
 import { GatewayClient, GatewayError, type ProviderCandidate } from "./gateway_client.ts";
 import type { GatewayResolver } from "./gateway_resolver.ts";
 import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./provider_trust.ts";
@@ -150,7 +151,8 @@ export class NetworkBackend implements ChatBackend {
       }, signal);
     } catch (error) {
       if (error instanceof DaemonError && REFUSALS.has(error.code)) {
-        record("refused", error.shortMessage, error.code);
+        // The log is served to clients: the fixed message per code, never which check failed.
+        record("refused", publicMessage(error), error.code);
       }
       throw error;
     }

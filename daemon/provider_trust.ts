@@ -171,7 +171,8 @@ export async function trustProvider(
     }
     const trusted = {
       keyConfig,
-      verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain}`,
+      // Without the chain, the serving key is the one in the ad the gateway listed: say so.
+      verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain || ", gateway-listed key"}`,
     };
     options.keyCache?.set(provider, commitment, trusted, expiresAt, options.clock());
     return trusted;

@@ -13,10 +13,13 @@
  */
 
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../crypto/mod.ts";
-import { readBodyLimited } from "../io/fetch_json.ts";
+import { readAllLimited } from "../io/read_limited.ts";
 import { parseSse, SseError } from "../io/sse.ts";
 import type { ChatCompletionChunk } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
+
+/** Provider statuses shown to clients as they are; the rest become 502. */
+const PASSED_THROUGH: ReadonlySet<number> = new Set([400, 404, 413, 422, 429]);
 
 /** The opened reply: its first chunk (already read) and the rest. */
 export interface OpenedReply {
@@ -51,15 +54,16 @@ export async function openSealedReply(
     throw cryptoFailure(error);
   }
   if (opened.status !== 200) {
-    const body = await readBodyLimited(new Response(opened.body), { maxBytes: 64 * 1024 })
-      .catch((error) => {
-        throw cryptoFailure(error);
-      });
-    const message = providerMessage(body);
+    const body = await readAllLimited(opened.body, 64 * 1024).catch((error) => {
+      throw cryptoFailure(error);
+    });
+    const message = body ? providerMessage(body) : undefined;
     throw new DaemonError(
       "provider_error",
       `The provider answered ${opened.status}${message ? `: ${message}` : ""}`,
-      { status: opened.status >= 400 && opened.status <= 599 ? opened.status : 502 },
+      // Only statuses that mean the same to a client pass through; anything else (auth,
+      // proxy, 5xx) is the provider failing: 502. SDKs retry some statuses on their own.
+      { status: PASSED_THROUGH.has(opened.status) ? opened.status : 502 },
     );
   }
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();

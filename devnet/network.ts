@@ -490,17 +490,23 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         .map((p) => ({ p, usage: p.provider.takeUsage() }))
         .filter(({ usage }) => usage.tokens > 0n);
       if (items.length === 0) return;
-      await sendAndConfirm(settler, {
-        address: escrow,
-        abi: escrowAbi,
-        functionName: "settleBatch",
-        args: [items.map(({ p, usage }) => ({
-          consumer: accounts.consumer.address,
-          provider: p.address,
-          amount: usage.amount,
-          tokens: usage.tokens,
-        }))],
-      });
+      try {
+        await sendAndConfirm(settler, {
+          address: escrow,
+          abi: escrowAbi,
+          functionName: "settleBatch",
+          args: [items.map(({ p, usage }) => ({
+            consumer: accounts.consumer.address,
+            provider: p.address,
+            amount: usage.amount,
+            tokens: usage.tokens,
+          }))],
+        });
+      } catch (error) {
+        // Not settled: keep the usage for the next round instead of losing it.
+        for (const { p, usage } of items) p.provider.restoreUsage(usage);
+        throw error;
+      }
       log(`settled usage of ${items.length} provider(s)`);
     };
     every(options.blockIntervalMs ?? 1000, "block heartbeat", () => mine(owner));

@@ -153,6 +153,14 @@ export class DevnetProvider {
     return new DevnetProvider(options, models);
   }
 
+  /** Adds usage back (a settlement of it failed, so it is settled again later). */
+  restoreUsage(usage: ServedUsage): void {
+    this.#usage = {
+      tokens: this.#usage.tokens + usage.tokens,
+      amount: this.#usage.amount + usage.amount,
+    };
+  }
+
   /** Returns the usage served since the last call, and resets it. */
   takeUsage(): ServedUsage {
     const usage = this.#usage;

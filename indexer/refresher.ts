@@ -361,6 +361,19 @@ export class Refresher implements AsyncDisposable {
       scan = await scanSettlements(client, escrow, options);
     }
     this.#cursor = scan.cursor;
+    // With no confirmations, the scan ends at the pinned block itself: it must be the same
+    // block, or the settlement figures would come from another fork than the snapshot's.
+    const end = scan.cursor.lastBlock;
+    if (
+      end && BigInt(end.number) === chain.block.number &&
+      end.hash.toLowerCase() !== chain.block.hash.toLowerCase()
+    ) {
+      throw new SnapshotError(
+        "chain_error",
+        `The chain reorganized during the refresh: block ${end.number} is ${end.hash} in the ` +
+          `settlement scan and ${chain.block.hash} in the snapshot`,
+      );
+    }
     return { buckets: scan.buckets, scannedTo: scan.scannedTo, confirmations };
   }
 

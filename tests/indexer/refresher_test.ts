@@ -727,3 +727,44 @@ Deno.test("refresh is single flight; the loop refreshes on its own and stops cle
   assert.equal(state.lastAttemptAt, before.lastAttemptAt);
   assert.equal(state.refreshing, false);
 });
+
+Deno.test("with no confirmations, a scan that ends on another fork than the snapshot is refused", async () => {
+  await using router = serve(() => Response.json({ ads: [] }));
+  await using chain = await startChainFixture({ providers: 5, routerUrls: [router.url] });
+  // A node that answers by-number block lookups (the settlement scan's) from another fork
+  // than `latest` (the snapshot's pin): the two would describe different chains.
+  const otherFork = `0x${"d".repeat(64)}`;
+  let forked = false;
+  const forkingFetch: typeof fetch = async (input, init) => {
+    const request = JSON.parse(String(init?.body ?? "null"));
+    const response = await fetch(input, init);
+    if (!forked) return response;
+    const requests = Array.isArray(request) ? request : [request];
+    const byNumber = new Set(
+      requests.filter((r) =>
+        r.method === "eth_getBlockByNumber" && /^0x[0-9a-f]+$/.test(r.params?.[0])
+      ).map((r) => r.id),
+    );
+    if (byNumber.size === 0) return response;
+    const body = await response.json();
+    for (const answer of Array.isArray(body) ? body : [body]) {
+      if (byNumber.has(answer.id) && answer.result) answer.result.hash = otherFork;
+    }
+    return Response.json(body);
+  };
+  await using refresher = new Refresher({
+    rpcUrl: chain.anvil.rpcUrl,
+    contracts: chain.contracts,
+    client: { retryCount: 0, fetch: forkingFetch },
+    scanFromBlock: chain.deployment.fromBlock,
+    confirmations: 0,
+    log: () => {},
+  });
+  await refresher.refresh();
+  assert.ok(refresher.state.snapshot, "an honest node gives a snapshot");
+  forked = true;
+  await refresher.refresh();
+  assert.equal(refresher.state.snapshot, null, "mixed forks must not be served");
+  assert.ok(refresher.state.failing);
+  assert.match(JSON.stringify(refresher.state.lastError), /reorganized during the refresh/);
+});
