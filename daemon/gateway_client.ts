@@ -175,7 +175,7 @@ export class GatewayClient {
    */
   async relay(
     provider: Address,
-    sealed: ReadableStream<Uint8Array>,
+    sealed: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer>,
     signal?: AbortSignal,
   ): Promise<ReadableStream<Uint8Array>> {
     const url = `${this.url}/v1/providers/${provider}/relay`;
