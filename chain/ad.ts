@@ -79,6 +79,7 @@ export type AdFailure =
 
 /** Thrown when an ad cannot be parsed, validated or matched to its Registry record. */
 export class AdError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "AdError" as const;
   /** Machine-readable reason. */
   readonly reason: AdFailure;

@@ -18,6 +18,7 @@ export type ChainConfigFailure =
 
 /** Thrown by {@linkcode createChainClient} and by readers given malformed options. */
 export class ChainConfigError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "ChainConfigError" as const;
   /** Machine-readable reason. */
   readonly reason: ChainConfigFailure;
@@ -45,6 +46,7 @@ export type ChainReadFailure =
  * {@linkcode readApprovedMeasurements}.
  */
 export class ChainReadError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "ChainReadError" as const;
   /** Machine-readable reason. */
   readonly reason: ChainReadFailure;
@@ -73,6 +75,7 @@ export type SettlementScanFailure =
 
 /** Thrown by {@linkcode scanSettlements}. */
 export class SettlementScanError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "SettlementScanError" as const;
   /** Machine-readable reason. */
   readonly reason: SettlementScanFailure;

@@ -259,6 +259,7 @@ export type BinaryHttpFailure =
 
 /** Thrown when a binary HTTP message cannot be encoded or decoded. */
 export class BinaryHttpError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "BinaryHttpError" as const;
   /** Machine-readable reason. */
   readonly reason: BinaryHttpFailure;

@@ -70,6 +70,7 @@ export type EndorsementFailure =
 
 /** Thrown when an endorsement cannot be created, parsed or verified. */
 export class EndorsementError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "EndorsementError" as const;
   /** Machine-readable reason. */
   readonly reason: EndorsementFailure;

@@ -123,6 +123,7 @@ export type HpkeFailure = "unsupported_suite" | "invalid_key";
 
 /** Thrown when an HPKE suite is not supported or a key cannot be used. */
 export class HpkeError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "HpkeError" as const;
   /** Machine-readable reason. */
   readonly reason: HpkeFailure;
@@ -295,7 +296,7 @@ export interface HpkeKeyPair {
 export type RandomSource = (length: number) => Uint8Array;
 
 /** The default random source: `crypto.getRandomValues`. */
-export const systemRandom: RandomSource = (length) =>
+export const systemRandom: RandomSource = (length: number): Uint8Array =>
   crypto.getRandomValues(new Uint8Array(length));
 
 /** Options of {@linkcode generateKeyPair}. */

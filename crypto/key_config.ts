@@ -82,6 +82,7 @@ export type KeyConfigFailure = "malformed" | "unsupported_kem" | "unsupported_su
 
 /** Thrown when a key configuration (or a list of them) cannot be encoded or decoded. */
 export class KeyConfigError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "KeyConfigError" as const;
   /** Machine-readable reason. */
   readonly reason: KeyConfigFailure;

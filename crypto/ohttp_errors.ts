@@ -36,6 +36,7 @@ export type SealFailure =
 
 /** Thrown (or used to error a stream) when a request or response cannot be sealed. */
 export class SealError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "SealError" as const;
   /** Machine-readable reason. */
   readonly reason: SealFailure;
@@ -72,6 +73,7 @@ export type OpenFailure =
 
 /** Thrown (or used to error a stream) when a sealed request or response cannot be opened. */
 export class OpenError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "OpenError" as const;
   /** Machine-readable reason. */
   readonly reason: OpenFailure;

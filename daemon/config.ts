@@ -139,6 +139,7 @@ export type ParsedDaemonArgs =
 
 /** Thrown by {@linkcode parseDaemonConfig} for any bad flag or environment value. */
 export class DaemonConfigError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "DaemonConfigError" as const;
   /** The flag or variable at fault, e.g. `--bind` or `NET_GATEWAY`. */
   readonly setting: string;

@@ -109,6 +109,7 @@ export interface DaemonErrorOptions {
 
 /** Thrown by the daemon's surface and its network backend for anything a client should see. */
 export class DaemonError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "DaemonError" as const;
   /** Machine-readable code, sent to the client. */
   readonly code: DaemonErrorCode;

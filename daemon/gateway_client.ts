@@ -22,6 +22,7 @@ export type GatewayFailure = "gateway" | "provider";
 
 /** Thrown by {@linkcode GatewayClient}. */
 export class GatewayError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "GatewayError" as const;
   /** `gateway`: the gateway failed (try another); `provider`: it could not serve this provider. */
   readonly reason: GatewayFailure;

@@ -104,6 +104,7 @@ export type GatewaySetFailure = "invalid_url" | "malformed_list" | "unreachable"
 
 /** Thrown for invalid gateway URLs and lists, and when a peer cannot be asked. */
 export class GatewaySetError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "GatewaySetError" as const;
   /** Machine-readable reason. */
   readonly reason: GatewaySetFailure;

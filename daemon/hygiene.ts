@@ -148,6 +148,7 @@ function compileOrigin(pattern: string): string {
 
 /** Thrown by {@linkcode parseOriginPatterns} for a malformed pattern. */
 export class OriginPatternError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "OriginPatternError" as const;
 }
 

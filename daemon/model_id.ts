@@ -22,7 +22,8 @@ import { abbreviate, NetError } from "../errors.ts";
 import type { Tier } from "./backend.ts";
 
 /** The format every error message names. */
-export const MODEL_ID_FORMAT = "net/<tier>/<maker>/<model> (tier verified or tee), optionally " +
+export const MODEL_ID_FORMAT: string =
+  "net/<tier>/<maker>/<model> (tier verified or tee), optionally " +
   "followed by :latest";
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -41,6 +42,7 @@ export type ModelIdFailure = "not_a_string" | "format" | "tier" | "segment" | "t
 
 /** Thrown by {@linkcode parseModelId}; the daemon answers it with a 400 naming the format. */
 export class ModelIdError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "ModelIdError" as const;
   /** Machine-readable reason. */
   readonly reason: ModelIdFailure;

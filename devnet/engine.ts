@@ -59,6 +59,7 @@ export type EngineFailure = "unknown_model" | "invalid_request" | "upstream";
 
 /** Thrown by engines. */
 export class EngineError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "EngineError" as const;
   /** Machine-readable reason. */
   readonly reason: EngineFailure;

@@ -125,7 +125,8 @@ export type ParsedIndexerArgs =
   | { readonly help: false; readonly config: IndexerConfig };
 
 type Source = { name: string; value: string };
-type Env = Readonly<Record<string, string | undefined>>;
+/** The environment the configuration is read from. */
+export type Env = Readonly<Record<string, string | undefined>>;
 
 function show(value: string): string {
   return JSON.stringify(abbreviate(value, 100));

@@ -10,6 +10,7 @@ import { NetError, type NetErrorOptions } from "../errors.ts";
 
 /** Thrown by {@linkcode parseIndexerConfig} for a bad flag or environment value. */
 export class IndexerConfigError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "IndexerConfigError" as const;
   /** The flag or variable at fault, e.g. `--refresh-secs` or `NET_EVM_REGISTRY`. */
   readonly setting: string;
@@ -42,6 +43,7 @@ export type RouterAdsFailure =
 
 /** Thrown by {@linkcode fetchRouterAds}. */
 export class RouterAdsError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "RouterAdsError" as const;
   /** Machine-readable reason. */
   readonly reason: RouterAdsFailure;
@@ -71,6 +73,7 @@ export type SnapshotFailure =
  * state (`lastError`), from which the handler answers 503.
  */
 export class SnapshotError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "SnapshotError" as const;
   /** Machine-readable reason. */
   readonly reason: SnapshotFailure;
@@ -97,6 +100,7 @@ export type IndexerRequestFailure =
 
 /** Thrown by the indexer's request handler; `http_error.ts` renders it. */
 export class IndexerRequestError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "IndexerRequestError" as const;
   /** Machine-readable reason. */
   readonly reason: IndexerRequestFailure;

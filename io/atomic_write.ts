@@ -11,6 +11,7 @@ import { NetError } from "../errors.ts";
 
 /** Thrown when a file cannot be written atomically. */
 export class AtomicWriteError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "AtomicWriteError" as const;
 }
 

@@ -17,6 +17,7 @@ export interface BindAddress {
 
 /** Thrown by {@linkcode parseBindAddress}; the message says what is wrong, not which setting. */
 export class BindAddressError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "BindAddressError" as const;
 }
 

@@ -30,6 +30,7 @@ export type FetchFailure =
 
 /** Thrown by {@linkcode fetchJson} and {@linkcode readBodyLimited}. */
 export class FetchJsonError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "FetchJsonError" as const;
   /** Machine-readable reason. */
   readonly reason: FetchFailure;

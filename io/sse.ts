@@ -30,6 +30,7 @@ export interface SseEvent {
 
 /** Thrown when an event stream exceeds its bounds. */
 export class SseError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "SseError" as const;
 }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { abbreviate, findCause, NetError } from "../errors.ts";
 
 class ExampleError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "ExampleError" as const;
 }
 

@@ -29,6 +29,7 @@ import type { MeasurementId } from "./measurement_id.ts";
 
 /** Thrown when an approved measurement set cannot be built or read. */
 export class MeasurementSetError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "MeasurementSetError" as const;
 }
 

@@ -41,7 +41,7 @@ export const MAX_QUOTE_LENGTH = 64 * 1024;
 export const MAX_VCEK_LENGTH = 16 * 1024;
 
 /** Fields every real bundle has. */
-interface BundleCommon {
+export interface BundleCommon {
   /** The 32-byte nonce the bundle answers. */
   readonly nonce: Uint8Array;
   /** The serving key's uncompressed secp256k1 public key, 65 bytes. */

@@ -81,6 +81,7 @@ export interface AttestationErrorOptions {
  * ```
  */
 export class AttestationError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "AttestationError" as const;
   /** Coarse reason, see {@linkcode AttestationFailure}. */
   readonly reason: AttestationFailure;
@@ -106,6 +107,7 @@ export class AttestationError extends NetError {
  * declared end. Parsers never throw anything else.
  */
 export class QuoteParseError extends NetError {
+  /** The error's name, a literal to tell it apart. */
   override readonly name = "QuoteParseError" as const;
   /** Byte offset where parsing failed, when known. */
   readonly offset: number | undefined;

@@ -40,3 +40,6 @@ export * from "./approved_set.ts";
 export * from "./collateral_policy.ts";
 export * from "./bundle.ts";
 export * from "./verify_attestation.ts";
+// Types that the verification results and options above mention.
+export type { PckPlatform } from "./_pck_extension.ts";
+export type { ValidatedChain } from "./_chain.ts";
