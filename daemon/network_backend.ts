@@ -27,6 +27,7 @@ import { publicMessage } from "./http_error.ts";
 import { GatewayClient, GatewayError, type ProviderCandidate } from "./gateway_client.ts";
 import type { GatewayResolver } from "./gateway_resolver.ts";
 import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./provider_trust.ts";
+import { ProviderReputation } from "./provider_reputation.ts";
 import { openSealedReply } from "./sealed_reply.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 
@@ -48,6 +49,8 @@ export interface NetworkBackendOptions {
   maxProviderAttempts?: number;
   /** Most gateways tried for one request. @default {3} */
   maxGatewayAttempts?: number;
+  /** The daemon's record of providers' reliability. @default {a fresh ProviderReputation} */
+  reputation?: ProviderReputation;
   /**
    * How long one attempt may wait for the reply's first chunk, in ms, before the next
    * provider is tried. It bounds a stalling gateway or provider; a real model's prompt
@@ -66,12 +69,14 @@ export class NetworkBackend implements ChatBackend {
   readonly #options: NetworkBackendOptions;
   readonly #clock: () => Date;
   readonly #keys = new TrustedKeyCache();
+  readonly #reputation: ProviderReputation;
   #models: { at: number; list: readonly NetworkModel[] } | undefined;
 
   /** Creates the backend. */
   constructor(options: NetworkBackendOptions) {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
+    this.#reputation = options.reputation ?? new ProviderReputation({ clock: this.#clock });
   }
 
   /** {@inheritDoc ChatBackend.listModels} */
@@ -91,6 +96,7 @@ export class NetworkBackend implements ChatBackend {
       const candidates = rank(
         await gateway.providers(request.model, request.tier, signal),
         request.model,
+        (provider) => this.#reputation.score(provider),
       );
       if (candidates.length === 0) {
         const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
@@ -111,12 +117,17 @@ export class NetworkBackend implements ChatBackend {
       const failures: DaemonError[] = [];
       for (const candidate of candidates.slice(0, this.#options.maxProviderAttempts ?? 3)) {
         try {
-          return await this.#attempt(gateway, candidate, request, signal);
+          const reply = await this.#attempt(gateway, candidate, request, signal);
+          this.#reputation.record(candidate.provider, true);
+          return reply;
         } catch (error) {
           this.#keys.forget(candidate.provider);
           if (error instanceof GatewayError && error.reason === "gateway") throw error;
           signal.throwIfAborted();
           const failure = asDaemonError(error, candidate);
+          // The provider (or the path to it) failed this request; a bad request of the
+          // client's own (a provider's 4xx) says nothing about the provider.
+          if (retryable(failure)) this.#reputation.record(candidate.provider, false);
           if (!retryable(failure)) throw failure;
           failures.push(failure);
         }
@@ -246,21 +257,31 @@ export class NetworkBackend implements ChatBackend {
 }
 
 /**
- * Orders candidates: those with free capacity first, then by the blended price of the
- * model (input + output, exact), then by observed throughput, then by address.
+ * Orders candidates (`docs/daemon.md`, "The network side"): those with free capacity first;
+ * then those this daemon has found reliable (`score` ≥ ½: unknown providers count as
+ * reliable) before those that keep failing it; then the lowest blended price of the model
+ * (input + output, exact); then the better reputation; then the higher observed throughput;
+ * then by address, so the order is total.
  */
-export function rank(candidates: readonly ProviderCandidate[], model: string): ProviderCandidate[] {
+export function rank(
+  candidates: readonly ProviderCandidate[],
+  model: string,
+  score: (provider: string) => number = () => 0.5,
+): ProviderCandidate[] {
   const price = (c: ProviderCandidate) => {
     const m = c.ad.models.find((x) => x.id === model)!;
     return BigInt(m.prices.input) + BigInt(m.prices.output);
   };
-  return [...candidates].sort((a, b) => {
-    if ((a.available > 0) !== (b.available > 0)) return a.available > 0 ? -1 : 1;
-    const pa = price(a), pb = price(b);
-    if (pa !== pb) return pa < pb ? -1 : 1;
-    if (a.tokensPerSec !== b.tokensPerSec) return b.tokensPerSec - a.tokensPerSec;
-    return a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0;
-  });
+  return [...candidates].map((c) => ({ c, price: price(c), score: score(c.provider) }))
+    .sort((a, b) => {
+      if ((a.c.available > 0) !== (b.c.available > 0)) return a.c.available > 0 ? -1 : 1;
+      if ((a.score >= 0.5) !== (b.score >= 0.5)) return a.score >= 0.5 ? -1 : 1;
+      if (a.price !== b.price) return a.price < b.price ? -1 : 1;
+      if (a.score !== b.score) return b.score - a.score;
+      if (a.c.tokensPerSec !== b.c.tokensPerSec) return b.c.tokensPerSec - a.c.tokensPerSec;
+      return a.c.provider < b.c.provider ? -1 : a.c.provider > b.c.provider ? 1 : 0;
+    })
+    .map(({ c }) => c);
 }
 
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */
