@@ -17,7 +17,9 @@ import {
   endorsementToJson,
   generateKeyPair,
 } from "../../crypto/mod.ts";
+import { registryAbi } from "../../chain/abi.ts";
 import { startDevnet } from "../../devnet/network.ts";
+import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
 import { serve } from "../_http.ts";
 import { containsBytes, tcpProxy } from "../_tcp_proxy.ts";
 import {
@@ -234,8 +236,13 @@ Deno.test("TEE tier: a verified synthetic enclave is served, and each broken bin
       const file = await measurementsFile(
         c.approve === false ? ["0x" + "cd".repeat(32)] : [tee.measurementId],
       );
+      let relayed = 0;
+      await using counting = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+        if (new URL(req.url).pathname.endsWith("/relay")) relayed++;
+        return upstream;
+      });
       await using daemon = await startDaemon({
-        bootstrap: devnet.gateways,
+        gateway: counting.url,
         measurementsFile: file,
         roots: tee.pki.roots,
       });
@@ -247,8 +254,10 @@ Deno.test("TEE tier: a verified synthetic enclave is served, and each broken bin
         const { data, response } = await request;
         assert.match(data.choices[0].message.content ?? "", /attested hello/);
         assert.match(response.headers.get("x-net-verdict") ?? "", /^tee:tdx measurement 0x/);
+        assert.equal(relayed, 1);
       } else {
         await refusedWith(request, c.status!, c.code);
+        assert.equal(relayed, 0, "a request was sealed and relayed to a refused enclave");
       }
     });
   }
@@ -262,8 +271,13 @@ Deno.test("TEE tier: a replayed attestation (stale nonce) is refused", async () 
     teeProviders: 1,
     attester: () => tee.attester,
   });
+  let relayed = 0;
+  await using counting = maliciousGateway(devnet.gateways[0], (req, upstream) => {
+    if (new URL(req.url).pathname.endsWith("/relay")) relayed++;
+    return upstream;
+  });
   await using daemon = await startDaemon({
-    bootstrap: devnet.gateways,
+    gateway: counting.url,
     measurementsFile: await measurementsFile([tee.measurementId]),
     roots: tee.pki.roots,
   });
@@ -273,7 +287,53 @@ Deno.test("TEE tier: a replayed attestation (stale nonce) is refused", async () 
     messages: [{ role: "user" as const, content: "x" }],
   };
   await client.chat.completions.create(body); // the first bundle answers its own nonce
+  assert.equal(relayed, 1);
   await refusedWith(client.chat.completions.create(body), 502, "attestation_stale");
+  assert.equal(relayed, 1, "a request was relayed after a stale attestation");
+});
+
+Deno.test("TEE tier: the approved set comes from the Registry, and an explicit file wins", async () => {
+  const tee = await syntheticTee();
+  await using devnet = await startDevnet({
+    tokenDelayMs: 0,
+    verifiedProviders: 0,
+    teeProviders: 1,
+    attester: () => tee.attester,
+  });
+  const evm = {
+    rpcUrl: devnet.rpcUrl,
+    registry: devnet.contracts.registry,
+    staking: devnet.contracts.staking,
+  };
+  const ask = (url: string) =>
+    openai(url).chat.completions.create({
+      model: "net/tee/devnet/echo",
+      messages: [{ role: "user", content: "approved on chain?" }],
+    });
+
+  // Not (yet) in the Registry's approved set: refused.
+  await using before = await startDaemon({ bootstrap: devnet.gateways, evm, roots: tee.pki.roots });
+  await refusedWith(ask(before.url), 502, "attestation_failed");
+
+  // Governance approves the enclave's measurement on chain: served, no file needed.
+  const owner = createSigner(devnet.rpcUrl, devAccounts().owner, { chainId: devnet.chainId });
+  await sendAndConfirm(owner, {
+    address: devnet.contracts.registry,
+    abi: registryAbi,
+    functionName: "approveMeasurement",
+    args: [tee.measurementId as `0x${string}`],
+  });
+  await using after = await startDaemon({ bootstrap: devnet.gateways, evm, roots: tee.pki.roots });
+  assert.match((await ask(after.url)).choices[0].message.content ?? "", /approved on chain\?/);
+
+  // An explicit measurements file wins over the chain's set.
+  await using pinned = await startDaemon({
+    bootstrap: devnet.gateways,
+    evm,
+    roots: tee.pki.roots,
+    measurementsFile: await measurementsFile(["0x" + "ee".repeat(32)]),
+  });
+  await refusedWith(ask(pinned.url), 502, "attestation_failed");
 });
 
 Deno.test("a gateway that swaps the key configuration gets nothing sealed to its key", async () => {
