@@ -22,7 +22,6 @@ if (import.meta.main) {
     Deno.exit(0);
   }
   const { config } = parsed;
-  const shutdown = new AbortController();
   let handler: (req: Request) => Promise<Response> = () =>
     Promise.resolve(new Response("starting", { status: 503 }));
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -30,7 +29,6 @@ if (import.meta.main) {
     server = Deno.serve({
       hostname: config.bind.hostname,
       port: config.bind.port,
-      signal: shutdown.signal,
       onListen: () => {},
     }, (req) => handler(req));
   } catch (error) {
@@ -47,8 +45,7 @@ if (import.meta.main) {
     daemon = createDaemon(config, { port });
   } catch (error) {
     console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
-    shutdown.abort();
-    await server.finished;
+    await server.shutdown();
     Deno.exit(2);
   }
   handler = daemon.handler;
@@ -71,9 +68,14 @@ if (import.meta.main) {
     (error) =>
       console.warn(`daemon: ${error instanceof Error ? error.message.split("\n")[0] : error}`),
   );
+  // Graceful: stop accepting, let replies in flight finish (at most 30 s), then exit.
   const stop = () => {
     console.log("daemon: stopping…");
-    shutdown.abort();
+    server.shutdown();
+    Deno.unrefTimer(setTimeout(() => {
+      console.warn("daemon: replies still running after 30 s; exiting anyway");
+      Deno.exit(0);
+    }, 30_000));
   };
   Deno.addSignalListener("SIGINT", stop);
   if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
