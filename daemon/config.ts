@@ -1,8 +1,8 @@
 /**
  * The daemon's configuration from its command line and environment, parsed by a pure
  * function: flags win over environment variables, which win over defaults. Every bad value is
- * refused with the value shown and what was expected. `main.ts` (with the network backend)
- * will call it with `Deno.args` and `Deno.env.toObject()`.
+ * refused with the value shown and what was expected. `main.ts` calls it with `Deno.args` and
+ * `Deno.env.toObject()`.
  *
  * | flag                         | environment                 | default                     |
  * | ---------------------------- | --------------------------- | --------------------------- |

@@ -122,3 +122,34 @@ export {
   type ParseDaemonConfigOptions,
   type ParsedDaemonArgs,
 } from "./config.ts";
+export { createDaemon, type CreateDaemonOptions, type Daemon } from "./daemon.ts";
+export * from "./gateway_set.ts";
+export {
+  BOOTSTRAP_GATEWAYS,
+  GatewayResolver,
+  type GatewayResolverOptions,
+} from "./gateway_resolver.ts";
+export { NetworkBackend, type NetworkBackendOptions, rank } from "./network_backend.ts";
+export { ProviderReputation, type ProviderReputationOptions } from "./provider_reputation.ts";
+export {
+  type ProviderTrustOptions,
+  registryMismatch,
+  type RegistryRecord,
+  type TrustedKey,
+  TrustedKeyCache,
+  trustProvider,
+} from "./provider_trust.ts";
+export {
+  GatewayClient,
+  type GatewayClientOptions,
+  GatewayError,
+  type GatewayFailure,
+  type ProviderCandidate,
+} from "./gateway_client.ts";
+export {
+  chainMeasurements,
+  type ChainSourceOptions,
+  fileMeasurements,
+  registryRecords,
+} from "./trust_sources.ts";
+export { type OpenedReply, openSealedReply, type OpenSealedReplyOptions } from "./sealed_reply.ts";

@@ -367,8 +367,9 @@ export async function dockerEngineReachable(timeoutMs = 1000): Promise<boolean> 
 
 /**
  * The container path. UNTESTED here: our machines have no Docker engine. It follows the
- * `testcontainers` API of the pinned version and the foundry image's layout (entrypoint
- * `/bin/sh -c`, `anvil` on PATH).
+ * `testcontainers` API of the pinned version and the foundry image's layout: the image's own
+ * entrypoint is `/bin/sh -c`, so it is replaced with `anvil` (on the image's PATH) and the
+ * flags are passed as the command.
  */
 async function startContainer(options: AnvilOptions): Promise<AnvilInstance> {
   const chainId = options.chainId ?? DEFAULTS.chainId;

@@ -23,8 +23,14 @@ import stakingArtifact from "../contracts/artifacts/Staking.json" with { type: "
 import emissionArtifact from "../contracts/artifacts/Emission.json" with { type: "json" };
 import escrowArtifact from "../contracts/artifacts/Escrow.json" with { type: "json" };
 import multicallArtifact from "../contracts/artifacts/Multicall.json" with { type: "json" };
-import { emissionAbi, escrowAbi, multicallAbi, registryAbi, stakingAbi } from "../chain/abi.ts";
-import type { ChainContracts } from "../chain/types.ts";
+import {
+  type ChainContracts,
+  emissionAbi,
+  escrowAbi,
+  multicallAbi,
+  registryAbi,
+  stakingAbi,
+} from "../chain/mod.ts";
 import { confirm, type DevnetSigner } from "./signer.ts";
 
 /** Parameters of the Emission contract. */

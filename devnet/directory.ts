@@ -6,7 +6,7 @@
  * @module
  */
 
-import { validateAd } from "../chain/ad.ts";
+import { validateAd } from "../chain/mod.ts";
 import { fetchJson } from "../io/fetch_json.ts";
 import type { DirectoryEntry, ProviderDirectory } from "./gateway.ts";
 

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { type GatewaySet, normalizeGatewayUrl } from "../daemon/gateway_set.ts";
+import { type GatewaySet, normalizeGatewayUrl } from "../daemon/mod.ts";
 import { readBodyLimited } from "../io/fetch_json.ts";
 import { FORBIDDEN_SCOPES, hostScope } from "../io/host_scope.ts";
 

@@ -21,10 +21,15 @@
 
 import { type Address, type Hex, keccak256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { emissionAbi, escrowAbi, registryAbi, stakingAbi } from "../chain/abi.ts";
-import type { ChainContracts } from "../chain/types.ts";
+import {
+  type ChainContracts,
+  emissionAbi,
+  escrowAbi,
+  registryAbi,
+  stakingAbi,
+} from "../chain/mod.ts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
-import { askPeer, GatewaySet } from "../daemon/gateway_set.ts";
+import { askPeer, GatewaySet } from "../daemon/mod.ts";
 import { writeFileAtomic } from "../io/atomic_write.ts";
 import { startAnvil } from "./anvil.ts";
 import { deployContracts, type DeploymentParams } from "./deploy.ts";
@@ -529,8 +534,12 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       NET_EVM_EMISSION: emission,
       NET_EVM_ESCROW: escrow,
       NET_STATS_SCAN_FROM_BLOCK: deployment.fromBlock.toString(),
+      // The daemon's gateway: with fixed ports its bootstrap list finds them anyway; with
+      // ephemeral ones this is how a daemon started from this file reaches the network.
+      NET_GATEWAY: gateways[0].url,
       NET_DEVNET_GATEWAYS: gateways.map((g) => g.url).join(","),
       NET_DEVNET_ROUTERS: routerUrls.join(","),
+      NET_DEVNET_PROVIDERS: providers.map((p) => p.url).join(","),
     };
     if (options.stateDir) {
       const path = `${options.stateDir.replace(/\/+$/, "")}/devnet.env`;

@@ -16,7 +16,7 @@
 
 import { type Address, bytesToHex, type Hex, hexToBytes } from "viem";
 import type { LocalAccount } from "viem/accounts";
-import { adCommitment, type AdModel, type ProviderAd } from "../chain/ad.ts";
+import { adCommitment, type AdModel, type ProviderAd } from "../chain/mod.ts";
 import {
   encodeKeyConfig,
   endorseKey,

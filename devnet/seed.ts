@@ -31,17 +31,21 @@
 
 import { type Address, type Hex, keccak256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { adCommitment, type ProviderAd } from "../chain/ad.ts";
-import { emissionAbi, escrowAbi, registryAbi, stakingAbi } from "../chain/abi.ts";
-import type { SettlementBucket } from "../chain/settlements.ts";
 import {
+  adCommitment,
+  emissionAbi,
   type EmissionState,
+  escrowAbi,
   isBonded,
   type NetworkState,
+  type ProviderAd,
   type ProviderState,
   type ProviderTier,
+  registryAbi,
   type RouterRecord,
-} from "../chain/types.ts";
+  type SettlementBucket,
+  stakingAbi,
+} from "../chain/mod.ts";
 import { DEFAULT_DEPLOYMENT, type Deployment, type DeploymentParams } from "./deploy.ts";
 import {
   confirm,

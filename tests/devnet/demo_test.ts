@@ -87,7 +87,8 @@ Deno.test({
       assert.match(tee.out, /"code":"attestation_mock"/);
       assert.match(tee.out, /HTTP 502$/);
       assert.match(find("/api/chat")[0].out, /"done":true/);
-      assert.match(find("deno@2 eval")[0].out, /You said: "Hi from the SDK"/);
+      assert.match(find("npm:openai")[0].out, /You said: "Hi from the SDK"/);
+      assert.match(find("npm:ollama")[0].out, /You said: "Hi from ollama-js"/);
       assert.match(find("/v1/verdicts")[0].out, /"outcome":"accepted"/);
       assert.match(find("/v1/gateways")[0].out, /"gateways":\[/);
       assert.match(find("/stats")[0].out, /"live_verified":3/);

@@ -132,6 +132,13 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
       assert.ok(env[name], `${name} missing from devnet.env`);
     }
     const gateways = env.NET_DEVNET_GATEWAYS.split(",");
+    const everything = [
+      env.NET_EVM_RPC_URL,
+      ...gateways,
+      ...env.NET_DEVNET_ROUTERS.split(","),
+      ...env.NET_DEVNET_PROVIDERS.split(","),
+    ];
+    assert.equal(env.NET_GATEWAY, gateways[0]);
     assert.equal((await fetch(`${gateways[0]}/v1/models`).then((r) => r.json())).models.length, 2);
     child.kill("SIGTERM");
     while (true) {
@@ -143,7 +150,7 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
     assert.equal(status.code, 0, output);
     assert.match(output, /devnet: stopped/);
     await assert.rejects(Deno.stat(`${stateDir}/devnet.env`), Deno.errors.NotFound);
-    for (const url of [env.NET_EVM_RPC_URL, ...gateways]) {
+    for (const url of everything) {
       assert.ok(await refused(url), `${url} still answers after the devnet stopped`);
     }
   } finally {
