@@ -41,11 +41,27 @@ export class ProviderReputation {
   readonly #clock: () => Date;
   readonly #capacity: number;
 
-  /** Creates an empty record. */
+  /**
+   * Creates an empty record.
+   *
+   * @throws {RangeError} when `halfLifeMs` is not a positive finite number or `capacity` not
+   * a positive integer.
+   */
   constructor(options: ProviderReputationOptions = {}) {
     this.#halfLifeMs = options.halfLifeMs ?? 600_000;
     this.#clock = options.clock ?? (() => new Date());
     this.#capacity = options.capacity ?? 10_000;
+    // A zero half-life makes every score NaN (0/0); a NaN capacity turns the bound off.
+    if (!Number.isFinite(this.#halfLifeMs) || this.#halfLifeMs <= 0) {
+      throw new RangeError(
+        `Cannot create provider reputation: halfLifeMs must be a positive finite number of ms, found ${this.#halfLifeMs}`,
+      );
+    }
+    if (!Number.isSafeInteger(this.#capacity) || this.#capacity < 1) {
+      throw new RangeError(
+        `Cannot create provider reputation: capacity must be a positive integer, found ${this.#capacity}`,
+      );
+    }
   }
 
   /** Records that `provider` served a request (`true`) or failed one (`false`). */

@@ -6,6 +6,13 @@
  */
 
 import assert from "node:assert/strict";
+import {
+  AEAD_AES_128_GCM,
+  AEAD_CHACHA20_POLY1305,
+  KDF_HKDF_SHA256,
+  KEM_X25519_HKDF_SHA256,
+} from "../../crypto/hpke.ts";
+import type { KeyConfig, SymmetricSuite } from "../../crypto/key_config.ts";
 
 /** A small seeded PRNG (sfc32). Same seed, same sequence. */
 export class Prng {
@@ -184,4 +191,28 @@ export function flipBit(bytes: Uint8Array, bit: number): Uint8Array {
   const out = bytes.slice();
   out[bit >> 3] ^= 1 << (bit & 7);
   return out;
+}
+
+/** The symmetric suites a key configuration may offer (each can seal). */
+const SEALING_SUITES: readonly SymmetricSuite[] = [
+  { kdf: KDF_HKDF_SHA256, aead: AEAD_AES_128_GCM },
+  { kdf: KDF_HKDF_SHA256, aead: AEAD_CHACHA20_POLY1305 },
+];
+
+/**
+ * A random valid key configuration: any key id, a random X25519 public key, and a non-empty
+ * subset of the supported suites in random order.
+ */
+export function randomKeyConfig(prng: Prng): KeyConfig {
+  const suites = [...SEALING_SUITES];
+  for (let i = suites.length - 1; i > 0; i--) {
+    const j = prng.int(0, i);
+    [suites[i], suites[j]] = [suites[j], suites[i]];
+  }
+  return {
+    keyId: prng.int(0, 255),
+    kemId: KEM_X25519_HKDF_SHA256,
+    publicKey: prng.bytes(32),
+    suites: suites.slice(0, prng.int(1, suites.length)).map((s) => ({ ...s })),
+  };
 }

@@ -21,7 +21,7 @@ import {
   validateGatewayKey,
 } from "../../crypto/key_config.ts";
 import { readVectorJson, vectorTest } from "../_vectors.ts";
-import { bytesOf, cat, hex, unhex } from "./_helpers.ts";
+import { bytesOf, cat, hex, Prng, randomKeyConfig, unhex } from "./_helpers.ts";
 
 const publicKey = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
 const config: KeyConfig = {
@@ -192,4 +192,58 @@ Deno.test("key config: a gateway key pairs a key pair with its configuration", a
     suites: [{ kdf: 1, aead: AEAD_CHACHA20_POLY1305 }],
   });
   assert.deepEqual(decodeKeyConfig(encodeKeyConfig(chachaOnly.config)), chachaOnly.config);
+});
+
+// Seeded property-style round trips: a failure names its seed and case, so it reproduces.
+const ROUND_TRIP_SEED = 0x6b65_7901;
+
+Deno.test("key config: seeded random valid configurations encode → decode → equal", () => {
+  const prng = new Prng(ROUND_TRIP_SEED);
+  for (let i = 0; i < 300; i++) {
+    const label = `seed ${ROUND_TRIP_SEED.toString(16)}, case ${i}`;
+    const config = randomKeyConfig(prng);
+    const bytes = encodeKeyConfig(config);
+    assert.equal(bytes.length, 1 + 2 + 32 + 2 + 4 * config.suites.length, label);
+    const decoded = decodeKeyConfig(bytes);
+    assert.deepEqual(decoded, config, label);
+    assert.deepEqual(encodeKeyConfig(decoded), bytes, `${label}: re-encodes byte for byte`);
+  }
+});
+
+Deno.test("key config: seeded random lists encode → decode → equal, and every cut is caught", () => {
+  const prng = new Prng(ROUND_TRIP_SEED + 1);
+  for (let i = 0; i < 100; i++) {
+    const label = `seed ${(ROUND_TRIP_SEED + 1).toString(16)}, case ${i}`;
+    const configs = Array.from({ length: prng.int(1, 8) }, () => randomKeyConfig(prng));
+    const list = encodeKeyConfigList(configs);
+    assert.deepEqual(decodeKeyConfigList(list), configs, label);
+    // The list is each configuration behind its 2-byte length.
+    const expected = cat(
+      ...configs.map((c) => {
+        const bytes = encodeKeyConfig(c);
+        return cat(bytesOf(bytes.length >> 8, bytes.length & 0xff), bytes);
+      }),
+    );
+    assert.deepEqual(list, expected, label);
+    // A cut at an entry boundary is a shorter valid list; anywhere else it is refused.
+    const boundaries = new Map<number, number>();
+    let at = 0;
+    configs.forEach((c, k) => boundaries.set(at += 2 + encodeKeyConfig(c).length, k + 1));
+    for (let cut = 1; cut < list.length; cut++) {
+      const entries = boundaries.get(cut);
+      if (entries !== undefined) {
+        assert.deepEqual(
+          decodeKeyConfigList(list.subarray(0, cut)),
+          configs.slice(0, entries),
+          `${label}: cut after entry ${entries}`,
+        );
+        continue;
+      }
+      assert.throws(
+        () => decodeKeyConfigList(list.subarray(0, cut)),
+        (error: unknown) => error instanceof KeyConfigError && error.reason === "malformed",
+        `${label}: cut at ${cut} of ${list.length}`,
+      );
+    }
+  }
 });

@@ -450,6 +450,8 @@ export interface TdxQuoteOptions {
   qeVendorId?: Uint8Array;
   /** QE MRSIGNER. @default {Intel's TD QE} */
   qeMrSigner?: Uint8Array;
+  /** QE ISVPRODID (Intel's TD QE is 2). @default {2} */
+  qeIsvProdId?: number;
   /** QE ISVSVN. @default {8} */
   qeIsvSvn?: number;
   /** QE attributes byte 0. @default {0x11} */
@@ -535,7 +537,7 @@ export async function buildTdxQuote(
     new Uint8Array(32),
     options.qeMrSigner ?? INTEL_TD_QE_MRSIGNER,
     new Uint8Array(96),
-    u16(2), // ISVPRODID
+    u16(options.qeIsvProdId ?? 2), // ISVPRODID
     u16(options.qeIsvSvn ?? 8),
     new Uint8Array(60),
     concat(sha256(concat(attestationKey, authData)), new Uint8Array(32)),

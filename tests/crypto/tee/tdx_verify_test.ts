@@ -205,6 +205,19 @@ Deno.test("quote-level checks refuse each broken synthetic quote with its own ch
       /MRSIGNER/,
     ],
     ["debug QE", { reportData, qeAttributes0: 0x13 }, "qe_identity", /debug/],
+    // Another Intel enclave (the SGX QE is ISVPRODID 1) signed by the same MRSIGNER.
+    [
+      "QE ISVPRODID 1",
+      { reportData, qeIsvProdId: 1 },
+      "qe_identity",
+      /the QE ISVPRODID is 1, expected 2/,
+    ],
+    [
+      "QE ISVPRODID 0x0102",
+      { reportData, qeIsvProdId: 0x0102 },
+      "qe_identity",
+      /the QE ISVPRODID is 258, expected 2/,
+    ],
   ];
   for (const [label, options, check, message] of table) {
     const quote = await buildTdxQuote(test, options);
