@@ -99,6 +99,8 @@ export class NetworkBackend implements ChatBackend {
         (provider) => this.#reputation.score(provider),
       );
       if (candidates.length === 0) {
+        // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
+        this.#models = undefined;
         const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
         const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
         throw new GatewayExhausted(
@@ -167,6 +169,8 @@ export class NetworkBackend implements ChatBackend {
       }
       throw error;
     }
+    // The provider passed every check: that is the verdict, whatever its reply does next.
+    record("accepted", trusted.verdict);
     // Only now, with a key that passed every check, is the request sealed and sent.
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     const sealed = await sealHttpRequest(trusted.keyConfig, {
@@ -208,7 +212,6 @@ export class NetworkBackend implements ChatBackend {
     } finally {
       clearTimeout(timer);
     }
-    record("accepted", trusted.verdict);
     return {
       served: {
         provider: candidate.provider,

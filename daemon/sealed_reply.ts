@@ -90,7 +90,9 @@ async function* chunks(
   let done = false;
   try {
     for await (const event of events) {
-      if (done) continue; // read on to the authenticated end; nothing may follow [DONE]
+      if (done) {
+        throw new DaemonError("provider_error", "The provider sent events after [DONE]");
+      }
       if (event.data === "[DONE]") {
         done = true;
         continue;

@@ -187,13 +187,13 @@ Deno.test("sealed reply: it resolves at the first chunk while the provider is st
 });
 
 Deno.test("sealed reply: [DONE] ends the chunks, but only the authenticated end ends the reply", async () => {
-  // Events after [DONE] are never delivered.
+  // Events after [DONE] are never delivered, and they fail the reply: nothing may follow it.
   const after = await run({
     status: 200,
     headers: SSE,
     body: events(chunk(1), "[DONE]", chunk(2), "not json", { error: { message: "late" } }),
   });
-  assert.equal(after.error, undefined, after.error?.message);
+  fails(after, "provider_error", "rest", /after \[DONE\]/, "events after [DONE]");
   assert.deepEqual(after.chunks, [chunk(1)]);
 
   // A relay that cuts the stream right after [DONE] (before the final sealed chunk) is caught.
