@@ -344,3 +344,28 @@ export function canonicalAd(ad: ProviderAd): string {
 export function adCommitment(ad: ProviderAd): Hex {
   return keccak256(stringToBytes(canonicalAd(ad)));
 }
+
+/** Prices as bigints (or their decimal strings), per 1M tokens. */
+export interface PricePair {
+  /** Input tokens. */
+  input: bigint | string;
+  /** Output tokens. */
+  output: bigint | string;
+}
+
+/** The blended price of a model: input + output per 1M tokens, exact. */
+export function blendedPrice(prices: PricePair): bigint {
+  return BigInt(prices.input) + BigInt(prices.output);
+}
+
+/**
+ * Compares two prices by the "cheapest price" rule of `docs/protocol.md` §1: the lower
+ * blended price first, ties to the lower output price. Negative when `a` is cheaper, positive
+ * when `b` is, zero when they are equal under the rule. Exact (bigint).
+ */
+export function comparePrices(a: PricePair, b: PricePair): number {
+  const ba = blendedPrice(a), bb = blendedPrice(b);
+  if (ba !== bb) return ba < bb ? -1 : 1;
+  const oa = BigInt(a.output), ob = BigInt(b.output);
+  return oa === ob ? 0 : oa < ob ? -1 : 1;
+}

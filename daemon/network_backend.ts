@@ -14,6 +14,7 @@
  * @module
  */
 
+import { blendedPrice } from "../chain/ad.ts";
 import { SealError, sealHttpRequest } from "../crypto/mod.ts";
 import type {
   ChatBackend,
@@ -271,10 +272,8 @@ export function rank(
   model: string,
   score: (provider: string) => number = () => 0.5,
 ): ProviderCandidate[] {
-  const price = (c: ProviderCandidate) => {
-    const m = c.ad.models.find((x) => x.id === model)!;
-    return BigInt(m.prices.input) + BigInt(m.prices.output);
-  };
+  const price = (c: ProviderCandidate) =>
+    blendedPrice(c.ad.models.find((x) => x.id === model)!.prices);
   return [...candidates].map((c) => ({ c, price: price(c), score: score(c.provider) }))
     .sort((a, b) => {
       if ((a.c.available > 0) !== (b.c.available > 0)) return a.c.available > 0 ? -1 : 1;

@@ -16,6 +16,7 @@
  * @module
  */
 
+import { comparePrices } from "../chain/mod.ts";
 import { type GatewaySet, normalizeGatewayUrl } from "../daemon/mod.ts";
 import { readBodyLimited } from "../io/fetch_json.ts";
 import { FORBIDDEN_SCOPES, hostScope } from "../io/host_scope.ts";
@@ -406,22 +407,12 @@ export function listModels(entries: readonly DirectoryEntry[]): {
       }
       existing.providers++;
       existing.context_length = Math.max(existing.context_length, m.context_length);
-      if (cheaper(m.prices, existing.cheapest_price)) existing.cheapest_price = { ...m.prices };
+      if (comparePrices(m.prices, existing.cheapest_price) < 0) {
+        existing.cheapest_price = { ...m.prices };
+      }
     }
   }
   return [...byKey.values()].sort((a, b) =>
     a.model.localeCompare(b.model) || a.tier.localeCompare(b.tier)
   );
-}
-
-/**
- * Whether `a` is cheaper than `b` by the rule of `docs/protocol.md` §1: the lower blended
- * price (input + output per 1M tokens) wins, ties go to the lower output price. Exact.
- */
-function cheaper(
-  a: { input: string; output: string },
-  b: { input: string; output: string },
-): boolean {
-  const sa = BigInt(a.input) + BigInt(a.output), sb = BigInt(b.input) + BigInt(b.output);
-  return sa < sb || (sa === sb && BigInt(a.output) < BigInt(b.output));
 }

@@ -17,6 +17,7 @@
  * @module
  */
 
+import { comparePrices } from "../chain/ad.ts";
 import type { SettlementBucket } from "../chain/settlements.ts";
 import type { ProviderTier } from "../chain/types.ts";
 import { meanReputation, reputation, REPUTATION_EPOCHS } from "./reputation.ts";
@@ -316,11 +317,8 @@ export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): { mod
   const models = [...offers.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(
     ([model, list]): ModelView => {
       const cheapest = list.reduce((best, o) => {
-        const blended = o.input + o.output;
-        const bestBlended = best.input + best.output;
-        if (blended !== bestBlended) return blended < bestBlended ? o : best;
-        if (o.output !== best.output) return o.output < best.output ? o : best;
-        return o.provider < best.provider ? o : best;
+        const order = comparePrices(o, best);
+        return order !== 0 ? (order < 0 ? o : best) : (o.provider < best.provider ? o : best);
       });
       return {
         model,

@@ -5,7 +5,9 @@ import {
   adCommitment,
   AdError,
   type AdFailure,
+  blendedPrice,
   canonicalAd,
+  comparePrices,
   MAX_AD_BYTES,
   parseAd,
   type ProviderAd,
@@ -244,4 +246,22 @@ Deno.test("with a Registry record, the ad must match it", () => {
       `${reason} ${field}`,
     );
   }
+});
+
+Deno.test("comparePrices: lower blended price first, ties to the lower output price, exact", () => {
+  const cases: [[string, string], [string, string], number][] = [
+    [["100", "300"], ["250", "100"], -1], // 400 vs 350
+    [["250", "100"], ["150", "200"], -1], // 350 vs 350: output 100 < 200
+    [["150", "200"], ["250", "100"], 1],
+    [["1", "2"], ["1", "2"], 0],
+    [["9007199254740993", "0"], ["9007199254740992", "0"], 1], // beyond 2^53
+  ];
+  for (const [[ai, ao], [bi, bo], expected] of cases) {
+    assert.equal(
+      Math.sign(comparePrices({ input: ai, output: ao }, { input: bi, output: bo })),
+      expected,
+      `${ai}+${ao} vs ${bi}+${bo}`,
+    );
+  }
+  assert.equal(blendedPrice({ input: 2n ** 255n, output: 2n ** 255n }), 2n ** 256n);
 });
