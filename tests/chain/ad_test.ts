@@ -250,7 +250,7 @@ Deno.test("with a Registry record, the ad must match it", () => {
 
 Deno.test("comparePrices: lower blended price first, ties to the lower output price, exact", () => {
   const cases: [[string, string], [string, string], number][] = [
-    [["100", "300"], ["250", "100"], -1], // 400 vs 350
+    [["100", "300"], ["250", "100"], 1], // 400 vs 350: the second is cheaper
     [["250", "100"], ["150", "200"], -1], // 350 vs 350: output 100 < 200
     [["150", "200"], ["250", "100"], 1],
     [["1", "2"], ["1", "2"], 0],
