@@ -39,6 +39,7 @@ import { createGatewayHandler } from "./gateway.ts";
 import { advertisedHost, listen, type Listening } from "./_listen.ts";
 import { type Attester, DevnetProvider } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
+import { registerRoles } from "./seed.ts";
 import { createSigner, devAccounts, type DevnetSigner, sendAndConfirm } from "./signer.ts";
 import { UpstreamEngine } from "./upstream_engine.ts";
 
@@ -388,35 +389,14 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       args: [stakes.map((s) => s.account), stakes.map((s) => s.amount)],
       value: stakes.reduce((sum, s) => sum + s.amount, 0n),
     });
-    for (const validator of validators) {
-      await sendAndConfirm(owner, {
-        address: registry,
-        abi: registryAbi,
-        functionName: "addValidator",
-        args: [validator],
-      });
-    }
-    for (const [r, router] of routers.entries()) {
-      await sendAndConfirm(owner, {
-        address: registry,
-        abi: registryAbi,
-        functionName: "addRouter",
-        args: [privateKeyToAccount(devKey(`router/${r}`)).address, router.url],
-      });
-    }
-    for (let m = 0; m < 3; m++) {
-      await sendAndConfirm(owner, {
-        address: registry,
-        abi: registryAbi,
-        functionName: "approveMeasurement",
-        args: [devKey(`measurement/${m}`)],
-      });
-    }
-    await sendAndConfirm(owner, {
-      address: escrow,
-      abi: escrowAbi,
-      functionName: "addSettler",
-      args: [accounts.settler.address],
+    await registerRoles(owner, { registry, escrow }, {
+      validators,
+      routers: routers.map((router, r) => ({
+        id: privateKeyToAccount(devKey(`router/${r}`)).address,
+        url: router.url,
+      })),
+      measurements: Array.from({ length: 3 }, (_, m) => devKey(`measurement/${m}`)),
+      settler: accounts.settler.address,
     });
     await sendAndConfirm(consumer, {
       address: escrow,

@@ -548,6 +548,60 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
+/** The network's roles to register: validators, routers, approved measurements, a settler. */
+export interface NetworkRoles {
+  /** Validator addresses. */
+  validators: readonly Address[];
+  /** Routers: an id and the URL serving `GET /v1/ads`. */
+  routers: readonly RouterRecord[];
+  /** Approved TEE measurement ids. */
+  measurements: readonly Hex[];
+  /** The Escrow's settler. */
+  settler: Address;
+}
+
+/**
+ * Registers validators, routers and approved measurements in the Registry and the settler in
+ * the Escrow, as the contracts' owner (one transaction each).
+ */
+export async function registerRoles(
+  owner: DevnetSigner,
+  contracts: { registry: Address; escrow: Address },
+  roles: NetworkRoles,
+): Promise<void> {
+  const { registry, escrow } = contracts;
+  for (const validator of roles.validators) {
+    await sendAndConfirm(owner, {
+      address: registry,
+      abi: registryAbi,
+      functionName: "addValidator",
+      args: [validator],
+    });
+  }
+  for (const router of roles.routers) {
+    await sendAndConfirm(owner, {
+      address: registry,
+      abi: registryAbi,
+      functionName: "addRouter",
+      args: [router.id, router.url],
+    });
+  }
+  for (const measurement of roles.measurements) {
+    await sendAndConfirm(owner, {
+      address: registry,
+      abi: registryAbi,
+      functionName: "approveMeasurement",
+      args: [measurement],
+    });
+  }
+  await sendAndConfirm(owner, {
+    address: escrow,
+    abi: escrowAbi,
+    functionName: "addSettler",
+    args: [roles.settler],
+  });
+}
+
 /**
  * Sends the plan to a freshly deployed network. The chain's block timestamps are set by the
  * seed (one second per block, jumps between epochs), so the last block's timestamp is exactly
@@ -643,38 +697,14 @@ export async function seedNetwork(
     }
   }
 
-  for (const v of plan.validators) {
-    await sendAndConfirm(owner, {
-      address: registry,
-      abi: registryAbi,
-      functionName: "addValidator",
-      args: [v.address],
-    });
-  }
-  for (const router of plan.routers) {
-    await sendAndConfirm(owner, {
-      address: registry,
-      abi: registryAbi,
-      functionName: "addRouter",
-      args: [router.id, router.url],
-    });
-  }
-  for (const measurement of plan.measurements) {
-    await sendAndConfirm(owner, {
-      address: registry,
-      abi: registryAbi,
-      functionName: "approveMeasurement",
-      args: [measurement],
-    });
-  }
-
-  // Escrow: a settler, a consumer deposit, settlements in each planned epoch.
-  await sendAndConfirm(owner, {
-    address: escrow,
-    abi: escrowAbi,
-    functionName: "addSettler",
-    args: [accounts.settler.address],
+  await registerRoles(owner, target.deployment.contracts, {
+    validators: plan.validators.map((v) => v.address),
+    routers: plan.routers,
+    measurements: plan.measurements,
+    settler: accounts.settler.address,
   });
+
+  // Escrow: a consumer deposit, settlements in each planned epoch.
   await sendAndConfirm(consumer, {
     address: escrow,
     abi: escrowAbi,
