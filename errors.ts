@@ -75,6 +75,35 @@ export class NetError extends Error {
 }
 
 /**
+ * The one pattern for an operation's error with a machine-readable reason: the constructor,
+ * the `reason` field and their documentation live here once, so each operation's class is
+ * only its literal `name` over its own union of reasons.
+ *
+ * @example
+ * ```ts
+ * import { ReasonError } from "@net/consumer";
+ *
+ * type ParseFailure = "empty" | "malformed";
+ * class ParseError extends ReasonError<ParseFailure> {
+ *   override readonly name = "ParseError" as const;
+ * }
+ *
+ * const error = new ParseError("empty", "Cannot parse the file: it is empty");
+ * console.assert(error.reason === "empty" && error instanceof ReasonError);
+ * ```
+ */
+export class ReasonError<Reason extends string> extends NetError {
+  /** Machine-readable reason, one of the operation's own union. */
+  readonly reason: Reason;
+
+  /** Creates the error with its reason, a short message and optional details, hints, cause. */
+  constructor(reason: Reason, shortMessage: string, options: NetErrorOptions = {}) {
+    super(shortMessage, options);
+    this.reason = reason;
+  }
+}
+
+/**
  * Walks the `cause` chain of any value (the value itself first) and returns the first link for
  * which `match` is true, or `undefined`. Cycles end the walk.
  */

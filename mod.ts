@@ -23,4 +23,4 @@
  * @module
  */
 
-export { abbreviate, findCause, NetError, type NetErrorOptions } from "./errors.ts";
+export { abbreviate, findCause, NetError, type NetErrorOptions, ReasonError } from "./errors.ts";

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { readText } from "./_files.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const LIBRARY_DIRS = ["chain/", "crypto/", "daemon/", "indexer/", "io/"];
+const LIBRARY_DIRS = ["chain/", "crypto/", "daemon/", "indexer/", "io/", "http/", "settings/"];
 const TOP_LEVEL = ["README.md", "deno.json", "mod.ts", "errors.ts", "version.ts"];
 const FORBIDDEN = [
   "tests/",
