@@ -137,7 +137,9 @@ function rule(issue: z.core.$ZodIssue): string {
     case "too_small":
       return sizeRule(issue);
     case "invalid_format":
-      return `must be a valid ${issue.format}`;
+      return issue.format === "regex"
+        ? `must match ${(issue as { pattern?: string }).pattern ?? "its pattern"}`
+        : `must be a valid ${issue.format}`;
     case "not_multiple_of":
       return `must be a multiple of ${issue.divisor}`;
     case "invalid_union": {

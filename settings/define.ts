@@ -173,7 +173,9 @@ function helpText<S extends Record<string, Setting<unknown>>>(text: ProgramText,
     "",
     text.usage,
     "",
-    "Options (each also read from the environment variable shown; a flag wins):",
+    all.some((s) => s.flag && s.env)
+      ? "Options (a flag wins over the environment variable shown in brackets):"
+      : "Options:",
     ...flags,
     helpEntry(
       { kind: { isSwitch: true } as Kind<boolean>, help: "Print this text." },

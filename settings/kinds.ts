@@ -114,7 +114,7 @@ export interface IntegerOptions {
 export function integer(options: IntegerOptions = {}): Kind<number> {
   const min = options.min ?? 0;
   const max = options.max ?? Number.MAX_SAFE_INTEGER;
-  const unit = options.unit ? ` ${options.unit}` : "";
+  const unit = options.unit ? ` of ${options.unit}` : "";
   const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `${min} to ${max}`;
   return kind("<n>", `a whole number${unit}, ${range}`, (text) => {
     if (!/^\d{1,16}$/.test(text)) throw new Error("not a whole number");

@@ -52,7 +52,10 @@ function service(middleware = []): Service {
         method: "get",
         path: "/items",
         summary: "Lists items",
-        query: z.object({ limit: z.coerce.number().int().min(1).max(10).optional() }).strict(),
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(10).optional(),
+          tag: z.string().regex(/^[a-z]+$/).optional(),
+        }).strict(),
         responses: {
           200: { description: "Items", content: json(z.object({ limit: z.number() })) },
         },
@@ -142,6 +145,12 @@ Deno.test("every refusal is a 400 that names the field; the handler receives not
       /at most 10; found "99"/,
     ],
     ["unknown query", new Request(`${base}/items?x=1`), "x", /not a known field/],
+    [
+      "query off its pattern",
+      new Request(`${base}/items?tag=A1`),
+      "tag",
+      /must match \/\^\[a-z\]\+\$\/; found "A1"/,
+    ],
     ["repeated query", new Request(`${base}/items?limit=1&limit=2`), "limit", /appears twice/],
     ["path too long", new Request(`${base}/items/${"a".repeat(30)}`), "id", /at most 20 char/],
     ["empty body", post(""), null, /empty/],
