@@ -248,3 +248,31 @@ Deno.test("provider: its document matches its routes, and its answers match its 
     checker.check(await answer("/v1/relay", "post", wrongMethod));
   }
 });
+
+Deno.test("the layer's limits and unexpected failures answer in the network's shape, without the cause", async () => {
+  const logged: string[] = [];
+  const router = createRouterService({
+    source: () => {
+      throw new Error("database password is hunter2");
+    },
+    log: (line) => logged.push(line),
+  });
+  await using server = serve(router.fetch);
+  const checker = new OpenApiChecker(router.document());
+  const failed = await answer("/v1/ads", "get", await fetch(`${server.url}/v1/ads`));
+  assert.equal(failed.status, 500);
+  assert.deepEqual(errorOf(failed), {
+    code: "internal_error",
+    message: "The router failed to answer",
+  });
+  checker.check(failed);
+  assert.ok(logged.some((line) => line.includes("hunter2")), "the cause is logged");
+  const long = await answer(
+    "/v1/ads",
+    "get",
+    await fetch(`${server.url}/v1/ads?pad=${"x".repeat(9000)}`),
+  );
+  assert.equal(long.status, 414);
+  assert.equal(errorOf(long).code, "url_too_long");
+  checker.check(long);
+});
