@@ -171,10 +171,8 @@ export interface LiveProviderRecord {
   address: Address;
   /** Its tier. */
   tier: "verified" | "tee";
-  /** Its ad's commitment. */
-  commitment: Hex;
-  /** Its serving key's address (the Registry's `trustRoot`). */
-  servingKey: Address;
+  /** Its ad's commitment, and its serving key's address (the Registry's `trustRoot`). */
+  provider: { commitment: Hex; ad: { serving_key: Address } };
 }
 
 /** What {@linkcode registerDevnet} registers besides the live providers. */
@@ -221,8 +219,8 @@ export async function registerDevnet(
     args: [[
       ...live.map((p) => ({
         provider: p.address,
-        adCommitment: p.commitment,
-        trustRoot: p.servingKey,
+        adCommitment: p.provider.commitment,
+        trustRoot: p.provider.ad.serving_key,
         tier: p.tier === "tee" ? 1 : 0,
         active: true,
       })),
@@ -298,10 +296,13 @@ export async function mineBlock(chain: DevnetChain): Promise<void> {
 export interface SettledProvider {
   /** Its address. */
   address: Address;
-  /** Takes the usage served since the last call. */
-  takeUsage(): ServedUsage;
-  /** Gives usage back (its settlement failed). */
-  restoreUsage(usage: ServedUsage): void;
+  /** Its usage counter. */
+  provider: {
+    /** Takes the usage served since the last call. */
+    takeUsage(): ServedUsage;
+    /** Gives usage back (its settlement failed). */
+    restoreUsage(usage: ServedUsage): void;
+  };
 }
 
 /**
@@ -316,7 +317,7 @@ export async function settleUsage(
   providers: readonly SettledProvider[],
 ): Promise<number> {
   const items = providers
-    .map((p) => ({ p, usage: p.takeUsage() }))
+    .map((p) => ({ p, usage: p.provider.takeUsage() }))
     .filter(({ usage }) => usage.tokens > 0n);
   if (items.length === 0) return 0;
   try {
@@ -333,7 +334,7 @@ export async function settleUsage(
     });
   } catch (error) {
     // Not settled: keep the usage for the next round instead of losing it.
-    for (const { p, usage } of items) p.restoreUsage(usage);
+    for (const { p, usage } of items) p.provider.restoreUsage(usage);
     throw error;
   }
   return items.length;

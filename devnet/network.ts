@@ -248,17 +248,11 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     // 3. On-chain registration of everything, with providers that are not live.
     const offline = options.offlineProviders ?? 2;
     const underbonded = options.underbondedProviders ?? 1;
-    const registered = await registerDevnet(
-      chain,
-      deployment,
-      providers.map((p) => ({
-        address: p.address,
-        tier: p.tier,
-        commitment: p.provider.commitment,
-        servingKey: p.provider.ad.serving_key,
-      })),
-      { offline, underbonded, routerUrls },
-    );
+    const registered = await registerDevnet(chain, deployment, providers, {
+      offline,
+      underbonded,
+      routerUrls,
+    });
     log(
       `registered ${providers.length} live, ${offline} offline and ${underbonded} ` +
         `under-bonded providers, ${registered.validators} validators, ` +
@@ -268,15 +262,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     // 4. Gateways, then the background work of a live network.
     const gateways: DevnetGateways = await startGateways(options.gateways ?? 2, routerUrls, serve);
     const settleNow = async () => {
-      const settled = await settleUsage(
-        chain,
-        deployment,
-        providers.map((p) => ({
-          address: p.address,
-          takeUsage: () => p.provider.takeUsage(),
-          restoreUsage: (usage) => p.provider.restoreUsage(usage),
-        })),
-      );
+      const settled = await settleUsage(chain, deployment, providers);
       if (settled > 0) log(`settled usage of ${settled} provider(s)`);
     };
     startLoops(loops, options, {
