@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { Context } from "hono";
 import { ReasonError } from "../errors.ts";
 import { HttpRequestError, type ResponseSpec, z } from "../http/mod.ts";
 import { errorAnswer } from "./_wire.ts";
@@ -72,8 +73,8 @@ function errorBody(status: number, code: string, message: string, headers?: Head
 export function renderNetworkError(
   service: string,
   log: (message: string) => void,
-): (error: unknown) => Response {
-  return (error) => {
+): (error: unknown, c: Context) => Response {
+  return (error, c) => {
     if (error instanceof ServiceError) {
       return errorBody(error.status, error.reason, error.shortMessage);
     }
@@ -84,7 +85,11 @@ export function renderNetworkError(
       const headers = error.allow.length > 0 ? { allow: error.allow.join(", ") } : undefined;
       return errorBody(error.status, code, error.shortMessage, headers);
     }
-    log(`${service}: ${error instanceof Error ? error.stack : String(error)}`);
+    log(
+      `${service} failed to answer ${c.req.method} ${c.req.path}: ${
+        error instanceof Error ? error.stack : String(error)
+      }`,
+    );
     return errorBody(500, "internal_error", `The ${service} failed to answer`);
   };
 }

@@ -11,7 +11,7 @@ import { z } from "../http/mod.ts";
 /** A string that must match `pattern`; a mismatch says `must be <says>` (the pattern is documented). */
 export function matching(pattern: RegExp, says: string): z.ZodString {
   return z.string().refine((value) => pattern.test(value), { message: `must be ${says}` })
-    .openapi({ pattern: pattern.source }) as unknown as z.ZodString;
+    .openapi({ pattern: pattern.source });
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
