@@ -18,11 +18,15 @@ import {
 import { ensureAnvil } from "../tools/setup.ts";
 import { type Devnet, DEVNET_PORTS, type DevnetOptions, startDevnet } from "./network.ts";
 
-/** A host name or an IP address without a port: the shared kind, refusing what no host is. */
-function strictHost(): Kind<string> {
+/**
+ * A host name or an IP address without a port: the shared kind, refusing what no host is (a
+ * name of dots, colons that are no IPv6 address), shown in `--help` as `placeholder`.
+ */
+function strictHost(placeholder: string): Kind<string> {
   const kind = host();
   return {
     ...kind,
+    placeholder,
     schema: kind.schema.refine(isHost, { message: "not a host name or an IP address" }),
   };
 }
@@ -66,14 +70,14 @@ export const DEVNET_SETTINGS = defineSettings({
   },
   hostname: {
     flag: "host",
-    kind: strictHost(),
+    kind: strictHost("<address>"),
     default: "127.0.0.1",
     help: "Listen address of every server and of anvil; 0.0.0.0 serves other hosts, e.g. " +
       "other containers.",
   },
   publicHost: {
     flag: "public-host",
-    kind: strictHost(),
+    kind: strictHost("<name>"),
     defaultText: "the --host address, or 127.0.0.1 for 0.0.0.0",
     help: "Host name in every URL the devnet advertises (provider endpoints, router URLs on " +
       "chain, gateways, NET_EVM_RPC_URL), e.g. devnet in compose.",
