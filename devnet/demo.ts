@@ -7,26 +7,52 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import {
+  choice,
+  defineSettings,
+  SettingError,
+  type SettingValues,
+  text,
+  url,
+} from "../settings/mod.ts";
 import { ensureAnvil } from "../tools/setup.ts";
 import { describeDevnet } from "./main.ts";
 import { type Devnet, startDevnet } from "./network.ts";
 
-/** The `--help` text. */
-export const DEMO_HELP = `Usage: deno task demo [options]
-
-Starts the reference network, the indexer and the daemon on loopback, then prints commands
-to try. Ctrl-C stops everything.
-
-Options:
-  --ports fixed|ephemeral   fixed: the daemon on 127.0.0.1:11435, the indexer on
-                            127.0.0.1:8088, the chain on 8545 (default); ephemeral: free ports
-  --upstream <url>          providers forward to this OpenAI-compatible server instead of
-                            the built-in devnet/echo model
-  --state-dir <dir>         devnet.env and the daemon's data directory (default: .devnet)
-  -h, --help                show this text
-`;
+/** The settings of `deno task demo`: flags, defaults, checks and `--help`. */
+export const DEMO_SETTINGS = defineSettings({
+  usage: "Usage: deno task demo [options]",
+  summary: [
+    "Starts the reference network, the indexer and the daemon on loopback, then prints",
+    "commands to try. Ctrl-C stops everything.",
+  ].join("\n"),
+}, {
+  ports: {
+    flag: "ports",
+    kind: choice(["fixed", "ephemeral"]),
+    default: "fixed",
+    help: "fixed: the daemon on 127.0.0.1:11435, the indexer on 127.0.0.1:8088, the chain on " +
+      "8545; ephemeral: free ports.",
+  },
+  upstream: {
+    flag: "upstream",
+    kind: url({ example: "http://127.0.0.1:11434" }),
+    help: "Providers forward to this OpenAI-compatible server instead of the built-in " +
+      "devnet/echo model.",
+  },
+  upstreamApiKey: {
+    env: "NET_UPSTREAM_API_KEY",
+    kind: text("<key>"),
+    help: "The API key sent to --upstream.",
+  },
+  stateDir: {
+    flag: "state-dir",
+    kind: text("<dir>"),
+    default: ".devnet",
+    help: "devnet.env and the daemon's data directory.",
+  },
+});
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -131,114 +157,143 @@ export function demoCommands(daemon: string, indexer: string): string {
   ].join("\n");
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      ports: { type: "string", default: "fixed" },
-      upstream: { type: "string" },
-      "state-dir": { type: "string", default: ".devnet" },
-      help: { type: "boolean", short: "h" },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(DEMO_HELP);
-    Deno.exit(0);
-  }
-  if (values.ports !== "fixed" && values.ports !== "ephemeral") {
-    console.error(
-      `demo: --ports must be fixed or ephemeral, found ${JSON.stringify(values.ports)}`,
-    );
-    Deno.exit(2);
-  }
-  const fixed = values.ports === "fixed";
-  const stateDir = values["state-dir"];
-  const children: Child[] = [];
-  let devnet: Devnet | undefined;
-  let stopping = false;
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
+type DemoSettings = SettingValues<typeof DEMO_SETTINGS.specs>;
+
+/** A free loopback port. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Starts the indexer, refreshing every 5 s and counting settlements at 2 confirmations. */
+function startIndexer(base: Record<string, string>, port: number): Child {
+  return {
+    name: "indexer",
+    url: `http://127.0.0.1:${port}/health`,
+    process: spawn("indexer", "indexer/main.ts", [], {
+      ...base,
+      NET_STATS_BIND: `127.0.0.1:${port}`,
+      NET_STATS_REFRESH_SECS: "5",
+      NET_STATS_CONFIRMATIONS: "2",
+    }),
+  };
+}
+
+/** Starts the daemon on the devnet's chain and gateways. */
+function startDaemon(
+  devnet: Devnet,
+  base: Record<string, string>,
+  options: { port: number; fixed: boolean; stateDir: string },
+): Child {
+  const args = devnet.gateways.length > 0 && !options.fixed
+    ? ["--gateway", devnet.gateways[0]]
+    : [];
+  return {
+    name: "daemon",
+    url: `http://127.0.0.1:${options.port}/`,
+    process: spawn("daemon", "daemon/main.ts", args, {
+      ...base,
+      NET_DAEMON_BIND: `127.0.0.1:${options.port}`,
+      NET_DATA_DIR: `${options.stateDir}/daemon`,
+      NET_EVM_RPC_URL: devnet.rpcUrl,
+      NET_EVM_REGISTRY: devnet.contracts.registry,
+      NET_EVM_STAKING: devnet.contracts.staking,
+    }),
+  };
+}
+
+/** What is running, and how to stop all of it (once). */
+class Demo {
+  readonly children: Child[] = [];
+  devnet: Devnet | undefined;
+  stopping = false;
+
+  /** Stops every child, then the devnet, then exits with `code`. */
+  async stop(code: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
     console.log("demo: stopping…");
-    for (const child of children) {
+    for (const child of this.children) {
       try {
         child.process.kill("SIGTERM");
       } catch { /* already exited */ }
     }
-    await Promise.all(children.map((c) => c.process.status));
-    await devnet?.stop();
+    await Promise.all(this.children.map((c) => c.process.status));
+    await this.devnet?.stop();
     console.log("demo: stopped");
     Deno.exit(code);
-  };
-  Deno.addSignalListener("SIGINT", () => stop(0));
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", () => stop(0));
-
-  try {
-    console.log("demo: [1/4] installing tools (anvil) if needed…");
-    await ensureAnvil((l) => console.log(`demo: ${l}`));
-    console.log("demo: [2/4] starting the reference network…");
-    devnet = await startDevnet({
-      ports: values.ports,
-      stateDir,
-      upstream: values.upstream,
-      log: (l) => console.log(`  [devnet] ${l}`),
-    });
-    console.log(describeDevnet(devnet, stateDir));
-
-    const free = () => {
-      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-      const port = (listener.addr as Deno.NetAddr).port;
-      listener.close();
-      return port;
-    };
-    const indexerPort = fixed ? 8088 : free();
-    const daemonPort = fixed ? 11435 : free();
-    const base = { ...Deno.env.toObject(), ...devnet.env, NO_COLOR: "1" };
-
-    console.log("demo: [3/4] starting the indexer…");
-    const indexer: Child = {
-      name: "indexer",
-      url: `http://127.0.0.1:${indexerPort}/health`,
-      process: spawn("indexer", "indexer/main.ts", [], {
-        ...base,
-        NET_STATS_BIND: `127.0.0.1:${indexerPort}`,
-        NET_STATS_REFRESH_SECS: "5",
-        NET_STATS_CONFIRMATIONS: "2",
-      }),
-    };
-    children.push(indexer);
-    await ready(indexer, 60_000);
-
-    console.log("demo: [4/4] starting the daemon…");
-    const daemonArgs = devnet.gateways.length > 0 && !fixed
-      ? ["--gateway", devnet.gateways[0]]
-      : [];
-    const daemon: Child = {
-      name: "daemon",
-      url: `http://127.0.0.1:${daemonPort}/`,
-      process: spawn("daemon", "daemon/main.ts", daemonArgs, {
-        ...base,
-        NET_DAEMON_BIND: `127.0.0.1:${daemonPort}`,
-        NET_DATA_DIR: `${stateDir}/daemon`,
-        NET_EVM_RPC_URL: devnet.rpcUrl,
-        NET_EVM_REGISTRY: devnet.contracts.registry,
-        NET_EVM_STAKING: devnet.contracts.staking,
-      }),
-    };
-    children.push(daemon);
-    await ready(daemon, 60_000);
-
-    console.log(demoCommands(`http://127.0.0.1:${daemonPort}`, `http://127.0.0.1:${indexerPort}`));
-    console.log("\ndemo: ready");
-    // Any child that dies takes the demo down with it, visibly.
-    const first = await Promise.race(children.map((c) => c.process.status.then((s) => ({ c, s }))));
-    if (!stopping) {
-      console.error(`demo: ${first.c.name} exited with code ${first.s.code}; stopping`);
-      await stop(1);
-    }
-  } catch (error) {
-    console.error(`demo: cannot start: ${error instanceof Error ? error.message : error}`);
-    await stop(1);
   }
 }
+
+/** Starts everything in order, prints the commands, and stops when any child dies. */
+async function run(demo: Demo, settings: DemoSettings): Promise<void> {
+  const fixed = settings.ports === "fixed";
+  console.log("demo: [1/4] installing tools (anvil) if needed…");
+  await ensureAnvil((l) => console.log(`demo: ${l}`));
+  console.log("demo: [2/4] starting the reference network…");
+  const devnet = demo.devnet = await startDevnet({
+    ports: settings.ports,
+    stateDir: settings.stateDir,
+    upstream: settings.upstream,
+    upstreamApiKey: settings.upstreamApiKey,
+    log: (l) => console.log(`  [devnet] ${l}`),
+  });
+  console.log(describeDevnet(devnet, settings.stateDir));
+  const indexerPort = fixed ? 8088 : freePort();
+  const daemonPort = fixed ? 11435 : freePort();
+  const base = { ...Deno.env.toObject(), ...devnet.env, NO_COLOR: "1" };
+
+  console.log("demo: [3/4] starting the indexer…");
+  const indexer = startIndexer(base, indexerPort);
+  demo.children.push(indexer);
+  await ready(indexer, 60_000);
+  console.log("demo: [4/4] starting the daemon…");
+  const daemon = startDaemon(devnet, base, {
+    port: daemonPort,
+    fixed,
+    stateDir: settings.stateDir,
+  });
+  demo.children.push(daemon);
+  await ready(daemon, 60_000);
+
+  console.log(demoCommands(`http://127.0.0.1:${daemonPort}`, `http://127.0.0.1:${indexerPort}`));
+  console.log("\ndemo: ready");
+  // Any child that dies takes the demo down with it, visibly.
+  const first = await Promise.race(
+    demo.children.map((c) => c.process.status.then((s) => ({ c, s }))),
+  );
+  if (!demo.stopping) {
+    console.error(`demo: ${first.c.name} exited with code ${first.s.code}; stopping`);
+    await demo.stop(1);
+  }
+}
+
+/** Runs `deno task demo`; exits 2 on bad settings, 1 when something fails to start. */
+async function main(args: readonly string[], env: Record<string, string>): Promise<void> {
+  let settings: DemoSettings;
+  try {
+    const parsed = DEMO_SETTINGS.parse(args, env);
+    if (parsed.help) {
+      console.log(parsed.text);
+      Deno.exit(0);
+    }
+    settings = parsed.values;
+  } catch (error) {
+    if (!(error instanceof SettingError)) throw error;
+    console.error(`demo: ${error.message}`);
+    Deno.exit(2);
+  }
+  const demo = new Demo();
+  Deno.addSignalListener("SIGINT", () => demo.stop(0));
+  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", () => demo.stop(0));
+  try {
+    await run(demo, settings);
+  } catch (error) {
+    console.error(`demo: cannot start: ${error instanceof Error ? error.message : error}`);
+    await demo.stop(1);
+  }
+}
+
+if (import.meta.main) await main(Deno.args, Deno.env.toObject());

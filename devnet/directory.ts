@@ -1,13 +1,16 @@
 /**
  * A gateway's provider directory fed by routers: it polls each router's `GET /v1/ads`
  * (bounded in time and size), validates every ad strictly (`chain/ad.ts`), and keeps the
- * last good view of each router. An invalid entry is dropped and reported, never guessed at.
+ * last good view of each router. An invalid entry is dropped and reported, never guessed at; a
+ * capacity or metrics report that does not have the protocol's shape (`docs/protocol.md` §2)
+ * is kept as `null` (unknown).
  *
  * @module
  */
 
 import { validateAd } from "../chain/mod.ts";
 import { fetchJson } from "../io/fetch_json.ts";
+import { Capacity, Metrics } from "./_wire.ts";
 import type { DirectoryEntry, ProviderDirectory } from "./gateway.ts";
 
 /** Options of {@linkcode RouterDirectory}. */
@@ -71,8 +74,8 @@ export class RouterDirectory implements ProviderDirectory {
               provider: valid.provider.toLowerCase(),
               tier: valid.tier,
               ad: valid,
-              capacity: capacity ?? null,
-              metrics: metrics ?? null,
+              capacity: Capacity.safeParse(capacity).success ? capacity : null,
+              metrics: Metrics.safeParse(metrics).success ? metrics : null,
             });
           } catch (error) {
             log(`directory: ${router} lists an invalid ad: ${(error as Error).message}`);

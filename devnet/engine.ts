@@ -8,7 +8,7 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 
 /** A model an engine serves, as it appears in the provider's ad. */
 export interface EngineModel {
@@ -55,20 +55,18 @@ export interface InferenceEngine {
 }
 
 /** Why an engine refused or failed a request. */
-export type EngineFailure = "unknown_model" | "invalid_request" | "upstream";
+export type EngineFailure =
+  /** The engine does not serve the requested model (the provider answers a sealed 404). */
+  | "unknown_model"
+  /** The request is not one the engine can run (a sealed 400). */
+  | "invalid_request"
+  /** The upstream server failed or could not be reached (a sealed 502). */
+  | "upstream";
 
 /** Thrown by engines. */
-export class EngineError extends NetError {
+export class EngineError extends ReasonError<EngineFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "EngineError" as const;
-  /** Machine-readable reason. */
-  readonly reason: EngineFailure;
-
-  /** Creates the error. */
-  constructor(reason: EngineFailure, shortMessage: string, options: { cause?: unknown } = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /**

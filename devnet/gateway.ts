@@ -5,21 +5,38 @@
  * It lists what its provider directory knows, passes key and attestation requests through
  * to the provider, and relays sealed chat exchanges **byte for byte as they arrive**, in both
  * directions: it never buffers, parses or sees plaintext. It also answers gossip
- * (`GET /v1/gateways`) from its {@linkcode GatewaySet}.
+ * (`GET /v1/gateways`) from its {@linkcode GatewaySet}, and serves its OpenAPI document at
+ * `GET /openapi.json`.
  *
  * A provider's ad `endpoint` is attacker-controlled (anyone can list a provider), so every
- * request to a provider is bounded: the endpoint is re-checked (no credentials, query or
- * fragment; never a link-local, unspecified or reserved address), redirects are never followed
- * (a 3xx is a 502 `provider_error`), a pass-through answer must be JSON and is always served as
- * `application/json`, and error messages never quote a provider's free text.
+ * request to a provider is bounded (`gateway_forward.ts`): the endpoint is re-checked,
+ * redirects are never followed, a pass-through answer must be JSON, error messages never quote
+ * a provider's free text, and a relay must start answering within a connect timeout.
  *
  * @module
  */
 
 import { comparePrices } from "../chain/mod.ts";
 import { type GatewaySet, normalizeGatewayUrl } from "../daemon/mod.ts";
-import { readBodyLimited } from "../io/fetch_json.ts";
-import { FORBIDDEN_SCOPES, hostScope } from "../io/host_scope.ts";
+import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
+import { VERSION } from "../version.ts";
+import { COMMON_RESPONSES, renderNetworkError, ServiceError } from "./_errors.ts";
+import {
+  AttestationBundle,
+  errorAnswer,
+  GatewayList,
+  matching,
+  ModelId,
+  ModelList,
+  Nonce,
+  ProviderKey,
+  ProviderList,
+  Sealed,
+  SEALED_REQUEST,
+  SEALED_RESPONSE,
+  Tier,
+} from "./_wire.ts";
+import { type ForwardOptions, passThrough, type ProviderTarget, relay } from "./gateway_forward.ts";
 
 /** A provider as the gateway knows it (from the routers' ads). */
 export interface DirectoryEntry {
@@ -48,7 +65,7 @@ export interface ProviderDirectory {
   entries(): readonly DirectoryEntry[];
 }
 
-/** Options of {@linkcode createGatewayHandler}. */
+/** Options of {@linkcode createGatewayService}. */
 export interface GatewayOptions {
   /** The providers this gateway can reach. */
   directory: ProviderDirectory;
@@ -64,207 +81,88 @@ export interface GatewayOptions {
   passThroughTimeoutMs?: number;
   /** Time allowed until a provider starts answering a relayed request, in ms. @default {30000} */
   relayConnectTimeoutMs?: number;
+  /** Where unexpected failures are reported. @default {console.warn} */
+  log?: (message: string) => void;
 }
 
 const KEY_MAX_BYTES = 64 * 1024;
 const ATTESTATION_MAX_BYTES = 1024 * 1024;
-const REQ_MEDIA_TYPE = "message/ohttp-chunked-req";
-const RES_MEDIA_TYPE = "message/ohttp-chunked-res";
 
-const routes = {
-  gateways: new URLPattern({ pathname: "/v1/gateways" }),
-  models: new URLPattern({ pathname: "/v1/models" }),
-  providers: new URLPattern({ pathname: "/v1/providers" }),
-  key: new URLPattern({ pathname: "/v1/providers/:provider/key" }),
-  attestation: new URLPattern({ pathname: "/v1/providers/:provider/attestation" }),
-  relay: new URLPattern({ pathname: "/v1/providers/:provider/relay" }),
-};
+/** A path's `{provider}`: an address in any letter case (`0X` too). */
+const ProviderParam = z.object({
+  provider: matching(/^0[xX][0-9a-fA-F]{40}$/, "a 0x-prefixed address (0x and 40 hex digits)")
+    .openapi({ description: "The provider's address" }),
+});
 
-/** An error answer of the network's services (`docs/protocol.md` §0). */
-function fail(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
-}
-
-const JSON_HEADERS = {
-  "content-type": "application/json",
-  "x-content-type-options": "nosniff",
-  "cache-control": "no-store",
+const PROVIDER_REFUSALS = {
+  400: errorAnswer("The provider is not an address (`invalid_provider`)"),
+  404: errorAnswer("No such provider here (`unknown_provider`)"),
+  502: errorAnswer(
+    "The provider's endpoint is refused, it redirected, or it answered something unusable " +
+      "(`provider_error`); or it cannot be reached (`provider_unreachable`)",
+  ),
 } as const;
 
-/**
- * The provider's endpoint, checked again before every request (the directory validates ads, but
- * the gateway does not rely on it): an absolute `http:`/`https:` URL without credentials, query
- * or fragment (`docs/protocol.md` §1), whose host is not link-local, unspecified or otherwise
- * reserved (`io/host_scope.ts`). Returns the base URL without a trailing slash, or the error
- * answer (502 `provider_error`).
- */
-function providerBase(entry: DirectoryEntry): string | Response {
-  const refuse = (why: string) =>
-    fail(502, "provider_error", `Cannot use the endpoint of provider ${entry.provider}: ${why}`);
-  const raw = entry.ad.endpoint;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return refuse("not an absolute URL");
+/** The directory entry of a provider, or a 404 `unknown_provider`. */
+function findProvider(directory: ProviderDirectory, raw: string): DirectoryEntry {
+  const provider = raw.toLowerCase();
+  const entry = directory.entries().find((e) => e.provider === provider);
+  if (!entry) {
+    throw new ServiceError("unknown_provider", `Provider ${provider} is not known here`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return refuse(`scheme ${url.protocol} is not http: or https:`);
-  }
-  if (url.username || url.password) return refuse("credentials are not allowed");
-  if (url.search || raw.includes("?")) return refuse("a query is not allowed");
-  if (url.hash || raw.includes("#")) return refuse("a fragment is not allowed");
-  const scope = hostScope(url.hostname);
-  if (FORBIDDEN_SCOPES.has(scope)) {
-    return refuse(
-      `${url.hostname} is a ${scope.replace("_", "-")} address, which is never a provider`,
-    );
-  }
-  return url.href.replace(/\/+$/, "");
+  return entry;
 }
 
-function isRedirect(response: Response): boolean {
-  return response.status >= 300 && response.status < 400;
+function target(entry: DirectoryEntry): ProviderTarget {
+  return { provider: entry.provider, endpoint: entry.ad.endpoint };
 }
 
-/** A provider's redirect is never followed: 502 `provider_error`, without the target. */
-async function refuseRedirect(entry: DirectoryEntry, upstream: Response): Promise<Response> {
-  await upstream.body?.cancel().catch(() => {});
-  return fail(
-    502,
-    "provider_error",
-    `Provider ${entry.provider} answered ${upstream.status} (a redirect); ` +
-      `the gateway does not follow redirects`,
-  );
+/** `GET /v1/gateways`: this gateway and the peers it knows (gossip). */
+function gossipRoute(peers: GatewaySet, self: string, clock: () => Date): Route {
+  return defineRoute({
+    method: "get",
+    path: "/v1/gateways",
+    summary: "This gateway and the peer gateways it knows (gossip)",
+    responses: { 200: { description: "The gateways", content: json(GatewayList) } },
+    handler: (c) => {
+      const { gateways } = peers.toJSON();
+      return c.json({ gateways: [{ url: self, last_seen: clock().toISOString() }, ...gateways] });
+    },
+  });
 }
 
-/** The upstream's media type when it is a plain token, for messages; never free text. */
-function describeType(response: Response): string {
-  const type = response.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-  if (!type) return "no content type";
-  return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$/.test(type)
-    ? type
-    : "an invalid content type";
+/** `GET /v1/models`: what the directory offers, per model and tier. */
+function modelsRoute(directory: ProviderDirectory): Route {
+  return defineRoute({
+    method: "get",
+    path: "/v1/models",
+    summary: "The models the known providers serve, per tier, with the cheapest price",
+    responses: { 200: { description: "The models", content: json(ModelList) } },
+    handler: (c) => c.json({ models: listModels(directory.entries()) }),
+  });
 }
 
-/** The `error.code` of a protocol error body, when it is a plain snake_case token. */
-function errorCode(body: Uint8Array): string | undefined {
-  try {
-    const code = JSON.parse(new TextDecoder().decode(body))?.error?.code;
-    return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Builds the gateway's request handler.
- *
- * @example
- * ```ts ignore
- * const handler = createGatewayHandler({ directory, peers, self: "http://127.0.0.1:9201" });
- * Deno.serve({ port: 9201 }, handler);
- * ```
- */
-export function createGatewayHandler(options: GatewayOptions): (req: Request) => Promise<Response> {
-  const doFetch = options.fetch ?? fetch;
-  const clock = options.clock ?? (() => new Date());
-  const self = normalizeGatewayUrl(options.self);
-  const passThroughTimeoutMs = options.passThroughTimeoutMs ?? 10_000;
-  const relayConnectTimeoutMs = options.relayConnectTimeoutMs ?? 30_000;
-
-  const findProvider = (raw: string): DirectoryEntry | Response => {
-    const provider = raw.toLowerCase();
-    if (!/^0x[0-9a-f]{40}$/.test(provider)) {
-      return fail(400, "invalid_provider", `Provider must be a 0x-prefixed address, found ${raw}`);
-    }
-    const entry = options.directory.entries().find((e) => e.provider === provider);
-    return entry ?? fail(404, "unknown_provider", `Provider ${provider} is not known here`);
-  };
-
-  /**
-   * Fetches a provider's key or attestation and answers with it. The answer is always
-   * `application/json` and must parse as JSON: a provider's other content (an HTML page, a text
-   * file it was redirected to) is never reflected to the requester.
-   */
-  const passThrough = async (
-    entry: DirectoryEntry,
-    path: string,
-    maxBytes: number,
-  ): Promise<Response> => {
-    const base = providerBase(entry);
-    if (base instanceof Response) return base;
-    const url = `${base}${path}`;
-    let upstream: Response;
-    let body: Uint8Array<ArrayBuffer>;
-    try {
-      upstream = await doFetch(url, {
-        signal: AbortSignal.timeout(passThroughTimeoutMs),
-        headers: { accept: "application/json" },
-        redirect: "manual",
-      });
-      if (isRedirect(upstream)) return await refuseRedirect(entry, upstream);
-      body = await readBodyLimited(upstream, { maxBytes, url });
-    } catch (error) {
-      return fail(
-        502,
-        "provider_unreachable",
-        `Cannot reach provider ${entry.provider}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+/** `GET /v1/providers`: the known providers, filtered by model and tier. */
+function providersRoute(directory: ProviderDirectory): Route {
+  return defineRoute({
+    method: "get",
+    path: "/v1/providers",
+    summary: "The known providers, optionally only those serving a model, in a tier",
+    query: z.object({
+      model: ModelId.optional().openapi({ description: "Only providers serving this model" }),
+      tier: Tier.optional().openapi({ description: "Only providers in this tier" }),
+    }),
+    responses: {
+      200: { description: "The providers", content: json(ProviderList) },
+      400: errorAnswer("A bad `model` (`invalid_model`) or `tier` (`invalid_tier`)"),
+    },
+    handler: (c, { query }) => {
+      const { model, tier } = query;
+      const providers = directory.entries().filter((e) =>
+        (tier === undefined || e.tier === tier) &&
+        (model === undefined || e.ad.models.some((m) => m.id === model))
       );
-    }
-    try {
-      JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
-    } catch {
-      return fail(
-        502,
-        "provider_error",
-        `Provider ${entry.provider} answered ${upstream.status} with a body that is not JSON ` +
-          `(${describeType(upstream)}, ${body.length} bytes); expected JSON`,
-      );
-    }
-    return new Response(body, {
-      status: upstream.ok ? 200 : upstream.status,
-      headers: { ...JSON_HEADERS },
-    });
-  };
-
-  return async (req: Request): Promise<Response> => {
-    const url = new URL(req.url);
-    const isGet = req.method === "GET" || req.method === "HEAD";
-
-    if (routes.gateways.test(url)) {
-      if (!isGet) return fail(405, "method_not_allowed", "Use GET /v1/gateways");
-      const { gateways } = options.peers.toJSON();
-      return Response.json({
-        gateways: [{ url: self, last_seen: clock().toISOString() }, ...gateways],
-      });
-    }
-
-    if (routes.models.test(url)) {
-      if (!isGet) return fail(405, "method_not_allowed", "Use GET /v1/models");
-      return Response.json({ models: listModels(options.directory.entries()) });
-    }
-
-    if (routes.providers.test(url)) {
-      if (!isGet) return fail(405, "method_not_allowed", "Use GET /v1/providers");
-      const model = url.searchParams.get("model");
-      const tier = url.searchParams.get("tier");
-      if (
-        model !== null &&
-        !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(model)
-      ) {
-        return fail(400, "invalid_model", `model must be maker/model, found ${model}`);
-      }
-      if (tier !== null && tier !== "verified" && tier !== "tee") {
-        return fail(400, "invalid_tier", `tier must be verified or tee, found ${tier}`);
-      }
-      const providers = options.directory.entries().filter((e) =>
-        (tier === null || e.tier === tier) &&
-        (model === null || e.ad.models.some((m) => m.id === model))
-      );
-      return Response.json({
+      return c.json({
         providers: providers.map((e) => ({
           provider: e.provider,
           tier: e.tier,
@@ -273,124 +171,153 @@ export function createGatewayHandler(options: GatewayOptions): (req: Request) =>
           metrics: e.metrics,
         })),
       });
-    }
+    },
+  });
+}
 
-    const key = routes.key.exec(url);
-    if (key) {
-      if (!isGet) return fail(405, "method_not_allowed", "Use GET for the key");
-      const entry = findProvider(key.pathname.groups.provider!);
-      return entry instanceof Response ? entry : await passThrough(entry, "/v1/key", KEY_MAX_BYTES);
-    }
+/** `GET /v1/providers/{provider}/key`: the provider's endorsed key, passed through. */
+function keyRoute(directory: ProviderDirectory, forward: ForwardOptions): Route {
+  return defineRoute({
+    method: "get",
+    path: "/v1/providers/{provider}/key",
+    summary: "A provider's endorsed HPKE key, fetched from it and passed through",
+    description: "The provider's answer, checked only to be JSON (the daemon checks the " +
+      "endorsement); a provider's JSON error keeps its status.",
+    params: ProviderParam,
+    responses: {
+      200: { description: "The provider's key", content: json(ProviderKey) },
+      ...PROVIDER_REFUSALS,
+    },
+    handler: (_c, { params }) =>
+      passThrough(target(findProvider(directory, params.provider)), "/v1/key", {
+        ...forward,
+        maxBytes: KEY_MAX_BYTES,
+      }),
+  });
+}
 
-    const attestation = routes.attestation.exec(url);
-    if (attestation) {
-      if (!isGet) return fail(405, "method_not_allowed", "Use GET for the attestation");
-      const nonce = url.searchParams.get("nonce") ?? "";
-      if (!/^[0-9a-fA-F]{64}$/.test(nonce)) {
-        return fail(400, "invalid_nonce", `nonce must be 64 hex characters, found ${nonce.length}`);
-      }
-      const entry = findProvider(attestation.pathname.groups.provider!);
-      return entry instanceof Response
-        ? entry
-        : await passThrough(entry, `/v1/attestation?nonce=${nonce}`, ATTESTATION_MAX_BYTES);
-    }
+/** `GET /v1/providers/{provider}/attestation?nonce=`: the provider's bundle, passed through. */
+function attestationRoute(directory: ProviderDirectory, forward: ForwardOptions): Route {
+  return defineRoute({
+    method: "get",
+    path: "/v1/providers/{provider}/attestation",
+    summary: "A TEE provider's attestation bundle for a nonce, fetched from it and passed through",
+    description: "The provider's answer, checked only to be JSON (the daemon verifies the " +
+      "bundle); a provider's JSON error keeps its status (a verified-tier provider: 404 `not_tee`).",
+    params: ProviderParam,
+    query: z.object({ nonce: Nonce }),
+    responses: {
+      200: { description: "The attestation bundle", content: json(AttestationBundle) },
+      ...PROVIDER_REFUSALS,
+      400: errorAnswer("A bad provider (`invalid_provider`) or nonce (`invalid_nonce`)"),
+      404: errorAnswer(
+        "No such provider here (`unknown_provider`), or it has no attestation (`not_tee`)",
+      ),
+    },
+    handler: (_c, { params, query }) =>
+      passThrough(
+        target(findProvider(directory, params.provider)),
+        `/v1/attestation?nonce=${query.nonce}`,
+        { ...forward, maxBytes: ATTESTATION_MAX_BYTES },
+      ),
+  });
+}
 
-    const relay = routes.relay.exec(url);
-    if (relay) {
-      if (req.method !== "POST") return fail(405, "method_not_allowed", "Use POST for the relay");
-      const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-      if (type !== REQ_MEDIA_TYPE) {
-        return fail(415, "unsupported_media_type", `Expected ${REQ_MEDIA_TYPE}, found ${type}`);
-      }
-      const entry = findProvider(relay.pathname.groups.provider!);
-      if (entry instanceof Response) return entry;
-      return await forward(entry, req);
-    }
-
-    return fail(404, "not_found", `No route for ${req.method} ${url.pathname}`);
-  };
-
-  /** Streams the sealed request to the provider and the sealed reply back, as bytes arrive. */
-  async function forward(entry: DirectoryEntry, req: Request): Promise<Response> {
-    const base = providerBase(entry);
-    if (base instanceof Response) {
-      await req.body?.cancel().catch(() => {});
-      return base;
-    }
-    const target = `${base}/v1/relay`;
-    // The connect timeout covers only the wait for the provider's response head; after that
-    // the exchange may stream for as long as the provider keeps producing. A client that goes
-    // away cancels the response stream, which cancels the upstream body in turn (`req.signal`
-    // is not used: Deno fires it once a response has been delivered).
-    const connect = new AbortController();
-    const timer = setTimeout(() => connect.abort(), relayConnectTimeoutMs);
-    const signal = connect.signal;
-    try {
-      const upstream = await doFetch(target, {
-        method: "POST",
-        body: req.body,
-        headers: { "content-type": REQ_MEDIA_TYPE },
-        signal,
-        redirect: "manual",
-        // Required to stream a request body with fetch.
-        ...({ duplex: "half" } as Record<string, string>),
-      });
-      clearTimeout(timer);
-      if (isRedirect(upstream)) return await refuseRedirect(entry, upstream);
-      const upstreamType = upstream.headers.get("content-type")?.split(";")[0].trim()
-        .toLowerCase();
-      if (!upstream.ok || upstreamType !== RES_MEDIA_TYPE) {
-        // Only the error code of a protocol error body is shown (`docs/protocol.md` §0), never
-        // the provider's free text: the gateway does not reflect what a provider says.
-        const code = await readBodyLimited(upstream, { maxBytes: 4096, url: target })
-          .then(errorCode)
-          .catch(() => undefined);
-        return fail(
-          502,
-          "provider_error",
-          `Provider ${entry.provider} answered ${upstream.status} (${describeType(upstream)}${
-            code === undefined ? "" : `, error code ${code}`
-          }); expected 200 ${RES_MEDIA_TYPE}`,
+/** `POST /v1/providers/{provider}/relay`: the sealed exchange, streamed both ways. */
+function relayRoute(directory: ProviderDirectory, forward: ForwardOptions): Route {
+  return defineRoute({
+    method: "post",
+    path: "/v1/providers/{provider}/relay",
+    summary: "Relays a sealed exchange to a provider, byte for byte as it arrives, both ways",
+    description: "The body is never read, buffered or parsed here: it streams to the provider, " +
+      "and the provider's sealed reply streams back. The provider must start answering within " +
+      "the gateway's connect timeout.",
+    params: ProviderParam,
+    body: { schema: Sealed, mediaType: SEALED_REQUEST, description: "The sealed request" },
+    responses: {
+      200: {
+        description: "The sealed reply, streamed",
+        content: { [SEALED_RESPONSE]: { schema: Sealed } },
+      },
+      ...PROVIDER_REFUSALS,
+      415: errorAnswer(`The body is not ${SEALED_REQUEST} (\`unsupported_media_type\`)`),
+      504: errorAnswer("The provider did not start answering in time (`provider_timeout`)"),
+    },
+    handler: (c, { params }) => {
+      const type = c.req.header("content-type")?.split(";")[0].trim().toLowerCase();
+      if (type !== SEALED_REQUEST) {
+        throw new ServiceError(
+          "unsupported_media_type",
+          `Expected ${SEALED_REQUEST}, found ${type}`,
         );
       }
-      return new Response(upstream.body, {
-        status: 200,
-        headers: { "content-type": RES_MEDIA_TYPE, "cache-control": "no-store" },
-      });
-    } catch (error) {
-      clearTimeout(timer);
-      const timedOut = connect.signal.aborted;
-      return fail(
-        timedOut ? 504 : 502,
-        timedOut ? "provider_timeout" : "provider_unreachable",
-        timedOut
-          ? `Provider ${entry.provider} did not start answering within ${relayConnectTimeoutMs} ms`
-          : `Cannot relay to provider ${entry.provider}: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
-      );
-    }
-  }
+      const entry = findProvider(directory, params.provider);
+      return relay(target(entry), c.req.raw.body, forward);
+    },
+  });
+}
+
+/**
+ * Builds the gateway as a service of the HTTP layer: its six routes (`docs/protocol.md` §3)
+ * and its generated `GET /openapi.json`.
+ *
+ * @example
+ * ```ts ignore
+ * const gateway = createGatewayService({ directory, peers, self: "http://127.0.0.1:9201" });
+ * Deno.serve({ port: 9201 }, gateway.fetch);
+ * ```
+ */
+export function createGatewayService(options: GatewayOptions): Service {
+  const clock = options.clock ?? (() => new Date());
+  const log = options.log ?? ((message: string) => console.warn(message));
+  const forward: ForwardOptions = {
+    fetch: options.fetch ?? fetch,
+    passThroughTimeoutMs: options.passThroughTimeoutMs ?? 10_000,
+    relayConnectTimeoutMs: options.relayConnectTimeoutMs ?? 30_000,
+  };
+  const { directory } = options;
+  return createService({
+    info: {
+      title: "devnet gateway",
+      version: VERSION,
+      description: "An untrusted relay between daemons and providers (docs/protocol.md §3).",
+    },
+    renderError: renderNetworkError("gateway", log),
+    commonResponses: COMMON_RESPONSES,
+    routes: [
+      gossipRoute(options.peers, normalizeGatewayUrl(options.self), clock),
+      modelsRoute(directory),
+      providersRoute(directory),
+      keyRoute(directory, forward),
+      attestationRoute(directory, forward),
+      relayRoute(directory, forward),
+    ],
+  });
+}
+
+/** The gateway's request handler: {@linkcode createGatewayService}'s `fetch`. */
+export function createGatewayHandler(options: GatewayOptions): (req: Request) => Promise<Response> {
+  const service = createGatewayService(options);
+  return (req) => service.fetch(req);
+}
+
+/** One entry of `GET /v1/models`: a model in a tier, with the cheapest price. */
+export interface ModelListing {
+  /** `maker/model`. */
+  model: string;
+  /** The tier. */
+  tier: "verified" | "tee";
+  /** How many known providers serve it in this tier. */
+  providers: number;
+  /** The largest context length among them. */
+  context_length: number;
+  /** The cheapest price among them (`docs/protocol.md` §1). */
+  cheapest_price: { input: string; output: string };
 }
 
 /** The body of `GET /v1/models`: one entry per (model, tier), with the cheapest price. */
-export function listModels(entries: readonly DirectoryEntry[]): {
-  model: string;
-  tier: "verified" | "tee";
-  providers: number;
-  context_length: number;
-  cheapest_price: { input: string; output: string };
-}[] {
-  const byKey = new Map<
-    string,
-    {
-      model: string;
-      tier: "verified" | "tee";
-      providers: number;
-      context_length: number;
-      cheapest_price: { input: string; output: string };
-    }
-  >();
+export function listModels(entries: readonly DirectoryEntry[]): ModelListing[] {
+  const byKey = new Map<string, ModelListing>();
   for (const entry of entries) {
     for (const m of entry.ad.models) {
       const key = `${entry.tier}\u0000${m.id}`;

@@ -1,13 +1,14 @@
 /**
- * The devnet provider: what a network provider does, on loopback (`docs/protocol.md` §4).
+ * The devnet provider: what a network provider does, on loopback (`docs/protocol.md` §4),
+ * served by the HTTP layer with its generated OpenAPI document at `GET /openapi.json`.
  *
  * - `GET /v1/ad`: its ad as published, with live capacity and metrics (routers poll this).
  * - `GET /v1/key`: its HPKE key configuration, endorsed by its serving key.
  * - `GET /v1/attestation?nonce=…` (TEE tier): an attestation bundle. There is no TEE
  *   hardware here, so the default attester emits honest `mock` bundles, which daemons refuse;
  *   tests pass their own attester (synthetic quotes under a test root) through the options.
- * - `POST /v1/relay`: opens the chunked-OHTTP request, runs inference, and seals the reply
- *   chunk by chunk as tokens are produced (one sealed chunk per server-sent event).
+ * - `POST /v1/relay`: opens the chunked-OHTTP request, refuses replays, runs inference, and
+ *   seals the reply chunk by chunk as tokens are produced (`provider_chat.ts`).
  *
  * It counts the usage it serves, per model price, for settlement ({@linkcode DevnetProvider.takeUsage}).
  *
@@ -26,19 +27,25 @@ import {
   type OpenedHttpRequest,
   openHttpRequest,
 } from "../crypto/mod.ts";
+import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
 import { readAllLimited } from "../io/read_limited.ts";
-import { encodeSse } from "../io/sse.ts";
+import { VERSION } from "../version.ts";
+import { COMMON_RESPONSES, renderNetworkError, ServiceError } from "./_errors.ts";
+import {
+  AttestationBundle,
+  errorAnswer,
+  Nonce,
+  ProviderKey,
+  RouterEntry,
+  Sealed,
+  SEALED_REQUEST,
+  SEALED_RESPONSE,
+} from "./_wire.ts";
+import type { InferenceEngine } from "./engine.ts";
+import { answerChat, type ModelPrices, ProviderLoad, type ServedUsage } from "./provider_chat.ts";
 import { ReplayGuard } from "./replay_guard.ts";
-import type { ChatBody, ChatChunk, InferenceEngine } from "./engine.ts";
-import { devTokens, EngineError, messageText } from "./engine.ts";
 
-/** Prices of one model: smallest token unit per 1M tokens. */
-export interface ModelPrices {
-  /** Input tokens. */
-  input: bigint;
-  /** Output tokens. */
-  output: bigint;
-}
+export type { ModelPrices, ServedUsage } from "./provider_chat.ts";
 
 /**
  * Produces an attestation bundle (JSON of `docs/protocol.md` §6) for a nonce. It runs where
@@ -80,14 +87,6 @@ export interface DevnetProviderOptions {
   log?: (message: string) => void;
 }
 
-/** Usage served since the last {@linkcode DevnetProvider.takeUsage}. */
-export interface ServedUsage {
-  /** Tokens (prompt + completion). */
-  tokens: bigint;
-  /** What those tokens cost at the advertised prices (smallest unit). */
-  amount: bigint;
-}
-
 /** The default attester: an honest `mock` bundle (no TEE hardware). Daemons refuse it. */
 export const mockAttester: Attester = async ({ nonce, servingPublicKey, endorse }) => ({
   format: "mock",
@@ -98,35 +97,33 @@ export const mockAttester: Attester = async ({ nonce, servingPublicKey, endorse 
   endorsement: endorsementToJson(await endorse(nonce)),
 });
 
-const REQ_TYPE = "message/ohttp-chunked-req";
+const DEFAULT_PRICES: ModelPrices = { input: 150_000n, output: 600_000n };
 /** Largest sealed request read (the inner request is at most 8 MiB). */
 const MAX_SEALED_REQUEST_BYTES = 9 * 1024 * 1024;
 /** The chunked-OHTTP header (7 bytes) and the X25519 `enc` (32 bytes): unique per request. */
 const SEALED_PREFIX_BYTES = 39;
 
-/** A running devnet provider's state and request handler. */
+/** A running devnet provider's state and its service. */
 export class DevnetProvider {
   /** The ad as published (its commitment goes on chain). */
   readonly ad: ProviderAd;
   /** `keccak256(JCS(ad))`. */
   readonly commitment: Hex;
+  /** The provider as a service of the HTTP layer: its four routes and `GET /openapi.json`. */
+  readonly service: Service;
   readonly #options: DevnetProviderOptions;
   readonly #clock: () => Date;
   readonly #log: (message: string) => void;
   readonly #prices: Map<string, ModelPrices>;
-  readonly #maxConcurrency: number;
-  #inFlight = 0;
-  #tokensPerSec = 0;
-  #usage: ServedUsage = { tokens: 0n, amount: 0n };
+  readonly #load: ProviderLoad;
   #endorsement: KeyEndorsement | undefined;
   readonly #replays = new ReplayGuard();
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
-    this.#log = options.log ?? ((m) => console.warn(m));
-    this.#maxConcurrency = options.maxConcurrency ?? 4;
-    const prices = options.prices ?? { input: 150_000n, output: 600_000n };
+    this.#load = new ProviderLoad(options.maxConcurrency ?? 4);
+    const prices = options.prices ?? DEFAULT_PRICES;
     this.#prices = new Map(models.map((m) => [m.id, prices]));
     this.ad = {
       version: 1,
@@ -137,11 +134,23 @@ export class DevnetProvider {
       models,
     };
     this.commitment = adCommitment(this.ad);
+    const log = options.log ?? ((m) => console.warn(m));
+    this.#log = (message) => log(`provider ${this.ad.provider}: ${message}`);
+    this.service = createService({
+      info: {
+        title: "devnet provider",
+        version: VERSION,
+        description: "A provider of the reference network (docs/protocol.md §4).",
+      },
+      renderError: renderNetworkError("provider", this.#log),
+      commonResponses: COMMON_RESPONSES,
+      routes: [this.#adRoute(), this.#keyRoute(), this.#attestationRoute(), this.#relayRoute()],
+    });
   }
 
   /** Creates a provider: asks the engine for its models and builds the ad. */
   static async create(options: DevnetProviderOptions): Promise<DevnetProvider> {
-    const prices = options.prices ?? { input: 150_000n, output: 600_000n };
+    const prices = options.prices ?? DEFAULT_PRICES;
     const models = (await options.engine.models()).map((m) => ({
       id: m.id,
       prices: { input: prices.input.toString(), output: prices.output.toString() },
@@ -153,56 +162,88 @@ export class DevnetProvider {
     return new DevnetProvider(options, models);
   }
 
+  /** The provider's request handler: {@linkcode service}'s `fetch`. */
+  readonly handler = (req: Request): Promise<Response> => this.service.fetch(req);
+
   /** Adds usage back (a settlement of it failed, so it is settled again later). */
   restoreUsage(usage: ServedUsage): void {
-    this.#usage = {
-      tokens: this.#usage.tokens + usage.tokens,
-      amount: this.#usage.amount + usage.amount,
-    };
+    this.#load.restoreUsage(usage);
   }
 
   /** Returns the usage served since the last call, and resets it. */
   takeUsage(): ServedUsage {
-    const usage = this.#usage;
-    this.#usage = { tokens: 0n, amount: 0n };
-    return usage;
+    return this.#load.takeUsage();
   }
 
-  /** The provider's request handler. */
-  readonly handler = async (req: Request): Promise<Response> => {
-    const url = new URL(req.url);
-    try {
-      switch (url.pathname) {
-        case "/v1/ad":
-          return req.method === "GET" ? this.#adResponse() : methodNotAllowed("GET");
-        case "/v1/key":
-          return req.method === "GET"
-            ? Response.json({
-              provider: this.ad.provider,
-              endorsement: endorsementToJson(await this.#currentEndorsement()),
-            })
-            : methodNotAllowed("GET");
-        case "/v1/attestation":
-          return req.method === "GET" ? await this.#attestation(url) : methodNotAllowed("GET");
-        case "/v1/relay":
-          return req.method === "POST" ? await this.#relay(req) : methodNotAllowed("POST");
-        default:
-          return fail(404, "not_found", `No route for ${req.method} ${url.pathname}`);
-      }
-    } catch (error) {
-      this.#log(`provider ${this.ad.provider}: ${error instanceof Error ? error.stack : error}`);
-      return fail(500, "internal_error", "The provider failed to answer");
-    }
-  };
+  #adRoute(): Route {
+    return defineRoute({
+      method: "get",
+      path: "/v1/ad",
+      summary: "This provider's ad as published, with its live capacity and metrics",
+      responses: { 200: { description: "The ad", content: json(RouterEntry) } },
+      handler: (c) =>
+        c.json({
+          ad: this.ad,
+          capacity: {
+            max_concurrency: this.#load.maxConcurrency,
+            available_concurrency: this.#load.available,
+          },
+          metrics: { tokens_per_sec: Math.round(this.#load.tokensPerSec * 10) / 10 },
+        }),
+    });
+  }
 
-  #adResponse(): Response {
-    return Response.json({
-      ad: this.ad,
-      capacity: {
-        max_concurrency: this.#maxConcurrency,
-        available_concurrency: Math.max(0, this.#maxConcurrency - this.#inFlight),
+  #keyRoute(): Route {
+    return defineRoute({
+      method: "get",
+      path: "/v1/key",
+      summary: "This provider's HPKE key configuration, endorsed by its serving key",
+      responses: { 200: { description: "The endorsed key", content: json(ProviderKey) } },
+      handler: async (c) =>
+        c.json({
+          provider: this.ad.provider,
+          endorsement: endorsementToJson(await this.#currentEndorsement()),
+        }),
+    });
+  }
+
+  #attestationRoute(): Route {
+    return defineRoute({
+      method: "get",
+      path: "/v1/attestation",
+      summary: "An attestation bundle binding the serving key to the nonce (TEE tier)",
+      description: "There is no TEE hardware here: the default attester answers honest `mock` " +
+        "bundles, which daemons refuse.",
+      query: z.object({ nonce: Nonce }),
+      responses: {
+        200: { description: "The attestation bundle", content: json(AttestationBundle) },
+        400: errorAnswer("The nonce is not 64 hex digits (`invalid_nonce`)"),
+        404: errorAnswer("This provider is in the verified tier (`not_tee`)"),
       },
-      metrics: { tokens_per_sec: Math.round(this.#tokensPerSec * 10) / 10 },
+      handler: async (c, { query }) => c.json(await this.#attest(query.nonce) as never),
+    });
+  }
+
+  #relayRoute(): Route {
+    return defineRoute({
+      method: "post",
+      path: "/v1/relay",
+      summary: "Opens a sealed chat request, runs it, and seals the reply as it is produced",
+      description: "A refusal inside the sealed exchange (unknown model, replay, busy) is a " +
+        "sealed error status, readable only by the requester.",
+      body: { schema: Sealed, mediaType: SEALED_REQUEST, description: "The sealed request" },
+      responses: {
+        200: {
+          description: "The sealed reply, streamed",
+          content: { [SEALED_RESPONSE]: { schema: Sealed } },
+        },
+        400: errorAnswer("The sealed request cannot be opened (`cannot_open`)"),
+        413: errorAnswer(
+          `The sealed request is over ${MAX_SEALED_REQUEST_BYTES} bytes (\`too_large\`)`,
+        ),
+        415: errorAnswer(`The body is not ${SEALED_REQUEST} (\`unsupported_media_type\`)`),
+      },
+      handler: (c) => this.#relay(c.req.raw),
     });
   }
 
@@ -229,47 +270,35 @@ export class DevnetProvider {
     return this.#endorsement;
   }
 
-  async #attestation(url: URL): Promise<Response> {
+  async #attest(nonceHex: string): Promise<unknown> {
     if (this.ad.tier !== "tee") {
-      return fail(404, "not_tee", `Provider ${this.ad.provider} is in the verified tier`);
-    }
-    const nonceHex = url.searchParams.get("nonce") ?? "";
-    if (!/^[0-9a-fA-F]{64}$/.test(nonceHex)) {
-      return fail(400, "invalid_nonce", "nonce must be 64 hex characters");
+      throw new ServiceError("not_tee", `Provider ${this.ad.provider} is in the verified tier`);
     }
     const attester = this.#options.attester ?? mockAttester;
-    const bundle = await attester({
+    return await attester({
       nonce: hexToBytes(`0x${nonceHex}`),
       servingKey: this.#options.servingKey,
       servingPublicKey: this.#options.servingKey.publicKey,
       keyConfig: this.#keyConfig(),
       endorse: (nonce) => this.#endorse(nonce),
     });
-    return Response.json(bundle);
   }
 
   async #relay(req: Request): Promise<Response> {
     const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-    if (type !== REQ_TYPE || !req.body) {
-      return fail(415, "unsupported_media_type", `Expected a ${REQ_TYPE} body`);
+    if (type !== SEALED_REQUEST || !req.body) {
+      throw new ServiceError("unsupported_media_type", `Expected a ${SEALED_REQUEST} body`);
     }
     // Sealed requests are small (a chat body): read it whole, bounded, to know its prefix.
     const bytes = await readAllLimited(req.body, MAX_SEALED_REQUEST_BYTES);
     if (bytes === null) {
-      return fail(
-        413,
+      throw new ServiceError(
         "too_large",
         `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
       );
     }
-    let opened: OpenedHttpRequest;
-    try {
-      opened = await openHttpRequest(this.#options.key, ReadableStream.from([bytes]));
-    } catch (error) {
-      // Say only that it could not be opened: no detail about which step failed.
-      this.#log(`provider ${this.ad.provider}: cannot open a sealed request: ${error}`);
-      return fail(400, "cannot_open", "The sealed request could not be opened");
-    }
+    const opened = await this.#open(bytes);
+    const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
     // Authenticated: now refuse what is stale or already served (header + enc identify it).
     const verdict = this.#replays.admit(
       bytes.subarray(0, SEALED_PREFIX_BYTES),
@@ -277,229 +306,38 @@ export class DevnetProvider {
       this.#clock(),
     );
     if (!verdict.ok) {
-      this.#log(`provider ${this.ad.provider}: refused a request: ${verdict.message}`);
+      this.#log(`refused a request: ${verdict.message}`);
+      const error = {
+        message: verdict.message,
+        type: "invalid_request_error",
+        param: null,
+        code: verdict.reason,
+      };
       return new Response(
         opened.respond({
           status: 400,
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            error: {
-              message: verdict.message,
-              type: "invalid_request_error",
-              param: null,
-              code: verdict.reason,
-            },
-          }),
+          body: JSON.stringify({ error }),
         }),
-        { headers: { "content-type": opened.responseContentType, "cache-control": "no-store" } },
+        { headers },
       );
     }
-    const sealed = await this.#answer(opened);
-    return new Response(sealed, {
-      headers: { "content-type": opened.responseContentType, "cache-control": "no-store" },
+    const sealed = await answerChat(opened, {
+      engine: this.#options.engine,
+      prices: this.#prices,
+      load: this.#load,
+      log: this.#log,
     });
+    return new Response(sealed, { headers });
   }
 
-  /**
-   * Runs the opened request and returns the sealed reply stream. It waits for the engine's
-   * first chunk, so that a refusal (unknown model, bad request) becomes a sealed error status.
-   */
-  async #answer(opened: OpenedHttpRequest): Promise<ReadableStream<Uint8Array>> {
-    const sealedError = (status: number, type: string, message: string) =>
-      opened.respond({
-        status,
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ error: { message, type, param: null, code: type } }),
-      });
-    if (opened.path !== "/v1/chat/completions") {
-      return sealedError(404, "not_found", `No route for ${opened.path}`);
-    }
-    if (opened.method !== "POST") {
-      return sealedError(405, "method_not_allowed", "Use POST /v1/chat/completions");
-    }
-    let body: ChatBody;
+  /** Opens a sealed request; says only that it could not be, never which step failed. */
+  async #open(bytes: Uint8Array): Promise<OpenedHttpRequest> {
     try {
-      body = JSON.parse(opened.text());
-      if (typeof body !== "object" || body === null || typeof body.model !== "string") {
-        throw new Error("not a chat request");
-      }
-    } catch {
-      return sealedError(
-        400,
-        "invalid_request_error",
-        "The body is not a chat-completions request",
-      );
-    }
-    if (!this.#prices.has(body.model)) {
-      return sealedError(
-        404,
-        "model_not_found",
-        `Model ${JSON.stringify(body.model)} is not served here`,
-      );
-    }
-    if (this.#inFlight >= this.#maxConcurrency) {
-      return sealedError(503, "overloaded", `All ${this.#maxConcurrency} slots are busy`);
-    }
-
-    const abort = new AbortController();
-    const chunks = this.#options.engine.complete(body, abort.signal)[Symbol.asyncIterator]();
-    const prices = this.#prices.get(body.model)!;
-    const started = performance.now();
-    this.#inFlight++;
-    let released = false;
-    const release = () => {
-      if (!released) this.#inFlight--;
-      released = true;
-    };
-    // What was generated so far, billed if the stream ends before the engine's usage chunk.
-    let generated = 0;
-    let billed = false;
-    const bill = (prompt: number, completion: number) => {
-      if (billed) return;
-      billed = true;
-      this.#usage = {
-        tokens: this.#usage.tokens + BigInt(prompt + completion),
-        amount: this.#usage.amount +
-          (BigInt(prompt) * prices.input + BigInt(completion) * prices.output) / 1_000_000n,
-      };
-    };
-    const account = (chunk: ChatChunk) => {
-      for (const choice of chunk.choices) if (choice.delta.content) generated++;
-      if (!chunk.usage) return;
-      const { prompt_tokens: prompt, completion_tokens: completion } = chunk.usage;
-      bill(prompt, completion);
-      const seconds = (performance.now() - started) / 1000;
-      if (seconds > 0 && completion > 0) {
-        const rate = completion / seconds;
-        this.#tokensPerSec = this.#tokensPerSec === 0
-          ? rate
-          : 0.8 * this.#tokensPerSec + 0.2 * rate;
-      }
-    };
-
-    let first: IteratorResult<ChatChunk>;
-    try {
-      first = await chunks.next();
+      return await openHttpRequest(this.#options.key, ReadableStream.from([bytes]));
     } catch (error) {
-      release();
-      return engineFailure(error, sealedError);
+      this.#log(`cannot open a sealed request: ${error}`);
+      throw new ServiceError("cannot_open", "The sealed request could not be opened");
     }
-
-    if (body.stream !== true) {
-      // Aggregate into one chat.completion object.
-      const parts: string[] = [];
-      let last: ChatChunk | undefined;
-      let finish: string | null = null;
-      try {
-        for (let r = first; !r.done; r = await chunks.next()) {
-          last = r.value;
-          account(r.value);
-          for (const choice of r.value.choices) {
-            parts.push(choice.delta.content ?? "");
-            finish = choice.finish_reason ?? finish;
-          }
-        }
-      } catch (error) {
-        return engineFailure(error, sealedError);
-      } finally {
-        release();
-      }
-      return opened.respond({
-        status: 200,
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          id: last?.id,
-          object: "chat.completion",
-          created: last?.created,
-          model: body.model,
-          choices: [{
-            index: 0,
-            message: { role: "assistant", content: parts.join("") },
-            finish_reason: finish,
-          }],
-          usage: last?.usage,
-        }),
-      });
-    }
-
-    // A stream that ends early (the client stopped it, the engine failed) is still billed for
-    // what was generated: the prompt counted by the dev tokenizer, one token per content
-    // delta (the engine's exact usage chunk never came).
-    const billPartial = () =>
-      bill(
-        body.messages.reduce(
-          (n, m) => n + devTokens(`${m.role} ${messageText(m.content)}`).length,
-          0,
-        ),
-        generated,
-      );
-
-    // Streaming: one server-sent event per chunk, each sealed as soon as it is produced.
-    const emit = (
-      controller: ReadableStreamDefaultController<Uint8Array>,
-      r: IteratorResult<ChatChunk>,
-    ) => {
-      if (r.done) {
-        controller.enqueue(encodeSse("[DONE]"));
-        controller.close();
-        release();
-        return;
-      }
-      account(r.value);
-      controller.enqueue(encodeSse(JSON.stringify(r.value)));
-    };
-    const events = new ReadableStream<Uint8Array>({
-      start: (controller) => emit(controller, first),
-      pull: async (controller) => {
-        try {
-          emit(controller, await chunks.next());
-        } catch (error) {
-          release();
-          billPartial();
-          this.#log(`provider ${this.ad.provider}: stream failed: ${error}`);
-          controller.enqueue(encodeSse(JSON.stringify({
-            error: { message: "The provider failed mid-stream", type: "provider_error" },
-          })));
-          controller.close();
-        }
-      },
-      cancel: async (reason) => {
-        abort.abort(reason ?? new Error("the client went away"));
-        release();
-        billPartial();
-        await chunks.return?.(undefined);
-      },
-    }, { highWaterMark: 0 });
-    return opened.respond({
-      status: 200,
-      headers: { "content-type": "text/event-stream", "cache-control": "no-store" },
-      body: events,
-    });
   }
-}
-
-function engineFailure(
-  error: unknown,
-  sealedError: (status: number, type: string, message: string) => ReadableStream<Uint8Array>,
-): ReadableStream<Uint8Array> {
-  if (error instanceof EngineError) {
-    const status = error.reason === "unknown_model"
-      ? 404
-      : error.reason === "invalid_request"
-      ? 400
-      : 502;
-    return sealedError(status, error.reason, error.shortMessage);
-  }
-  return sealedError(500, "internal_error", "The provider failed to answer");
-}
-
-function fail(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
-}
-
-function methodNotAllowed(allowed: string): Response {
-  return new Response(
-    JSON.stringify({ error: { code: "method_not_allowed", message: `Use ${allowed}` } }),
-    { status: 405, headers: { "content-type": "application/json", allow: allowed } },
-  );
 }

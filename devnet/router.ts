@@ -1,6 +1,7 @@
 /**
  * The devnet router: serves `GET /v1/ads` (`docs/protocol.md` §2) for the providers it
- * carries — each provider's ad as published, its live capacity and its live metrics.
+ * carries — each provider's ad as published, its live capacity and its live metrics — and its
+ * OpenAPI document at `GET /openapi.json`.
  *
  * The router trusts nothing it relays: it passes each provider's ad through unchanged (the
  * indexer checks it against the on-chain commitment). It learns them by polling each
@@ -9,7 +10,11 @@
  * @module
  */
 
+import { createService, defineRoute, json, type Service, z } from "../http/mod.ts";
 import { fetchJson } from "../io/fetch_json.ts";
+import { VERSION } from "../version.ts";
+import { COMMON_RESPONSES, renderNetworkError } from "./_errors.ts";
+import { RouterEntry as RouterEntrySchema } from "./_wire.ts";
 
 /** One entry of `GET /v1/ads`. */
 export interface RouterEntry {
@@ -21,38 +26,54 @@ export interface RouterEntry {
   metrics: { tokens_per_sec: number };
 }
 
-/** Options of {@linkcode createRouterHandler}. */
+/** Options of {@linkcode createRouterService}. */
 export interface RouterOptions {
   /** Produces the current entries; called per request. */
   source: () => RouterEntry[] | Promise<RouterEntry[]>;
+  /** Where unexpected failures are reported. @default {console.warn} */
+  log?: (message: string) => void;
 }
 
 /**
- * Builds the router's request handler.
+ * Builds the router as a service of the HTTP layer: `GET /v1/ads` and its generated
+ * `GET /openapi.json`.
  *
  * @example
  * ```ts ignore
- * Deno.serve({ port: 9101 }, createRouterHandler({ source: () => [] }));
+ * Deno.serve({ port: 9101 }, createRouterService({ source: () => [] }).fetch);
  * ```
  */
+export function createRouterService(options: RouterOptions): Service {
+  const log = options.log ?? ((message: string) => console.warn(message));
+  return createService({
+    info: {
+      title: "devnet router",
+      version: VERSION,
+      description: "Lists the ads of the providers it carries (docs/protocol.md §2).",
+    },
+    renderError: renderNetworkError("router", log),
+    commonResponses: COMMON_RESPONSES,
+    routes: [defineRoute({
+      method: "get",
+      path: "/v1/ads",
+      summary: "The ads of the providers this router carries, with live capacity and metrics",
+      description: "Each ad is passed on exactly as its provider published it: readers check it " +
+        "(protocol §1) against the provider's on-chain commitment.",
+      responses: {
+        200: {
+          description: "The entries",
+          content: json(z.object({ ads: z.array(RouterEntrySchema).max(10_000) }).strict()),
+        },
+      },
+      handler: async (c) => c.json({ ads: await options.source() }),
+    })],
+  });
+}
+
+/** The router's request handler: {@linkcode createRouterService}'s `fetch`. */
 export function createRouterHandler(options: RouterOptions): (req: Request) => Promise<Response> {
-  const ads = new URLPattern({ pathname: "/v1/ads" });
-  return async (req) => {
-    const url = new URL(req.url);
-    if (!ads.test(url)) {
-      return Response.json(
-        { error: { code: "not_found", message: `No route for ${req.method} ${url.pathname}` } },
-        { status: 404 },
-      );
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return Response.json(
-        { error: { code: "method_not_allowed", message: "Use GET /v1/ads" } },
-        { status: 405 },
-      );
-    }
-    return Response.json({ ads: await options.source() });
-  };
+  const service = createRouterService(options);
+  return (req) => service.fetch(req);
 }
 
 /** Options of {@linkcode pollProviders}. */

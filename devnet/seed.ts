@@ -1,15 +1,17 @@
 /**
  * Seeds a realistic network from a deterministic plan, and states the expected truth.
  *
- * - {@linkcode planNetwork}: a pure function of its options (a seed string, a provider count,
+ * - `planNetwork` (`plan.ts`): a pure function of its options (a seed string, a provider count,
  *   ...) that fixes every provider, key, ad, stake, validator, router, measurement,
  *   settlement and timestamp. It scales to 10,000 providers.
- * - {@linkcode expectedNetwork}: what the chain must hold after seeding, computed from the plan
- *   alone — never from a chain read — so tests can compare reads against it.
+ * - `expectedNetwork` (`expected.ts`): what the chain must hold after seeding, computed from
+ *   the plan alone — never from a chain read — so tests can compare reads against it.
  * - {@linkcode seedNetwork}: sends the plan's transactions to a deployed network: batch
  *   registrations and stakes (a handful of transactions, not one per provider), a provider
  *   updating its own ad commitment, an unstake, settlements over several epochs (time
  *   travel), and the emission of the finished epochs.
+ *
+ * This module is the face of all three: it re-exports the plan and the expectation.
  *
  * @example
  * ```ts ignore
@@ -29,24 +31,18 @@
  * @module
  */
 
-import { type Address, type Hex, keccak256, stringToBytes } from "viem";
+import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
   adCommitment,
   emissionAbi,
-  type EmissionState,
   escrowAbi,
-  isBonded,
-  type NetworkState,
-  type ProviderAd,
-  type ProviderState,
-  type ProviderTier,
   registryAbi,
   type RouterRecord,
-  type SettlementBucket,
   stakingAbi,
 } from "../chain/mod.ts";
-import { DEFAULT_DEPLOYMENT, type Deployment, type DeploymentParams } from "./deploy.ts";
+import type { Deployment } from "./deploy.ts";
+import { ETHER, type NetworkPlan } from "./plan.ts";
 import {
   confirm,
   createSigner,
@@ -56,459 +52,14 @@ import {
   sendAndConfirm,
 } from "./signer.ts";
 
-/** Options of {@linkcode planNetwork}. */
-export interface PlanOptions {
-  /**
-   * Number of providers that stay registered (two more are registered and revoked when
-   * there are at least 10).
-   *
-   * @default {60}
-   */
-  providers?: number;
-  /**
-   * Number of validators.
-   *
-   * @default {5}
-   */
-  validators?: number;
-  /**
-   * Router URLs (one router each). Pass the URLs of real router servers to serve the ads.
-   *
-   * @default {["http://router-0.devnet.invalid", … 3 routers]}
-   */
-  routerUrls?: readonly string[];
-  /**
-   * Number of approved TEE measurements.
-   *
-   * @default {3}
-   */
-  measurements?: number;
-  /**
-   * Epochs with settlements (epochs `0 .. n − 1`); the seed ends in epoch `n + 1` after
-   * emitting epochs `0 .. n`.
-   *
-   * @default {4}
-   */
-  settledEpochs?: number;
-  /**
-   * Settlements per epoch (providers drawn with repetition among the active ones).
-   *
-   * @default {25}
-   */
-  settlementsPerEpoch?: number;
-  /**
-   * The seed of every pseudo-random choice and key.
-   *
-   * @default {"net-devnet"}
-   */
-  seed?: string;
-  /**
-   * Contract parameters (bond, unbonding period, emission schedule).
-   *
-   * @default {DEFAULT_DEPLOYMENT}
-   */
-  deployment?: DeploymentParams;
-  /**
-   * The endpoint URL of provider `index` in its ad.
-   *
-   * @default {(i) => `https://provider-${i}.devnet.invalid`}
-   */
-  endpoint?: (index: number) => string;
-}
-
-/** One provider of the plan. */
-export interface PlannedProvider {
-  /** Position in the registration order. */
-  index: number;
-  /** The provider account's private key (test use only). */
-  accountKey: Hex;
-  /** The serving key's private key (test use only): signs key endorsements. */
-  servingKey: Hex;
-  /** The provider's address (lower case). */
-  address: Address;
-  /** The serving key's address (lower case): the Registry `trustRoot`. */
-  servingAddress: Address;
-  /** The tier. */
-  tier: ProviderTier;
-  /** The Registry active flag. */
-  active: boolean;
-  /** Total staked for the provider. */
-  staked: bigint;
-  /** Later unstaked by the provider itself. */
-  unstaked: bigint;
-  /** The ad the provider publishes; the Registry ends up holding its commitment. */
-  ad: ProviderAd;
-  /** An older ad registered first, then replaced by the provider itself; or `null`. */
-  initialAd: ProviderAd | null;
-  /** Registered, then revoked by the owner. */
-  revoked: boolean;
-}
-
-/** One settlement of the plan. */
-export interface PlannedSettlement {
-  /** The provider paid. */
-  provider: Address;
-  /** Amount (wei). */
-  amount: bigint;
-  /** Tokens served. */
-  tokens: bigint;
-}
-
-/** A deterministic network: everything {@linkcode seedNetwork} sends. */
-export interface NetworkPlan {
-  /** The seed. */
-  seed: string;
-  /** Contract parameters. */
-  deployment: DeploymentParams;
-  /** Providers in registration order, revoked ones included. */
-  providers: PlannedProvider[];
-  /** Validators and the stake each gets. */
-  validators: { address: Address; stake: bigint }[];
-  /** Routers. */
-  routers: RouterRecord[];
-  /** Approved measurement ids. */
-  measurements: Hex[];
-  /** Settlements per epoch, with the timestamp of their first block. */
-  settlements: { epoch: bigint; time: bigint; items: PlannedSettlement[] }[];
-  /** What the consumer deposits into the Escrow. */
-  consumerDeposit: bigint;
-  /** Timestamp of the last block of the seed (it emits the finished epochs). */
-  finalTime: bigint;
-}
-
-/** What the chain holds after {@linkcode seedNetwork}, computed from the plan alone. */
-export interface ExpectedNetwork {
-  /** `readNetworkState` at the last seeded block must equal this (plus its `block`). */
-  state: Omit<NetworkState, "block">;
-  /** `scanSettlements` over the whole history must return these buckets. */
-  settlements: SettlementBucket[];
-  /** Timestamp of the last seeded block. */
-  blockTimestamp: bigint;
-}
-
-const ETHER = 10n ** 18n;
-const REVOKED = [3, 7];
-
-/** The model catalogue the plan draws from: id, max context, base prices (wei per 1M). */
-const CATALOGUE = [
-  { id: "devnet/tiny-chat", context: 8_192, input: 150_000n, output: 600_000n },
-  {
-    id: "meta/llama-3.1-8b-instruct",
-    context: 131_072,
-    input: 20n * 10n ** 12n,
-    output: 50n * 10n ** 12n,
-  },
-  {
-    id: "meta/llama-3.3-70b-instruct",
-    context: 131_072,
-    input: 230n * 10n ** 12n,
-    output: 400n * 10n ** 12n,
-  },
-  {
-    id: "mistral/mistral-small-24b-instruct",
-    context: 32_768,
-    input: 70n * 10n ** 12n,
-    output: 110n * 10n ** 12n,
-  },
-  {
-    id: "qwen/qwen2.5-72b-instruct",
-    context: 32_768,
-    input: 350n * 10n ** 12n,
-    output: 400n * 10n ** 12n,
-  },
-  {
-    id: "qwen/qwen2.5-coder-32b-instruct",
-    context: 32_768,
-    input: 60n * 10n ** 12n,
-    output: 150n * 10n ** 12n,
-  },
-  {
-    id: "google/gemma-2-27b-it",
-    context: 8_192,
-    input: 80n * 10n ** 12n,
-    output: 80n * 10n ** 12n,
-  },
-  {
-    id: "deepseek/deepseek-r1-distill-llama-70b",
-    context: 131_072,
-    input: 230n * 10n ** 12n,
-    output: 690n * 10n ** 12n,
-  },
-] as const;
-
-function random(seed: string) {
-  const bits = (label: string) => BigInt(keccak256(stringToBytes(`${seed}/${label}`)));
-  return {
-    bits,
-    key: (label: string) => keccak256(stringToBytes(`${seed}/key/${label}`)),
-    /** A float in [0, 1). */
-    unit: (label: string) => Number(bits(label) >> 204n) / 2 ** 52,
-    /** A bigint in [low, high). */
-    between: (label: string, low: bigint, high: bigint) => low + bits(label) % (high - low),
-  };
-}
-
-function lowerAddress(value: string): Address {
-  return value.toLowerCase() as Address;
-}
-
-function checkCount(name: string, value: number, min: number): void {
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new RangeError(
-      `Cannot plan network: ${name} must be an integer ≥ ${min}, found ${value}`,
-    );
-  }
-}
-
-/** Builds a deterministic network plan. Pure: the same options give the same plan. */
-export function planNetwork(options: PlanOptions = {}): NetworkPlan {
-  const count = options.providers ?? 60;
-  const seed = options.seed ?? "net-devnet";
-  const deployment = options.deployment ?? DEFAULT_DEPLOYMENT;
-  const validatorCount = options.validators ?? 5;
-  const measurementCount = options.measurements ?? 3;
-  const settledEpochs = options.settledEpochs ?? 4;
-  const perEpoch = options.settlementsPerEpoch ?? 25;
-  const routerUrls = options.routerUrls ??
-    [
-      "http://router-0.devnet.invalid",
-      "http://router-1.devnet.invalid",
-      "http://router-2.devnet.invalid",
-    ];
-  const endpoint = options.endpoint ?? ((i: number) => `https://provider-${i}.devnet.invalid`);
-  checkCount("providers", count, 3);
-  checkCount("validators", validatorCount, 0);
-  checkCount("measurements", measurementCount, 0);
-  checkCount("settledEpochs", settledEpochs, 1);
-  checkCount("settlementsPerEpoch", perEpoch, 1);
-  const r = random(seed);
-  const bond = deployment.minProviderBond;
-
-  const total = count + (count >= 10 ? REVOKED.length : 0);
-  const providers: PlannedProvider[] = [];
-  for (let i = 0; i < total; i++) {
-    const accountKey = r.key(`provider/${i}`);
-    const servingKey = r.key(`serving/${i}`);
-    const address = lowerAddress(privateKeyToAccount(accountKey).address);
-    const servingAddress = lowerAddress(privateKeyToAccount(servingKey).address);
-    const revoked = count >= 10 && REVOKED.includes(i);
-    // Fixed roles for the first three providers; the rest are drawn.
-    let tier: ProviderTier = r.unit(`tier/${i}`) < 0.35 ? "tee" : "verified";
-    let active = r.unit(`active/${i}`) >= 0.15;
-    const roll = r.unit(`stake/${i}`);
-    let staked = roll < 0.15
-      ? 0n // never staked
-      : roll < 0.35
-      ? r.between(`stake-amount/${i}`, bond / 10n, bond) // below the bond
-      : r.between(`stake-amount/${i}`, bond, bond * 5n); // bonded when active
-    let unstaked = 0n;
-    if (i === 0) {
-      [tier, active, staked] = ["verified", true, 3n * bond + 17n];
-    } else if (i === 1) {
-      [tier, active, staked, unstaked] = ["tee", true, 2n * bond, bond / 2n + 1n];
-    } else if (i === 2) {
-      [tier, active, staked] = ["verified", true, bond]; // exactly the bond
-    }
-    const ad = makeAd(r, i, {
-      provider: address,
-      serving: servingAddress,
-      tier,
-      endpoint: endpoint(i),
-    });
-    const initialAd = i === 0
-      ? {
-        ...ad,
-        models: ad.models.map((m) => ({
-          ...m,
-          prices: { ...m.prices, input: String(BigInt(m.prices.input) * 2n) },
-        })),
-      }
-      : null;
-    providers.push({
-      index: i,
-      accountKey,
-      servingKey,
-      address,
-      servingAddress,
-      tier,
-      active,
-      staked,
-      unstaked,
-      ad,
-      initialAd,
-      revoked,
-    });
-  }
-
-  const validators = Array.from({ length: validatorCount }, (_, i) => ({
-    address: lowerAddress(
-      `0x${(r.bits(`validator/${i}`) & ((1n << 160n) - 1n)).toString(16).padStart(40, "0")}`,
-    ),
-    stake: r.between(`validator-stake/${i}`, 10n * ETHER, 100n * ETHER),
-  }));
-  const routers: RouterRecord[] = routerUrls.map((url, i) => ({
-    id: lowerAddress(
-      `0x${(r.bits(`router/${i}`) & ((1n << 160n) - 1n)).toString(16).padStart(40, "0")}`,
-    ),
-    url,
-  }));
-  const measurements = Array.from(
-    { length: measurementCount },
-    (_, i) => keccak256(stringToBytes(`${seed}/measurement/${i}`)),
-  );
-
-  const payable = providers.filter((p) => !p.revoked && p.active);
-  const { genesisTime, epochLength } = deployment.emission;
-  const settlements = Array.from({ length: settledEpochs }, (_, e) => ({
-    epoch: BigInt(e),
-    time: genesisTime + BigInt(e) * epochLength + 60n,
-    items: Array.from({ length: perEpoch }, (_, k) => {
-      const pick = payable[Number(r.bits(`settle/${e}/${k}`) % BigInt(payable.length))];
-      return {
-        provider: pick.address,
-        amount: r.between(`settle-amount/${e}/${k}`, 10n ** 15n, 10n ** 17n),
-        tokens: r.between(`settle-tokens/${e}/${k}`, 100n, 200_000n),
-      };
-    }),
-  }));
-  const charged = settlements.flatMap((s) => s.items).reduce((sum, s) => sum + s.amount, 0n);
-
-  return {
-    seed,
-    deployment,
-    providers,
-    validators,
-    routers,
-    measurements,
-    settlements,
-    consumerDeposit: charged + ETHER,
-    finalTime: genesisTime + BigInt(settledEpochs + 1) * epochLength + 120n,
-  };
-}
-
-function makeAd(
-  r: ReturnType<typeof random>,
-  i: number,
-  who: { provider: Address; serving: Address; tier: ProviderTier; endpoint: string },
-): ProviderAd {
-  const count = 1 + Math.floor(r.unit(`models/${i}`) * 3);
-  const order = CATALOGUE.map((m, k) => ({ m, key: r.bits(`model-order/${i}/${k}`) }))
-    .sort((a, b) => (a.key < b.key ? -1 : 1))
-    .slice(0, count);
-  return {
-    version: 1,
-    provider: who.provider,
-    tier: who.tier,
-    serving_key: who.serving,
-    endpoint: who.endpoint,
-    models: order.map(({ m }, k) => {
-      const factor = r.between(`price/${i}/${k}`, 80n, 150n) * (who.tier === "tee" ? 13n : 10n);
-      return {
-        id: m.id,
-        prices: {
-          input: String((m.input * factor) / 1000n),
-          output: String((m.output * factor) / 1000n),
-        },
-        context_length: r.unit(`context/${i}/${k}`) < 0.3 ? Math.min(m.context, 8_192) : m.context,
-      };
-    }),
-  };
-}
-
-/** The Registry's enumeration order after the plan's registrations and revocations. */
-function registryOrder(plan: NetworkPlan): PlannedProvider[] {
-  const items = [...plan.providers];
-  for (const revoked of plan.providers.filter((p) => p.revoked)) {
-    // AddressSet.remove: the last item moves into the freed slot.
-    const at = items.indexOf(revoked);
-    const last = items.pop()!;
-    if (last !== revoked) items[at] = last;
-  }
-  return items;
-}
-
-/** What {@linkcode seedNetwork} leaves on chain, computed from the plan alone. */
-export function expectedNetwork(plan: NetworkPlan): ExpectedNetwork {
-  const bond = plan.deployment.minProviderBond;
-  const providers: ProviderState[] = registryOrder(plan).map((p) => {
-    const stake = p.staked - p.unstaked;
-    return {
-      address: p.address,
-      adCommitment: adCommitment(p.ad),
-      trustRoot: p.servingAddress,
-      tier: p.tier,
-      active: p.active,
-      stake,
-      bonded: isBonded(p.active, stake, bond),
-    };
-  });
-  const totalStaked = plan.providers.reduce((sum, p) => sum + p.staked - p.unstaked, 0n) +
-    plan.validators.reduce((sum, v) => sum + v.stake, 0n);
-
-  const e = plan.deployment.emission;
-  const reward = (epoch: bigint) => {
-    const halvings = epoch / e.halvingInterval;
-    return halvings >= 256n ? 0n : e.initialReward >> halvings;
-  };
-  const currentEpoch = plan.finalTime < e.genesisTime
-    ? 0n
-    : (plan.finalTime - e.genesisTime) / e.epochLength;
-  let totalEmitted = 0n;
-  for (let epoch = 0n; epoch < currentEpoch; epoch++) {
-    const room = e.cap - totalEmitted;
-    totalEmitted += reward(epoch) < room ? reward(epoch) : room;
-  }
-  const emission: EmissionState = {
-    cap: e.cap,
-    totalEmitted,
-    emittedEpochs: currentEpoch,
-    currentEpoch,
-    currentEpochReward: reward(currentEpoch),
-    schedule: {
-      rule: "halving",
-      genesisTime: e.genesisTime,
-      epochLength: e.epochLength,
-      initialReward: e.initialReward,
-      halvingInterval: e.halvingInterval,
-    },
-  };
-
-  const buckets = new Map<string, SettlementBucket>();
-  for (const { epoch, items } of plan.settlements) {
-    for (const item of items) {
-      const key = `${item.provider}:${epoch}`;
-      const bucket = buckets.get(key) ??
-        { provider: item.provider, epoch, amount: 0n, tokens: 0n, settlements: 0 };
-      bucket.amount += item.amount;
-      bucket.tokens += item.tokens;
-      bucket.settlements += 1;
-      buckets.set(key, bucket);
-    }
-  }
-  const settlements = [...buckets.values()].sort((a, b) =>
-    a.provider < b.provider
-      ? -1
-      : a.provider > b.provider
-      ? 1
-      : a.epoch < b.epoch
-      ? -1
-      : a.epoch > b.epoch
-      ? 1
-      : 0
-  );
-  return {
-    state: {
-      providers,
-      validators: plan.validators.map((v) => v.address),
-      routers: plan.routers,
-      approvedMeasurements: plan.measurements,
-      emission,
-      staking: { totalStaked, minProviderBond: bond },
-    },
-    settlements,
-    blockTimestamp: plan.finalTime,
-  };
-}
+export { type ExpectedNetwork, expectedNetwork } from "./expected.ts";
+export {
+  type NetworkPlan,
+  type PlannedProvider,
+  type PlannedSettlement,
+  planNetwork,
+  type PlanOptions,
+} from "./plan.ts";
 
 /** Where {@linkcode seedNetwork} sends the plan. */
 export interface SeedTarget {
@@ -602,6 +153,15 @@ export async function registerRoles(
   });
 }
 
+/** The signers of a seed, and where it sends. */
+interface Seeding {
+  target: SeedTarget;
+  accounts: DevnetAccounts;
+  owner: DevnetSigner;
+  chain: { chainId: number };
+  batchSize: number;
+}
+
 /**
  * Sends the plan to a freshly deployed network. The chain's block timestamps are set by the
  * seed (one second per block, jumps between epochs), so the last block's timestamp is exactly
@@ -617,16 +177,27 @@ export async function seedNetwork(
   const accounts = target.accounts ?? devAccounts();
   const chain = { chainId: target.chainId };
   const owner = createSigner(target.rpcUrl, accounts.owner, chain);
-  const settler = createSigner(target.rpcUrl, accounts.settler, chain);
-  const consumer = createSigner(target.rpcUrl, accounts.consumer, chain);
-  const { registry, staking, emission, escrow } = target.deployment.contracts;
-  const batchSize = options.batchSize ?? 150;
-
+  const seeding: Seeding = { target, accounts, owner, chain, batchSize: options.batchSize ?? 150 };
   await rpc(owner, "anvil_setBlockTimestampInterval", [1]);
+  await registerProviders(seeding, plan);
+  await stake(seeding, plan);
+  await providersActing(seeding, plan);
+  await registerRoles(owner, target.deployment.contracts, {
+    validators: plan.validators.map((v) => v.address),
+    routers: plan.routers,
+    measurements: plan.measurements,
+    settler: accounts.settler.address,
+  });
+  await settle(seeding, plan);
+  await emitFinal(seeding, plan);
+  await rpc(owner, "anvil_removeBlockTimestampInterval", []);
+}
 
-  // Providers: batch registration, then the planned revocations.
-  for (const batch of chunks(plan.providers, batchSize)) {
-    await sendAndConfirm(owner, {
+/** Providers: batch registration (with the initial ad when there is one), then revocations. */
+async function registerProviders(seeding: Seeding, plan: NetworkPlan): Promise<void> {
+  const { registry } = seeding.target.deployment.contracts;
+  for (const batch of chunks(plan.providers, seeding.batchSize)) {
+    await sendAndConfirm(seeding.owner, {
       address: registry,
       abi: registryAbi,
       functionName: "registerProviders",
@@ -640,15 +211,17 @@ export async function seedNetwork(
     });
   }
   for (const p of plan.providers.filter((p) => p.revoked)) {
-    await sendAndConfirm(owner, {
+    await sendAndConfirm(seeding.owner, {
       address: registry,
       abi: registryAbi,
       functionName: "revokeProvider",
       args: [p.address],
     });
   }
+}
 
-  // Stakes: providers and validators, in batches.
+/** Stakes of providers and validators, in batches. */
+async function stake(seeding: Seeding, plan: NetworkPlan): Promise<void> {
   const stakes = [
     ...plan.providers.filter((p) => p.staked > 0n).map((p) => ({
       account: p.address,
@@ -656,19 +229,23 @@ export async function seedNetwork(
     })),
     ...plan.validators.map((v) => ({ account: v.address, amount: v.stake })),
   ];
-  for (const batch of chunks(stakes, batchSize * 4)) {
-    await sendAndConfirm(owner, {
-      address: staking,
+  for (const batch of chunks(stakes, seeding.batchSize * 4)) {
+    await sendAndConfirm(seeding.owner, {
+      address: seeding.target.deployment.contracts.staking,
       abi: stakingAbi,
       functionName: "stakeForMany",
       args: [batch.map((s) => s.account), batch.map((s) => s.amount)],
       value: batch.reduce((sum, s) => sum + s.amount, 0n),
     });
   }
+}
 
-  // Providers acting themselves: an ad update and an unstake.
+/** Providers acting themselves (funded for gas first): an ad update and an unstake. */
+async function providersActing(seeding: Seeding, plan: NetworkPlan): Promise<void> {
+  const { owner, target } = seeding;
+  const { registry, staking } = target.deployment.contracts;
   for (const p of plan.providers.filter((p) => p.initialAd || p.unstaked > 0n)) {
-    const self = createSigner(target.rpcUrl, privateKeyToAccount(p.accountKey), chain);
+    const self = createSigner(target.rpcUrl, privateKeyToAccount(p.accountKey), seeding.chain);
     await confirm(
       owner,
       await owner.wallet.sendTransaction({
@@ -696,15 +273,14 @@ export async function seedNetwork(
       });
     }
   }
+}
 
-  await registerRoles(owner, target.deployment.contracts, {
-    validators: plan.validators.map((v) => v.address),
-    routers: plan.routers,
-    measurements: plan.measurements,
-    settler: accounts.settler.address,
-  });
-
-  // Escrow: a consumer deposit, settlements in each planned epoch.
+/** Escrow: a consumer deposit, then the settlements of each planned epoch at its time. */
+async function settle(seeding: Seeding, plan: NetworkPlan): Promise<void> {
+  const { target, accounts } = seeding;
+  const { escrow } = target.deployment.contracts;
+  const consumer = createSigner(target.rpcUrl, accounts.consumer, seeding.chain);
+  const settler = createSigner(target.rpcUrl, accounts.settler, seeding.chain);
   await sendAndConfirm(consumer, {
     address: escrow,
     abi: escrowAbi,
@@ -713,8 +289,8 @@ export async function seedNetwork(
     value: plan.consumerDeposit,
   });
   for (const { time, items } of plan.settlements) {
-    await rpc(owner, "evm_setNextBlockTimestamp", [Number(time)]);
-    for (const batch of chunks(items, batchSize)) {
+    await rpc(seeding.owner, "evm_setNextBlockTimestamp", [Number(time)]);
+    for (const batch of chunks(items, seeding.batchSize)) {
       await sendAndConfirm(settler, {
         address: escrow,
         abi: escrowAbi,
@@ -728,16 +304,19 @@ export async function seedNetwork(
       });
     }
   }
+}
 
-  // Emission: the last block emits every finished epoch. An empty block one second earlier
-  // moves "latest" into the final epoch, so the pre-flight simulation sees the same epochs.
-  await rpc(owner, "evm_mine", [Number(plan.finalTime - 1n)]);
-  await rpc(owner, "evm_setNextBlockTimestamp", [Number(plan.finalTime)]);
-  await sendAndConfirm(owner, {
-    address: emission,
+/**
+ * Emission: the last block emits every finished epoch. An empty block one second earlier
+ * moves "latest" into the final epoch, so the pre-flight simulation sees the same epochs.
+ */
+async function emitFinal(seeding: Seeding, plan: NetworkPlan): Promise<void> {
+  await rpc(seeding.owner, "evm_mine", [Number(plan.finalTime - 1n)]);
+  await rpc(seeding.owner, "evm_setNextBlockTimestamp", [Number(plan.finalTime)]);
+  await sendAndConfirm(seeding.owner, {
+    address: seeding.target.deployment.contracts.emission,
     abi: emissionAbi,
     functionName: "emitFinishedEpochs",
-    args: [accounts.rewards.address, 1_000n],
+    args: [seeding.accounts.rewards.address, 1_000n],
   });
-  await rpc(owner, "anvil_removeBlockTimestampInterval", []);
 }

@@ -45,3 +45,22 @@ Deno.test("the directory merges routers, validates ads and keeps a failed router
   assert.equal(await directory.refresh(), 1);
   assert.equal(directory.entries().length, 3, "router B's last good view is kept");
 });
+
+Deno.test("a capacity or metrics report without the protocol's shape is kept as unknown (null)", async () => {
+  await using router = serve(createRouterHandler({
+    source: () =>
+      [
+        { ad: ad(1), capacity: { max_concurrency: "lots" }, metrics: { tokens_per_sec: -1 } },
+        entry(ad(3)),
+      ] as never,
+  }));
+  const directory = new RouterDirectory([router.url], { log: () => {} });
+  assert.equal(await directory.refresh(), 1);
+  assert.deepEqual(
+    directory.entries().map((e) => [e.provider, e.capacity, e.metrics]),
+    [
+      [ad(1).provider, null, null],
+      [ad(3).provider, entry(ad(3)).capacity, entry(ad(3)).metrics],
+    ],
+  );
+});

@@ -255,7 +255,7 @@ Deno.test("--rpc-url refuses a chain that cannot answer or cannot pay for the se
   );
 });
 
-Deno.test("parseDevnetArgs: --host, --public-host and --rpc-url", () => {
+Deno.test("parseDevnetArgs: --host, --public-host and --rpc-url; every bad value named", () => {
   const parsed = parseDevnetArgs(
     ["--host", "0.0.0.0", "--public-host", "Devnet", "--rpc-url", "http://chain:8545"],
     {},
@@ -272,15 +272,85 @@ Deno.test("parseDevnetArgs: --host, --public-host and --rpc-url", () => {
     const [args, message] of [
       [
         ["--public-host", "devnet:8545"],
-        /--public-host must be a host name or an IP address without a port, found "devnet:8545"/,
+        /Cannot use --public-host "devnet:8545": .*; expected a host name or an IP address without a port/,
       ],
-      [["--public-host", "http://devnet"], /--public-host must be a host name/],
-      [["--host=-x"], /--host must be a host name/],
-      [["--host", "a b"], /--host must be a host name/],
-      [["--rpc-url", "ws://x:8545"], /--rpc-url must be an http\(s\) URL, found "ws:\/\/x:8545"/],
-      [["--rpc-url", "nope"], /--rpc-url must be an http\(s\) URL/],
+      [
+        ["--public-host", "http://devnet"],
+        /Cannot use --public-host "http:\/\/devnet": .*; expected a host name/,
+      ],
+      [["--public-host", "..."], /Cannot use --public-host "\.\.\.": .*; expected a host name/],
+      [["--host=-x"], /Cannot use --host "-x": .*; expected a host name/],
+      [["--host", "a b"], /Cannot use --host "a b": .*; expected a host name/],
+      [
+        ["--rpc-url", "ws://x:8545"],
+        /Cannot use --rpc-url "ws:\/\/x:8545": the scheme ws: is not accepted; expected an http or https URL/,
+      ],
+      [
+        ["--rpc-url", "nope"],
+        /Cannot use --rpc-url "nope": not an absolute URL; expected an http or https URL/,
+      ],
+      [["--ports", "random"], /Cannot use --ports "random": .*; expected one of fixed, ephemeral/],
+      [
+        ["--gateways", "0"],
+        /Cannot use --gateways "0": out of range; expected a whole number, 1 to 64/,
+      ],
+      [
+        ["--verified", "65"],
+        /Cannot use --verified "65": out of range; expected a whole number, 0 to 64/,
+      ],
+      [
+        ["--epoch-seconds", "4"],
+        /Cannot use --epoch-seconds "4": .*; expected a whole number seconds, at least 5/,
+      ],
+      [
+        ["--token-delay-ms=-1"],
+        /Cannot use --token-delay-ms "-1": .*; expected a whole number ms/,
+      ],
+      [
+        ["--upstream", "ftp://x"],
+        /Cannot use --upstream "ftp:\/\/x": the scheme ftp: is not accepted/,
+      ],
     ] as const
   ) {
     assert.throws(() => parseDevnetArgs(args, {}), message);
+  }
+});
+
+Deno.test("parseDevnetArgs: the defaults, the upstream key from the environment, --help", () => {
+  const parsed = parseDevnetArgs([], { NET_UPSTREAM_API_KEY: "sk-test" });
+  assert.ok(!("help" in parsed));
+  assert.deepEqual(parsed, {
+    ports: "fixed",
+    stateDir: ".devnet",
+    hostname: "127.0.0.1",
+    publicHost: undefined,
+    rpcUrl: undefined,
+    upstream: undefined,
+    upstreamApiKey: "sk-test",
+    verifiedProviders: 2,
+    teeProviders: 1,
+    gateways: 2,
+    tokenDelayMs: 15,
+    epochSeconds: 60,
+  });
+  const help = parseDevnetArgs(["--help"], {});
+  assert.ok("help" in help);
+  for (
+    const flag of [
+      "--ports",
+      "--state-dir",
+      "--host",
+      "--public-host",
+      "--rpc-url",
+      "--upstream",
+      "--verified",
+      "--tee",
+      "--gateways",
+      "--token-delay-ms",
+      "--epoch-seconds",
+      "NET_UPSTREAM_API_KEY",
+    ]
+  ) {
+    assert.ok(help.help.includes(flag), `--help does not list ${flag}`);
   }
 });

@@ -1,0 +1,345 @@
+/**
+ * What the devnet provider does with an opened sealed request (`docs/protocol.md` §7): check
+ * that it is a chat completion it serves, take one of its slots, run the engine, and seal the
+ * reply — one `chat.completion` object, or one server-sent event per chunk, each sealed as
+ * soon as it is produced. {@linkcode ProviderLoad} counts the slots in use, the observed
+ * throughput and the usage served, for the ad and for settlement.
+ *
+ * @module
+ */
+
+import type { OpenedHttpRequest } from "../crypto/mod.ts";
+import { encodeSse } from "../io/sse.ts";
+import {
+  type ChatBody,
+  type ChatChunk,
+  devTokens,
+  EngineError,
+  type InferenceEngine,
+  messageText,
+} from "./engine.ts";
+
+/** Prices of one model: smallest token unit per 1M tokens. */
+export interface ModelPrices {
+  /** Input tokens. */
+  input: bigint;
+  /** Output tokens. */
+  output: bigint;
+}
+
+/** Usage served since the last {@linkcode ProviderLoad.takeUsage}. */
+export interface ServedUsage {
+  /** Tokens (prompt + completion). */
+  tokens: bigint;
+  /** What those tokens cost at the advertised prices (smallest unit). */
+  amount: bigint;
+}
+
+/** A provider's slots, observed throughput and served usage. */
+export class ProviderLoad {
+  /** Concurrent requests served; more are refused. */
+  readonly maxConcurrency: number;
+  #inFlight = 0;
+  #tokensPerSec = 0;
+  #usage: ServedUsage = { tokens: 0n, amount: 0n };
+
+  /** Creates the counters for `maxConcurrency` slots. */
+  constructor(maxConcurrency: number) {
+    this.maxConcurrency = maxConcurrency;
+  }
+
+  /** Slots free now. */
+  get available(): number {
+    return Math.max(0, this.maxConcurrency - this.#inFlight);
+  }
+
+  /** Decode throughput, a moving average over served requests. */
+  get tokensPerSec(): number {
+    return this.#tokensPerSec;
+  }
+
+  /** Takes a slot for one request at `prices`, or `undefined` when every slot is busy. */
+  admit(prices: ModelPrices): ServedRequest | undefined {
+    if (this.#inFlight >= this.maxConcurrency) return undefined;
+    this.#inFlight++;
+    return new ServedRequest(prices, {
+      release: () => this.#inFlight--,
+      bill: (usage) => this.restoreUsage(usage),
+      observe: (rate) => {
+        this.#tokensPerSec = this.#tokensPerSec === 0
+          ? rate
+          : 0.8 * this.#tokensPerSec + 0.2 * rate;
+      },
+    });
+  }
+
+  /** Adds usage (served now, or given back because its settlement failed). */
+  restoreUsage(usage: ServedUsage): void {
+    this.#usage = {
+      tokens: this.#usage.tokens + usage.tokens,
+      amount: this.#usage.amount + usage.amount,
+    };
+  }
+
+  /** Returns the usage served since the last call, and resets it. */
+  takeUsage(): ServedUsage {
+    const usage = this.#usage;
+    this.#usage = { tokens: 0n, amount: 0n };
+    return usage;
+  }
+}
+
+/** What a served request reports to its provider's counters. */
+export interface LoadReport {
+  /** Its slot is free again. */
+  release(): void;
+  /** It was served: add its usage. */
+  bill(usage: ServedUsage): void;
+  /** The decode throughput it saw. */
+  observe(tokensPerSec: number): void;
+}
+
+/** One admitted request: its slot, and what it is billed. Releasing and billing happen once. */
+export class ServedRequest {
+  readonly #prices: ModelPrices;
+  readonly #load: LoadReport;
+  readonly #started = performance.now();
+  #generated = 0;
+  #billed = false;
+  #released = false;
+
+  /** Created by {@linkcode ProviderLoad.admit}. */
+  constructor(prices: ModelPrices, load: LoadReport) {
+    this.#prices = prices;
+    this.#load = load;
+  }
+
+  /** Counts a chunk: its content deltas, and the engine's exact usage when it carries it. */
+  account(chunk: ChatChunk): void {
+    for (const choice of chunk.choices) if (choice.delta.content) this.#generated++;
+    if (!chunk.usage) return;
+    const { prompt_tokens: prompt, completion_tokens: completion } = chunk.usage;
+    this.#bill(prompt, completion);
+    const seconds = (performance.now() - this.#started) / 1000;
+    if (seconds > 0 && completion > 0) this.#load.observe(completion / seconds);
+  }
+
+  /**
+   * Bills a stream that ended before the engine's usage chunk (the client stopped it, the
+   * engine failed) for what was generated: the prompt counted by the dev tokenizer, one token
+   * per content delta.
+   */
+  billPartial(body: ChatBody): void {
+    const prompt = body.messages.reduce(
+      (n, m) => n + devTokens(`${m.role} ${messageText(m.content)}`).length,
+      0,
+    );
+    this.#bill(prompt, this.#generated);
+  }
+
+  /** Gives the slot back. */
+  release(): void {
+    if (!this.#released) this.#load.release();
+    this.#released = true;
+  }
+
+  #bill(prompt: number, completion: number): void {
+    if (this.#billed) return;
+    this.#billed = true;
+    this.#load.bill({
+      tokens: BigInt(prompt + completion),
+      amount: (BigInt(prompt) * this.#prices.input + BigInt(completion) * this.#prices.output) /
+        1_000_000n,
+    });
+  }
+}
+
+/** What answering a chat needs from the provider. */
+export interface ChatContext {
+  /** The inference engine. */
+  engine: InferenceEngine;
+  /** The price of every model served. */
+  prices: ReadonlyMap<string, ModelPrices>;
+  /** The slots and counters. */
+  load: ProviderLoad;
+  /** Where failures are reported. */
+  log: (message: string) => void;
+}
+
+type SealedError = (status: number, type: string, message: string) => ReadableStream<Uint8Array>;
+
+function sealedErrors(opened: OpenedHttpRequest): SealedError {
+  return (status, type, message) =>
+    opened.respond({
+      status,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ error: { message, type, param: null, code: type } }),
+    });
+}
+
+/** The chat request of an opened exchange, or its sealed refusal. */
+function readChat(
+  opened: OpenedHttpRequest,
+  prices: ReadonlyMap<string, ModelPrices>,
+  sealedError: SealedError,
+): { body: ChatBody; prices: ModelPrices } | ReadableStream<Uint8Array> {
+  if (opened.path !== "/v1/chat/completions") {
+    return sealedError(404, "not_found", `No route for ${opened.path}`);
+  }
+  if (opened.method !== "POST") {
+    return sealedError(405, "method_not_allowed", "Use POST /v1/chat/completions");
+  }
+  let body: ChatBody;
+  try {
+    body = JSON.parse(opened.text());
+    if (typeof body !== "object" || body === null || typeof body.model !== "string") {
+      throw new Error("not a chat request");
+    }
+  } catch {
+    return sealedError(400, "invalid_request_error", "The body is not a chat-completions request");
+  }
+  const price = prices.get(body.model);
+  if (!price) {
+    return sealedError(
+      404,
+      "model_not_found",
+      `Model ${JSON.stringify(body.model)} is not served here`,
+    );
+  }
+  return { body, prices: price };
+}
+
+/**
+ * Runs the opened request and returns the sealed reply stream. It waits for the engine's
+ * first chunk, so that a refusal (unknown model, bad request) becomes a sealed error status.
+ */
+export async function answerChat(
+  opened: OpenedHttpRequest,
+  context: ChatContext,
+): Promise<ReadableStream<Uint8Array>> {
+  const sealedError = sealedErrors(opened);
+  const chat = readChat(opened, context.prices, sealedError);
+  if (chat instanceof ReadableStream) return chat;
+  const served = context.load.admit(chat.prices);
+  if (!served) {
+    return sealedError(503, "overloaded", `All ${context.load.maxConcurrency} slots are busy`);
+  }
+  const abort = new AbortController();
+  const chunks = context.engine.complete(chat.body, abort.signal)[Symbol.asyncIterator]();
+  let first: IteratorResult<ChatChunk>;
+  try {
+    first = await chunks.next();
+  } catch (error) {
+    served.release();
+    return engineFailure(error, sealedError);
+  }
+  const run: EngineRun = { body: chat.body, first, chunks, served, abort };
+  if (chat.body.stream !== true) return await aggregate(opened, run, sealedError);
+  return opened.respond({
+    status: 200,
+    headers: { "content-type": "text/event-stream", "cache-control": "no-store" },
+    body: eventStream(run, context.log),
+  });
+}
+
+/** An engine run under way: its request, first result, the rest, its slot and its abort. */
+interface EngineRun {
+  body: ChatBody;
+  first: IteratorResult<ChatChunk>;
+  chunks: AsyncIterator<ChatChunk>;
+  served: ServedRequest;
+  abort: AbortController;
+}
+
+/** The whole reply as one `chat.completion` object. */
+async function aggregate(
+  opened: OpenedHttpRequest,
+  run: EngineRun,
+  sealedError: SealedError,
+): Promise<ReadableStream<Uint8Array>> {
+  const parts: string[] = [];
+  let last: ChatChunk | undefined;
+  let finish: string | null = null;
+  try {
+    for (let r = run.first; !r.done; r = await run.chunks.next()) {
+      last = r.value;
+      run.served.account(r.value);
+      for (const choice of r.value.choices) {
+        parts.push(choice.delta.content ?? "");
+        finish = choice.finish_reason ?? finish;
+      }
+    }
+  } catch (error) {
+    return engineFailure(error, sealedError);
+  } finally {
+    run.served.release();
+  }
+  return opened.respond({
+    status: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      id: last?.id,
+      object: "chat.completion",
+      created: last?.created,
+      model: run.body.model,
+      choices: [{
+        index: 0,
+        message: { role: "assistant", content: parts.join("") },
+        finish_reason: finish,
+      }],
+      usage: last?.usage,
+    }),
+  });
+}
+
+/** One server-sent event per chunk, produced as the engine produces them (no read-ahead). */
+function eventStream(run: EngineRun, log: (message: string) => void): ReadableStream<Uint8Array> {
+  const { served, chunks } = run;
+  const emit = (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+    r: IteratorResult<ChatChunk>,
+  ) => {
+    if (r.done) {
+      controller.enqueue(encodeSse("[DONE]"));
+      controller.close();
+      served.release();
+      return;
+    }
+    served.account(r.value);
+    controller.enqueue(encodeSse(JSON.stringify(r.value)));
+  };
+  return new ReadableStream<Uint8Array>({
+    start: (controller) => emit(controller, run.first),
+    pull: async (controller) => {
+      try {
+        emit(controller, await chunks.next());
+      } catch (error) {
+        served.release();
+        served.billPartial(run.body);
+        log(`stream failed: ${error}`);
+        controller.enqueue(encodeSse(JSON.stringify({
+          error: { message: "The provider failed mid-stream", type: "provider_error" },
+        })));
+        controller.close();
+      }
+    },
+    cancel: async (reason) => {
+      run.abort.abort(reason ?? new Error("the client went away"));
+      served.release();
+      served.billPartial(run.body);
+      await chunks.return?.(undefined);
+    },
+  }, { highWaterMark: 0 });
+}
+
+function engineFailure(error: unknown, sealedError: SealedError): ReadableStream<Uint8Array> {
+  if (error instanceof EngineError) {
+    const status = error.reason === "unknown_model"
+      ? 404
+      : error.reason === "invalid_request"
+      ? 400
+      : 502;
+    return sealedError(status, error.reason, error.shortMessage);
+  }
+  return sealedError(500, "internal_error", "The provider failed to answer");
+}
