@@ -300,11 +300,11 @@ Deno.test("parseDevnetArgs: --host, --public-host and --rpc-url; every bad value
       ],
       [
         ["--epoch-seconds", "4"],
-        /Cannot use --epoch-seconds "4": .*; expected a whole number seconds, at least 5/,
+        /Cannot use --epoch-seconds "4": .*; expected a whole number of seconds, at least 5/,
       ],
       [
         ["--token-delay-ms=-1"],
-        /Cannot use --token-delay-ms "-1": .*; expected a whole number ms/,
+        /Cannot use --token-delay-ms "-1": .*; expected a whole number of ms/,
       ],
       [
         ["--upstream", "ftp://x"],
