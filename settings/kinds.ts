@@ -151,9 +151,19 @@ export function host(): Kind<string> {
     /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
   return kind("<host>", "a host name or an IP address without a port", (value) => {
     const bare = value.replace(/^\[(.*)\]$/, "$1");
-    if (!name.test(bare) && !/^[0-9A-Fa-f:.]+$/.test(bare)) throw new Error("not a host");
+    if (!name.test(bare) && !isIpv6(bare)) throw new Error("not a host");
     return bare.toLowerCase();
   });
+}
+
+function isIpv6(value: string): boolean {
+  if (!value.includes(":") || !/^[0-9A-Fa-f:.]+$/.test(value)) return false;
+  try {
+    new URL(`http://[${value}]/`);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A comma-separated list of values of one kind (blanks around items and empty items ignored). */

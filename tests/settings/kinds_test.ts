@@ -66,6 +66,8 @@ const cases: [string, Kind<any>, [string, unknown][], [string, RegExp][]][] = [
   ["host", host(), [["Devnet", "devnet"], ["[::1]", "::1"], ["10.0.0.1", "10.0.0.1"]], [
     ["a b", /not a host/],
     ["host:80", /not a host/],
+    ["...", /not a host/],
+    ["1:::2", /not a host/],
   ]],
   ["text", text(), [["a path/with spaces", "a path/with spaces"]], []],
   ["list of urls", list(url()), [["http://a, ,http://b", ["http://a", "http://b"]], ["", []]], [
