@@ -3,8 +3,8 @@
  * strict Ajv; the same operations as the live route table (`assertRoutesDocumented`); and
  * against real answers: the real daemon (`createDaemon`) served on loopback in front of the
  * real devnet, asked through every endpoint of both dialects — whole and streamed replies,
- * model lists, transparency endpoints, and errors (400, 403, 404, 405, 413, 502 for the
- * devnet's mock TEE attestation, 503 without a gateway) — each answer validated against the
+ * model lists, transparency endpoints, and errors (400, 403, 404, 405, 413, 414, 431, 502 for
+ * the devnet's mock TEE attestation, 503 without a gateway) — each answer validated against the
  * document the daemon serves.
  */
 
@@ -54,6 +54,12 @@ Deno.test("every route of the daemon is documented, and every documented one is 
       );
     }
   }
+});
+
+Deno.test("the route-table check fails for a route mounted without its declaration", () => {
+  const service = createDaemonService(OPTIONS);
+  service.app.get("/v1/undeclared", (c) => c.json({}));
+  assert.throws(() => assertRoutesDocumented(service), /GET \/v1\/undeclared/);
 });
 
 Deno.test("real answers of the daemon validate against its OpenAPI document", async () => {
@@ -144,6 +150,12 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await call("/openapi.json"), 200);
 
   expect(await call("/api/tags", { method: "HEAD" }), 200);
+  // The layer's limits, in each dialect: a URL over 8 KiB, headers over 32 KiB.
+  const long = "x".repeat(9000);
+  expect(await call(`/v1/models?q=${long}`, { template: "/v1/models" }), 414);
+  expect(await call(`/api/tags?q=${long}`, { template: "/api/tags" }), 414);
+  expect(await call("/v1/gateways", { headers: { "x-big": long.repeat(4) } }), 431);
+  expect(await call("/api/version", { headers: { "x-big": long.repeat(4) } }), 431);
 
   // DNS rebinding: a foreign Host is refused in the dialect of the path (fetch cannot send
   // another Host, so the request goes to the daemon's handler itself).
