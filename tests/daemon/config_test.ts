@@ -285,3 +285,8 @@ Deno.test("config: the per-user data directory follows each platform's conventio
   }
   assert.equal(config(["--data-dir", "D:\\net"], {}, "windows").dataDir, "D:\\net");
 });
+
+Deno.test("config: docs/daemon.md shows --help as the daemon prints it", async () => {
+  const doc = await Deno.readTextFile(new URL("../../docs/daemon.md", import.meta.url));
+  assert.ok(doc.includes("```\n" + DAEMON_HELP + "```\n"), "regenerate the block from --help");
+});
