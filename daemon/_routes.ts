@@ -32,6 +32,7 @@ import {
 } from "./ollama_models.ts";
 import { openAIChatCall, serveOpenAIChat, serveOpenAIModel, serveOpenAIModels } from "./openai.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import type { Dialect } from "./http_error.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
 import {
@@ -63,6 +64,7 @@ import {
   errorSchema,
   OLLAMA_ERROR,
   OPENAI_ERROR,
+  type OperationKind,
   SERVED_HEADERS,
 } from "./_schemas.ts";
 
@@ -82,8 +84,8 @@ const LIVENESS = "Ollama is running";
 
 /** One JSON answer and the error answers of an operation. */
 function answers(
-  dialect: "openai" | "ollama",
-  kind: Parameters<typeof errorResponses>[1],
+  dialect: Dialect,
+  kind: OperationKind,
   ok: ResponseSpec,
   extra: Record<number, string> = {},
 ): Record<number, ResponseSpec> {

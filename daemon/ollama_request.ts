@@ -180,6 +180,8 @@ export function translateMessages(messages: readonly OllamaMessage[]): Record<st
 
 const SAMPLING = ["temperature", "top_p", "presence_penalty", "frequency_penalty"] as const;
 
+const MAYBE_OPTIONS = OLLAMA_OPTIONS.nullable().optional();
+
 /**
  * Maps Ollama `options` to OpenAI sampling fields: `temperature`, `top_p`, `seed`,
  * `presence_penalty`, `frequency_penalty`, `stop`, and `num_predict` → `max_tokens` (negative:
@@ -190,7 +192,7 @@ const SAMPLING = ["temperature", "top_p", "presence_penalty", "frequency_penalty
  * option of the wrong type.
  */
 export function translateOptions(options: unknown): Record<string, unknown> {
-  const checked = validate(OLLAMA_OPTIONS.nullable().optional(), options, "options");
+  const checked = validate(MAYBE_OPTIONS, options, "options");
   if (!checked) return {};
   const out: Record<string, unknown> = {};
   for (const name of SAMPLING) {
