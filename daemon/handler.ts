@@ -37,6 +37,7 @@ import type { GatewayLister } from "./transparency.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
 import { daemonRoutes, SHARED_ERROR_RESPONSES } from "./_routes.ts";
+import { errorResponses } from "./_schemas.ts";
 
 /** Default request body limit: 4 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -189,6 +190,9 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
       verdicts: options.verdicts,
     }),
     middleware: [hygiene({ port, hostnames: options.hostnames, origins })],
+    // The layer's own route (`/openapi.json`) answers errors like any other outside `/v1`;
+    // every declared route lists its own, in its dialect.
+    commonResponses: errorResponses("ollama", "local"),
     maxBodyBytes,
     tooLargeHint: "Start the daemon with a larger --max-body-bytes to accept it.",
     renderError: (error, c) => errorResponse(error, dialectOf(c.req.path), { log: context.log }),

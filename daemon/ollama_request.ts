@@ -242,18 +242,23 @@ export function ollamaCall(
   const id = parseModelId(body.model);
   const requestedModel = body.model as string;
   const stream = body.stream ?? true;
-  const load = { kind: "load" as const, call: { endpoint, requestedModel, stream } };
-  const action = isZeroKeepAlive(body.keep_alive) ? "unload" as const : "load" as const;
+  const load = (): OllamaCall => ({
+    kind: "load",
+    call: {
+      endpoint,
+      requestedModel,
+      stream,
+      action: isZeroKeepAlive(body.keep_alive) ? "unload" : "load",
+    },
+  });
   let messages: Record<string, unknown>[];
   if (endpoint === "chat") {
     const chat = body as OllamaChatBody;
-    if (chat.messages.length === 0) return { ...load, call: { ...load.call, action } };
+    if (chat.messages.length === 0) return load();
     messages = translateMessages(chat.messages);
   } else {
     const generate = body as OllamaGenerateBody;
-    if (!generate.prompt && !generate.images?.length) {
-      return { ...load, call: { ...load.call, action } };
-    }
+    if (!generate.prompt && !generate.images?.length) return load();
     messages = generateMessages(generate);
   }
   const forwarded: ForwardedChatBody = {
