@@ -1,6 +1,6 @@
 /**
  * What the surfaces (`openai.ts`, `ollama.ts`) share: the backend and the outside world, as
- * resolved by `createDaemonHandler`.
+ * resolved by `createDaemonService`.
  *
  * @module
  */
@@ -18,8 +18,6 @@ export interface SurfaceContext {
   readonly randomBytes: (length: number) => Uint8Array;
   /** Receives unexpected errors. */
   readonly log: ErrorLogger;
-  /** Largest accepted request body. */
-  readonly maxBodyBytes: number;
   /** How long to wait for the first chunk of a reply. */
   readonly firstByteTimeoutMs: number;
   /** How long to wait between two chunks of a reply. */

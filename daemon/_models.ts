@@ -8,7 +8,7 @@
 import type { NetworkModel } from "./backend.ts";
 import { isNetworkModelId, type ModelId } from "./model_id.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { requestController, withTimeout } from "./_reply.ts";
+import { requestController, withTimeout } from "./_deadlines.ts";
 
 const PRICE = /^(0|[1-9][0-9]{0,77})$/;
 

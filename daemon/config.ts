@@ -1,8 +1,9 @@
 /**
- * The daemon's configuration from its command line and environment, parsed by a pure
- * function: flags win over environment variables, which win over defaults. Every bad value is
- * refused with the value shown and what was expected. `main.ts` calls it with `Deno.args` and
- * `Deno.env.toObject()`.
+ * The daemon's configuration from its command line and environment, declared once on the
+ * project's settings module (`settings/`), which parses them and generates `--help`: flags win
+ * over environment variables, which win over defaults; an empty variable counts as unset. Every
+ * bad value is refused with the setting, the value shown and what was expected. `main.ts` calls
+ * it with `Deno.args` and `Deno.env.toObject()`.
  *
  * | flag                         | environment                 | default                     |
  * | ---------------------------- | --------------------------- | --------------------------- |
@@ -17,6 +18,9 @@
  * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`         | none                        |
  * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES` | `4194304` (4 MiB)           |
  * | `--help`, `-h`               |                             |                             |
+ *
+ * `NET_EVM_RPC_URL` is an `http:` or `https:` URL (what the chain client speaks); the three
+ * `NET_EVM_*` are set all together or not at all.
  *
  * The per-user data directory is `$XDG_DATA_HOME/net-consumer` (else
  * `~/.local/share/net-consumer`) on Linux and other Unix systems,
@@ -38,12 +42,22 @@
  * @module
  */
 
-import { type GatewaySetError, normalizeGatewayUrl } from "./gateway_set.ts";
-import { type BindAddress, type BindAddressError, parseBindAddress } from "../io/bind_address.ts";
-import { parseArgs } from "node:util";
-import { abbreviate, NetError } from "../errors.ts";
+import { z } from "zod";
+import type { BindAddress } from "../io/bind_address.ts";
+import {
+  address,
+  bindAddress,
+  defineSettings,
+  integer,
+  type Kind,
+  list,
+  SettingError,
+  text,
+  url,
+} from "../settings/mod.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
-import { OriginPatternError, parseOriginPatterns } from "./hygiene.ts";
+import { parseOriginPatterns } from "./hygiene.ts";
+import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 
 /** The default listen address. */
 export const DEFAULT_BIND = "127.0.0.1:11435";
@@ -51,56 +65,11 @@ export const DEFAULT_BIND = "127.0.0.1:11435";
 /** The name of the daemon's folder inside the per-user data directory. */
 export const DATA_DIR_NAME = "net-consumer";
 
-/** The `--help` text. */
-export const DAEMON_HELP: string =
-  `net-consumer daemon: a local OpenAI- and Ollama-compatible server that
-seals every request end to end to a provider of the network.
-
-Usage: deno run -A daemon/main.ts [options]
-
-Options (each also read from the environment variable shown; a flag wins):
-  --bind <host:port>         Listen address. [NET_DAEMON_BIND] Default: ${DEFAULT_BIND}
-                             Use port 0 for any free port.
-  --gateway <url>            Use only this gateway (http: or https: URL). [NET_GATEWAY]
-                             Default: the first reachable of the known set (compiled-in list,
-                             gateways.json in the data directory, gossip).
-  --data-dir <dir>           Where gateways.json is kept. [NET_DATA_DIR]
-                             Default: $XDG_DATA_HOME/${DATA_DIR_NAME} or ~/.local/share/${DATA_DIR_NAME}
-                             (Linux), ~/Library/Application Support/${DATA_DIR_NAME} (macOS),
-                             %APPDATA%\\${DATA_DIR_NAME} (Windows).
-  --measurements <file>      JSON file of approved TEE measurement ids (bytes32 hex).
-                             [NET_MEASUREMENTS] Without it and without the chain, TEE-tier
-                             requests are refused.
-  --allowed-origins <list>   Comma-separated origins that browser pages may call from:
-                             *, null, or scheme://host[:port] with * wildcards
-                             (e.g. http://localhost:*). [NET_ALLOWED_ORIGINS] Default: none.
-  --allowed-hosts <list>     Comma-separated extra hostnames accepted in the Host header,
-                             besides 127.0.0.1, localhost and [::1] (and the --bind
-                             address when it is a specific non-loopback one), e.g.
-                             host.docker.internal for Open WebUI in Docker.
-                             [NET_ALLOWED_HOSTS] Default: none.
-  --max-body-bytes <n>       Largest accepted request body. [NET_DAEMON_MAX_BODY_BYTES]
-                             Default: ${DEFAULT_MAX_BODY_BYTES} (4 MiB).
-  -h, --help                 Print this text.
-
-Environment only:
-  NET_EVM_RPC_URL            EVM JSON-RPC endpoint; with NET_EVM_REGISTRY and
-  NET_EVM_REGISTRY           NET_EVM_STAKING, the approved measurements, the providers'
-  NET_EVM_STAKING            trust roots and ad commitments (Registry) and their bonds
-                             (Staking) are read from the chain, and a provider must be
-                             bonded to be used. Set all three or none.
-
-Point clients at it:
-  OpenAI SDKs:    OPENAI_BASE_URL=http://127.0.0.1:11435/v1
-  Ollama clients: OLLAMA_HOST=127.0.0.1:11435
-  Model ids:      net/<tier>/<maker>/<model>, tier verified or tee (":latest" accepted).
-`;
-
 export type { BindAddress };
 
 /** The chain the daemon reads trust roots and measurements from. */
 export interface EvmConfig {
-  /** JSON-RPC endpoint URL. */
+  /** JSON-RPC endpoint URL (`http:` or `https:`). */
   readonly rpcUrl: string;
   /** The Registry contract address, lower case. */
   readonly registry: `0x${string}`;
@@ -137,137 +106,207 @@ export type ParsedDaemonArgs =
   | { readonly help: true; readonly text: string }
   | { readonly help: false; readonly config: DaemonConfig };
 
-/** Thrown by {@linkcode parseDaemonConfig} for any bad flag or environment value. */
-export class DaemonConfigError extends NetError {
-  /** The error's name, a literal to tell it apart. */
-  override readonly name = "DaemonConfigError" as const;
-  /** The flag or variable at fault, e.g. `--bind` or `NET_GATEWAY`. */
-  readonly setting: string;
-
-  /** Creates the error. */
-  constructor(setting: string, shortMessage: string, options: { cause?: unknown } = {}) {
-    super(shortMessage, { ...options, hints: ["Run with --help to see every option."] });
-    this.setting = setting;
-  }
-}
-
 /** Options of {@linkcode parseDaemonConfig}. */
 export interface ParseDaemonConfigOptions {
   /** The operating system, for the per-user data directory. @default {Deno.build.os} */
   os?: typeof Deno.build.os;
 }
 
-type Source = { name: string; value: string };
-
-function show(value: string): string {
-  return JSON.stringify(abbreviate(value, 100));
+/** A kind of setting from a function that throws an `Error` saying what is wrong. */
+function kindOf<T>(placeholder: string, expected: string, read: (text: string) => T): Kind<T> {
+  const schema = z.string().transform((value, ctx) => {
+    try {
+      return read(value);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+  return { schema, placeholder, expected };
 }
 
-function parseBind(source: Source): BindAddress {
-  try {
-    return parseBindAddress(source.value);
-  } catch (error) {
-    throw new DaemonConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${
-        (error as BindAddressError).shortMessage
-      }; ` +
-        `expected host:port such as ${DEFAULT_BIND} or [::1]:11435`,
-    );
-  }
-}
+/** A gateway URL, normalized (`gateway_url.ts`). */
+const gatewayUrl = kindOf(
+  "<url>",
+  "an http: or https: URL such as http://127.0.0.1:8701",
+  (value) => {
+    try {
+      return normalizeGatewayUrl(value);
+    } catch (error) {
+      if (!(error instanceof GatewaySetError)) throw error;
+      throw new Error(error.problem ?? error.shortMessage);
+    }
+  },
+);
 
-function parseGateway(source: Source): string {
-  try {
-    return normalizeGatewayUrl(source.value);
-  } catch (error) {
-    throw new DaemonConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${(error as GatewaySetError).problem}; ` +
-        "expected an http: or https: URL such as http://127.0.0.1:8701",
-    );
-  }
-}
-
-function parseRpcUrl(source: Source): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(source.value);
-  } catch {
-    url = undefined;
-  }
-  if (!url || !["http:", "https:", "ws:", "wss:"].includes(url.protocol)) {
-    throw new DaemonConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected an http(s): or ws(s): URL ` +
-        "such as http://127.0.0.1:8545",
-    );
-  }
-  return source.value;
-}
-
-function parseAddress(source: Source): `0x${string}` {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(source.value)) {
-    throw new DaemonConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected a 20-byte address, 0x and 40 ` +
-        "hex digits",
-    );
-  }
-  return source.value.toLowerCase() as `0x${string}`;
-}
-
-function parseOrigins(source: Source): string[] {
-  const list = source.value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  try {
-    parseOriginPatterns(list);
-  } catch (cause) {
-    if (!(cause instanceof OriginPatternError)) throw cause;
-    throw new DaemonConfigError(source.name, `Cannot use ${source.name}: ${cause.shortMessage}`, {
-      cause,
-    });
-  }
-  return list;
-}
+/** An allowed-origin pattern (`hygiene.ts`). */
+const originPattern = kindOf(
+  "<origin>",
+  "*, null, or scheme://host[:port] without a path, with * wildcards, such as " +
+    "http://localhost:*",
+  (value) => {
+    try {
+      parseOriginPatterns([value]);
+    } catch {
+      throw new Error("not an origin pattern");
+    }
+    return value;
+  },
+);
 
 const HOSTNAME =
   /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
-function parseHosts(source: Source): string[] {
-  const list = source.value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  for (const host of list) {
-    if (!HOSTNAME.test(host) && !/^\[[0-9A-Fa-f:.]+\]$/.test(host)) {
-      throw new DaemonConfigError(
-        source.name,
-        `Cannot use ${source.name}: ${show(host)} is not a hostname; expected names or ` +
-          "addresses without a port, IPv6 in brackets, e.g. host.docker.internal,[fd00::1]",
-      );
+/** A name accepted in `Host`, without a port, IPv6 in brackets; lower case. */
+const hostName = kindOf(
+  "<host>",
+  "host names or addresses without a port, IPv6 in brackets, such as " +
+    "host.docker.internal,[fd00::1]",
+  (value) => {
+    if (!HOSTNAME.test(value) && !/^\[[0-9A-Fa-f:.]+\]$/.test(value)) {
+      throw new Error("not a hostname");
     }
+    return value.toLowerCase();
+  },
+);
+
+const EPILOGUE = `Point clients at it:
+  OpenAI SDKs:    OPENAI_BASE_URL=http://127.0.0.1:11435/v1
+  Ollama clients: OLLAMA_HOST=127.0.0.1:11435
+  Model ids:      net/<tier>/<maker>/<model>, tier verified or tee (":latest" accepted).`;
+
+/** The daemon's settings, declared once: the parser and `--help` come from them. */
+const SETTINGS = defineSettings({
+  usage: "Usage: deno run -A daemon/main.ts [options]",
+  summary: "net-consumer daemon: a local OpenAI- and Ollama-compatible server that\n" +
+    "seals every request end to end to a provider of the network.",
+  epilogue: EPILOGUE,
+}, {
+  bind: {
+    flag: "bind",
+    env: "NET_DAEMON_BIND",
+    kind: bindAddress(),
+    default: DEFAULT_BIND,
+    help: "Listen address. Use port 0 for any free port.",
+  },
+  gateway: {
+    flag: "gateway",
+    env: "NET_GATEWAY",
+    kind: gatewayUrl,
+    defaultText: "the first reachable of the known set (compiled-in list, gateways.json in " +
+      "the data directory, gossip).",
+    help: "Use only this gateway (http: or https: URL).",
+  },
+  dataDir: {
+    flag: "data-dir",
+    env: "NET_DATA_DIR",
+    kind: text("<dir>"),
+    defaultText: `$XDG_DATA_HOME/${DATA_DIR_NAME} or ~/.local/share/${DATA_DIR_NAME} (Linux), ` +
+      `~/Library/Application Support/${DATA_DIR_NAME} (macOS), %APPDATA%\\${DATA_DIR_NAME} ` +
+      "(Windows).",
+    help: "Where gateways.json is kept.",
+  },
+  measurements: {
+    flag: "measurements",
+    env: "NET_MEASUREMENTS",
+    kind: text("<file>"),
+    help: "JSON file of approved TEE measurement ids (bytes32 hex). Without it and without " +
+      "the chain, TEE-tier requests are refused.",
+  },
+  allowedOrigins: {
+    flag: "allowed-origins",
+    env: "NET_ALLOWED_ORIGINS",
+    kind: list(originPattern),
+    defaultText: "none.",
+    help: "Comma-separated origins that browser pages may call from: *, null, or " +
+      "scheme://host[:port] with * wildcards (e.g. http://localhost:*).",
+  },
+  allowedHosts: {
+    flag: "allowed-hosts",
+    env: "NET_ALLOWED_HOSTS",
+    kind: list(hostName),
+    defaultText: "none.",
+    help: "Comma-separated extra hostnames accepted in the Host header, besides 127.0.0.1, " +
+      "localhost and [::1] (and the --bind address when it is a specific non-loopback one), " +
+      "e.g. host.docker.internal for Open WebUI in Docker.",
+  },
+  maxBodyBytes: {
+    flag: "max-body-bytes",
+    env: "NET_DAEMON_MAX_BODY_BYTES",
+    kind: integer({ min: 1024, unit: "of bytes" }),
+    default: String(DEFAULT_MAX_BODY_BYTES),
+    help: "Largest accepted request body, in bytes (4194304 is 4 MiB).",
+  },
+  rpcUrl: {
+    env: "NET_EVM_RPC_URL",
+    kind: url(),
+    help: "EVM JSON-RPC endpoint (http: or https:); with NET_EVM_REGISTRY and " +
+      "NET_EVM_STAKING, the approved measurements, the providers' trust roots and ad " +
+      "commitments (Registry) and their bonds (Staking) are read from the chain, and a " +
+      "provider must be bonded to be used. Set all three or none.",
+  },
+  registry: { env: "NET_EVM_REGISTRY", kind: address(), help: "The Registry contract." },
+  staking: { env: "NET_EVM_STAKING", kind: address(), help: "The Staking contract." },
+});
+
+/** The `--help` text, generated from the declarations. */
+export const DAEMON_HELP: string = SETTINGS.help();
+
+const EVM_NAMES = ["NET_EVM_RPC_URL", "NET_EVM_REGISTRY", "NET_EVM_STAKING"] as const;
+
+/** The three `NET_EVM_*` go together: all or none. */
+function checkEvmComplete(env: Readonly<Record<string, string | undefined>>): void {
+  const set = EVM_NAMES.filter((name) => env[name]);
+  const missing = EVM_NAMES.filter((name) => !env[name]);
+  if (set.length === 0 || missing.length === 0) return;
+  throw new SettingError(
+    missing[0],
+    `Cannot read the chain: ${set.join(" and ")} ${set.length === 1 ? "is" : "are"} set but ${
+      missing.join(" and ")
+    } ${missing.length === 1 ? "is" : "are"} not; set all three or none`,
+  );
+}
+
+const LIST_FLAGS = ["allowed-origins", "allowed-hosts"] as const;
+
+/**
+ * Takes out the list flags given an empty value (`--allowed-origins=`): an explicitly empty
+ * list allows none, and wins over the variable (the settings module refuses empty values).
+ */
+function takeEmptyLists(args: readonly string[]): { rest: string[]; empty: Set<string> } {
+  const rest: string[] = [];
+  const empty = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const flag = LIST_FLAGS.find((name) =>
+      arg.startsWith(`--${name}=`) && arg.slice(name.length + 3).trim() === ""
+    );
+    const spaced = LIST_FLAGS.find((name) =>
+      arg === `--${name}` && args[i + 1] !== undefined && args[i + 1].trim() === ""
+    );
+    if (flag) empty.add(flag);
+    else if (spaced) {
+      empty.add(spaced);
+      i++;
+    } else rest.push(arg);
   }
-  return list.map((h) => h.toLowerCase());
+  return { rest, empty };
 }
 
 const UNSPECIFIC = new Set(["0.0.0.0", "::", "127.0.0.1", "localhost", "::1"]);
 
 /** The extra Host names: the explicit ones, plus a specific non-loopback bind address. */
-function allowedHostsFor(bind: BindAddress, extra: string[]): string[] {
+function allowedHostsFor(bind: BindAddress, extra: readonly string[]): string[] {
   const out = [...extra];
   if (!UNSPECIFIC.has(bind.hostname)) {
     const name = bind.hostname.includes(":") ? `[${bind.hostname}]` : bind.hostname;
     if (!out.includes(name)) out.push(name);
   }
   return out;
-}
-
-function parseByteCount(source: Source): number {
-  if (!/^\d{1,10}$/.test(source.value) || Number(source.value) < 1024) {
-    throw new DaemonConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected a whole number of bytes, at ` +
-        "least 1024",
-    );
-  }
-  return Number(source.value);
 }
 
 function isAbsolute(path: string, os: typeof Deno.build.os): boolean {
@@ -285,7 +324,7 @@ function join(os: typeof Deno.build.os, ...parts: string[]): string {
  * `~/.local/share/net-consumer` (others; a relative `XDG_DATA_HOME` is ignored, as the XDG
  * specification says).
  *
- * @throws {DaemonConfigError} when the environment has no home directory to build it from.
+ * @throws {SettingError} when the environment has no home directory to build it from.
  */
 export function defaultDataDir(
   env: Readonly<Record<string, string | undefined>>,
@@ -293,7 +332,7 @@ export function defaultDataDir(
 ): string {
   const get = (name: string) => (env[name] ? env[name] : undefined);
   const missing = (what: string): never => {
-    throw new DaemonConfigError(
+    throw new SettingError(
       "--data-dir",
       `Cannot find a per-user data directory: ${what} is not set to an absolute path; pass ` +
         "--data-dir or set NET_DATA_DIR",
@@ -322,96 +361,33 @@ export function defaultDataDir(
  * Parses the daemon's flags and environment. Flags win over environment variables; an empty
  * environment variable counts as unset.
  *
- * @throws {DaemonConfigError} naming the flag or variable, the value and what was expected.
+ * @throws {SettingError} naming the flag or variable, the value and what was expected.
  */
 export function parseDaemonConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
   options: ParseDaemonConfigOptions = {},
 ): ParsedDaemonArgs {
-  const os = options.os ?? Deno.build.os;
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    const parsed = parseArgs({
-      args: [...args],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        bind: { type: "string" },
-        gateway: { type: "string" },
-        "data-dir": { type: "string" },
-        measurements: { type: "string" },
-        "allowed-origins": { type: "string" },
-        "allowed-hosts": { type: "string" },
-        "max-body-bytes": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-    values = parsed.values;
-  } catch (cause) {
-    throw new DaemonConfigError(
-      "arguments",
-      `Cannot parse the command line: ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-  if (values.help) return { help: true, text: DAEMON_HELP };
-
-  const pick = (flag: string, variable: string): Source | undefined => {
-    const fromFlag = values[flag];
-    if (typeof fromFlag === "string") return { name: `--${flag}`, value: fromFlag };
-    const fromEnv = env[variable];
-    if (fromEnv !== undefined && fromEnv !== "") return { name: variable, value: fromEnv };
-    return undefined;
-  };
-  const nonEmpty = (source: Source | undefined): Source | undefined => {
-    if (source && source.value.trim() === "") {
-      throw new DaemonConfigError(source.name, `Cannot use ${source.name}: the value is empty`);
-    }
-    return source;
-  };
-
-  const bindSource = nonEmpty(pick("bind", "NET_DAEMON_BIND"));
-  const bind = parseBind(bindSource ?? { name: "default", value: DEFAULT_BIND });
-  const gatewaySource = nonEmpty(pick("gateway", "NET_GATEWAY"));
-  const dataDirSource = nonEmpty(pick("data-dir", "NET_DATA_DIR"));
-  const dataDir = dataDirSource ? dataDirSource.value : defaultDataDir(env, os);
-  const measurements = nonEmpty(pick("measurements", "NET_MEASUREMENTS"));
-  const originsSource = pick("allowed-origins", "NET_ALLOWED_ORIGINS");
-  const hostsSource = pick("allowed-hosts", "NET_ALLOWED_HOSTS");
-  const maxBodySource = nonEmpty(pick("max-body-bytes", "NET_DAEMON_MAX_BODY_BYTES"));
-
-  const evmNames = ["NET_EVM_RPC_URL", "NET_EVM_REGISTRY", "NET_EVM_STAKING"] as const;
-  const evmSources = evmNames.map((name) => env[name] ? { name, value: env[name]! } : null);
-  const [rpc, registry, staking] = evmSources;
-  const missing = evmNames.filter((_, i) => evmSources[i] === null);
-  if (missing.length > 0 && missing.length < evmNames.length) {
-    const set = evmNames.filter((_, i) => evmSources[i] !== null);
-    throw new DaemonConfigError(
-      missing[0],
-      `Cannot read the chain: ${set.join(" and ")} ${set.length === 1 ? "is" : "are"} set but ${
-        missing.join(" and ")
-      } ${missing.length === 1 ? "is" : "are"} not; set all three or none`,
-    );
-  }
-
+  const { rest, empty } = takeEmptyLists(args);
+  const parsed = SETTINGS.parse(rest, env);
+  if (parsed.help) return { help: true, text: parsed.text };
+  const { values } = parsed;
+  checkEvmComplete(env);
+  const { rpcUrl, registry, staking } = values;
   return {
     help: false,
     config: {
-      bind,
-      gateway: gatewaySource ? parseGateway(gatewaySource) : null,
-      dataDir,
-      evm: rpc && registry && staking
-        ? {
-          rpcUrl: parseRpcUrl(rpc),
-          registry: parseAddress(registry),
-          staking: parseAddress(staking),
-        }
-        : null,
-      measurementsFile: measurements ? measurements.value : null,
-      allowedOrigins: originsSource ? parseOrigins(originsSource) : [],
-      allowedHosts: allowedHostsFor(bind, hostsSource ? parseHosts(hostsSource) : []),
-      maxBodyBytes: maxBodySource ? parseByteCount(maxBodySource) : DEFAULT_MAX_BODY_BYTES,
+      bind: values.bind,
+      gateway: values.gateway ?? null,
+      dataDir: values.dataDir ?? defaultDataDir(env, options.os ?? Deno.build.os),
+      evm: rpcUrl && registry && staking ? { rpcUrl, registry, staking } : null,
+      measurementsFile: values.measurements ?? null,
+      allowedOrigins: empty.has("allowed-origins") ? [] : values.allowedOrigins ?? [],
+      allowedHosts: allowedHostsFor(
+        values.bind,
+        empty.has("allowed-hosts") ? [] : values.allowedHosts ?? [],
+      ),
+      maxBodyBytes: values.maxBodyBytes,
     },
   };
 }

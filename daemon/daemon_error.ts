@@ -26,7 +26,7 @@ import { NetError } from "../errors.ts";
  *
  * Raised by the surface itself: `invalid_request_error` (400), `forbidden_host` (403),
  * `forbidden_origin` (403), `not_found` (404), `method_not_allowed` (405), `request_too_large`
- * (413), `internal_error` (500).
+ * (413), `url_too_long` (414), `headers_too_large` (431), `internal_error` (500).
  *
  * Raised by the network backend: `model_not_found` (404: the network offers no such model),
  * `attestation_failed`, `attestation_mock`, `attestation_stale` (502: the provider could not be
@@ -43,6 +43,8 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   model_not_found: 404,
   method_not_allowed: 405,
   request_too_large: 413,
+  url_too_long: 414,
+  headers_too_large: 431,
   internal_error: 500,
   attestation_failed: 502,
   attestation_mock: 502,
@@ -64,6 +66,8 @@ export type DaemonErrorCode =
   | "model_not_found"
   | "method_not_allowed"
   | "request_too_large"
+  | "url_too_long"
+  | "headers_too_large"
   | "internal_error"
   | "attestation_failed"
   | "attestation_mock"

@@ -13,7 +13,7 @@
 
 import type { Address } from "viem";
 import { type ProviderAd, validateAd } from "../chain/ad.ts";
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 import { fetchJson, FetchJsonError, readBodyLimited } from "../io/fetch_json.ts";
 import type { NetworkModel, Tier } from "./backend.ts";
 
@@ -21,22 +21,19 @@ import type { NetworkModel, Tier } from "./backend.ts";
 export type GatewayFailure = "gateway" | "provider";
 
 /** Thrown by {@linkcode GatewayClient}. */
-export class GatewayError extends NetError {
+export class GatewayError extends ReasonError<GatewayFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "GatewayError" as const;
-  /** `gateway`: the gateway failed (try another); `provider`: it could not serve this provider. */
-  readonly reason: GatewayFailure;
   /** The HTTP status the gateway answered, if any. */
   readonly status: number | undefined;
 
-  /** Creates the error. */
+  /** Creates the error: `gateway` (try another gateway) or `provider` (another provider). */
   constructor(
     reason: GatewayFailure,
     shortMessage: string,
     options: { status?: number; cause?: unknown } = {},
   ) {
-    super(shortMessage, options);
-    this.reason = reason;
+    super(reason, shortMessage, options);
     this.status = options.status;
   }
 }

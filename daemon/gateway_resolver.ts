@@ -18,14 +18,10 @@
  * @module
  */
 
-import {
-  askPeer,
-  GatewaySet,
-  GatewaySetError,
-  loadGatewayCache,
-  normalizeGatewayUrl,
-  saveGatewayCache,
-} from "./gateway_set.ts";
+import { loadGatewayCache, saveGatewayCache } from "./gateway_cache.ts";
+import { askPeer } from "./gateway_list.ts";
+import { GatewaySet } from "./gateway_set.ts";
+import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 import { DaemonError } from "./daemon_error.ts";
 
 /**

@@ -1,32 +1,18 @@
 /**
- * The daemon's HTTP handler: a pure `(request) => Promise<Response>` built from its
- * dependencies. No `Deno.serve` inside; `main.ts` serves it, tests call it with a `Request`.
+ * The daemon's HTTP service: its routes (`_routes.ts`, both dialects, each declared once with
+ * its schemas), its hygiene as middleware (`hygiene.ts`) and its one error mapping
+ * (`http_error.ts`), on the project's HTTP layer (`http/`). The handler is a pure
+ * `(request) => Promise<Response>`: no `Deno.serve` inside; `main.ts` serves it, tests call it
+ * with a `Request`.
  *
- * Every request goes through, in order: the `Host` allowlist, the `Origin` check (CORS
- * preflight for allowed origins), routing with `URLPattern` (404 for unknown paths, 405 with
- * `Allow` for wrong methods), the body size limit and JSON parsing, then the endpoint. Every
- * error is rendered by `http_error.ts` in the dialect of the path: `/v1/…` speaks OpenAI,
- * everything else Ollama.
+ * Every request goes through, in order: the layer's size limits, the `Host` allowlist, the
+ * `Origin` check (CORS for allowed origins), routing (404 for unknown paths, 405 with `Allow`
+ * for wrong methods, `OPTIONS`, `HEAD` for every `GET`), the body size limit and strict JSON
+ * parsing, the route's schema, then the endpoint. Every error is rendered in the dialect of the
+ * path: `/v1/…` speaks OpenAI, everything else Ollama. `GET /openapi.json` serves the OpenAPI
+ * 3.1 document generated from the same declarations.
  *
- * | method     | path                     | dialect |
- * | ---------- | ------------------------ | ------- |
- * | POST       | `/v1/chat/completions`   | OpenAI  |
- * | GET        | `/v1/models`             | OpenAI  |
- * | GET        | `/v1/models/{id}`        | OpenAI  |
- * | GET        | `/v1/gateways`           | OpenAI  |
- * | GET        | `/v1/verdicts?limit=N`   | OpenAI  |
- * | POST       | `/api/chat`              | Ollama  |
- * | POST       | `/api/generate`          | Ollama  |
- * | GET        | `/api/tags`              | Ollama  |
- * | POST       | `/api/show`              | Ollama  |
- * | GET        | `/api/ps`                | Ollama  |
- * | GET        | `/api/version`           | Ollama  |
- * | GET, HEAD  | `/`                      | Ollama  |
- * | GET        | `/openapi.json`          | Ollama  |
- *
- * `HEAD` is answered for every `GET` route (headers only).
- *
- * @example Serve the daemon (what `main.ts` will do)
+ * @example Serve the daemon (what `main.ts` does)
  * ```ts ignore
  * import { createDaemonHandler, VerdictLog } from "@net/consumer/daemon";
  *
@@ -43,32 +29,15 @@
  * @module
  */
 
+import { createService, type Service } from "../http/mod.ts";
 import type { ChatBackend } from "./backend.ts";
-import { DaemonError } from "./daemon_error.ts";
-import { type Dialect, type ErrorLogger, errorResponse } from "./http_error.ts";
-import {
-  checkHost,
-  checkOrigin,
-  corsHeaders,
-  type OriginPattern,
-  parseOriginPatterns,
-  preflightResponse,
-} from "./hygiene.ts";
-import { parseOpenAIChat, serveOpenAIChat, serveOpenAIModel, serveOpenAIModels } from "./openai.ts";
-import {
-  parseOllamaRequest,
-  serveOllamaChat,
-  serveOllamaLoad,
-  serveOllamaPs,
-  serveOllamaShow,
-  serveOllamaTags,
-  serveOllamaVersion,
-} from "./ollama.ts";
-import { serveOpenApi } from "./openapi.ts";
-import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import { dialectOf, type ErrorLogger, errorResponse } from "./http_error.ts";
+import { hygiene, parseOriginPatterns } from "./hygiene.ts";
+import type { GatewayLister } from "./transparency.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { readJsonObject } from "./_request_body.ts";
+import { daemonRoutes, SHARED_ERROR_RESPONSES } from "./_routes.ts";
+import { errorResponses } from "./_schemas.ts";
 
 /** Default request body limit: 4 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -79,7 +48,7 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 /** Default limit of a reply the daemon buffers (`stream: false`, tool calls): 16 MiB. */
 export const DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024;
 
-/** Options of {@linkcode createDaemonHandler}. */
+/** Options of {@linkcode createDaemonHandler} and {@linkcode createDaemonService}. */
 export interface DaemonHandlerOptions {
   /** The network side: model list and chat. */
   backend: ChatBackend;
@@ -133,13 +102,6 @@ export interface DaemonHandlerOptions {
   log?: ErrorLogger;
 }
 
-type Endpoint = (request: Request, url: URL, match: URLPatternResult) => Promise<Response>;
-
-interface Route {
-  readonly pattern: URLPattern;
-  readonly methods: Readonly<Record<string, Endpoint>>;
-}
-
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   const resolved = value ?? fallback;
   if (!Number.isSafeInteger(resolved) || resolved < 1) {
@@ -163,44 +125,14 @@ function plainVersion(version: string): string {
   return `${match[1]}.${match[2]}.${match[3]}`;
 }
 
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-function dialectOf(pathname: string): Dialect {
-  return pathname === "/v1" || pathname.startsWith("/v1/") ? "openai" : "ollama";
-}
-
-/**
- * Builds the daemon's request handler.
- *
- * @throws {RangeError} for an option out of range (port, limits, version), and
- * `OriginPatternError` for a malformed allowed origin.
- */
-export function createDaemonHandler(
-  options: DaemonHandlerOptions,
-): (request: Request) => Promise<Response> {
-  const port = options.port;
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new RangeError(
-      `Cannot create daemon handler: port must be the bound port, 1–65535, found ${port}`,
-    );
-  }
-  const version = plainVersion(options.version);
-  const origins: OriginPattern[] = parseOriginPatterns(options.allowedOrigins ?? []);
-  const hostnames = [...(options.hostnames ?? [])];
+function surfaceContext(options: DaemonHandlerOptions): SurfaceContext {
   const clock = options.clock ?? (() => new Date());
-  const context: SurfaceContext = {
+  return {
     backend: options.backend,
     clock,
     randomBytes: options.randomBytes ??
       ((length) => crypto.getRandomValues(new Uint8Array(length))),
     log: options.log ?? ((message, error) => console.error(message, error)),
-    maxBodyBytes: positiveInteger("maxBodyBytes", options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES),
     firstByteTimeoutMs: positiveInteger(
       "firstByteTimeoutMs",
       options.firstByteTimeoutMs,
@@ -214,144 +146,77 @@ export function createDaemonHandler(
     ),
     startedAt: clock(),
   };
-  const body = (request: Request) => readJsonObject(request, context.maxBodyBytes);
+}
 
-  const routes: Route[] = [
-    {
-      pattern: new URLPattern({ pathname: "/" }),
-      methods: {
-        GET: () =>
-          Promise.resolve(
-            new Response("Ollama is running", {
-              headers: { "content-type": "text/plain; charset=utf-8" },
-            }),
-          ),
-      },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/api/version" }),
-      methods: { GET: () => Promise.resolve(serveOllamaVersion(version)) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/api/tags" }),
-      methods: { GET: (request) => serveOllamaTags(context, request) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/api/ps" }),
-      methods: { GET: () => Promise.resolve(serveOllamaPs()) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/api/show" }),
-      methods: {
-        POST: async (request) => serveOllamaShow(context, { body: await body(request), request }),
-      },
-    },
-    ...(["chat", "generate"] as const).map((endpoint): Route => ({
-      pattern: new URLPattern({ pathname: `/api/${endpoint}` }),
-      methods: {
-        POST: async (request) => {
-          const parsed = parseOllamaRequest(endpoint, await body(request));
-          return parsed.kind === "load"
-            ? serveOllamaLoad(context, parsed.call)
-            : serveOllamaChat(context, { call: parsed.call, request });
-        },
-      },
-    })),
-    {
-      pattern: new URLPattern({ pathname: "/v1/chat/completions" }),
-      methods: {
-        POST: async (request) =>
-          serveOpenAIChat(context, { call: parseOpenAIChat(await body(request)), request }),
-      },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/v1/models" }),
-      methods: { GET: (request) => serveOpenAIModels(context, request) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/v1/models/:id+" }),
-      methods: {
-        GET: (request, _url, match) =>
-          serveOpenAIModel(context, {
-            request,
-            model: safeDecode(match.pathname.groups.id ?? ""),
-          }),
-      },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/v1/gateways" }),
-      methods: { GET: () => serveGateways(options.gateways) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/v1/verdicts" }),
-      methods: { GET: (_request, url) => Promise.resolve(serveVerdicts(options.verdicts, url)) },
-    },
-    {
-      pattern: new URLPattern({ pathname: "/openapi.json" }),
-      methods: { GET: () => Promise.resolve(serveOpenApi()) },
-    },
-  ];
+const DESCRIPTION =
+  "A local OpenAI- and Ollama-compatible server; every request is sealed end to end to a " +
+  "provider of the network. Model ids are `net/<tier>/<maker>/<model>` with tier `verified` " +
+  "or `tee` (`:latest` accepted). Paths under `/v1` speak the OpenAI dialect, errors included " +
+  '(`{"error": {"message", "type", "param", "code"}}`); every other path speaks Ollama\'s ' +
+  '(`{"error": "message"}`). An unknown path is answered with `not_found` (404) and a wrong ' +
+  "method with `method_not_allowed` (405, with `Allow`) in the dialect of the path " +
+  "(`components.responses`). `HEAD` is answered for every `GET`; `OPTIONS` lists the methods, " +
+  "or answers a CORS preflight for an allowed origin. Every request must carry an allowed " +
+  "`Host` (DNS-rebinding protection) and, from a browser, an allowed `Origin`.";
 
-  const render = (error: unknown, dialect: Dialect) =>
-    errorResponse(error, dialect, { log: context.log });
-
-  return async function handle(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const dialect = dialectOf(url.pathname);
-    let origin: string | null = null;
-    let response: Response;
-    try {
-      checkHost(request, { port, hostnames });
-      origin = checkOrigin(request, origins);
-      response = await route(request, url, origin);
-    } catch (error) {
-      response = render(error, dialect);
-    }
-    if (origin !== null) {
-      for (const [name, value] of Object.entries(corsHeaders(origin))) {
-        if (!response.headers.has(name)) response.headers.set(name, value);
-      }
-    }
-    if (request.method === "HEAD" && response.body !== null) {
-      await response.body.cancel();
-      return new Response(null, { status: response.status, headers: response.headers });
-    }
-    return response;
-  };
-
-  async function route(request: Request, url: URL, origin: string | null): Promise<Response> {
-    for (const { pattern, methods } of routes) {
-      const match = pattern.exec({ pathname: url.pathname });
-      if (!match) continue;
-      const allow = Object.keys(methods);
-      if (allow.includes("GET")) allow.push("HEAD");
-      if (request.method === "OPTIONS") {
-        if (origin !== null && request.headers.has("access-control-request-method")) {
-          return preflightResponse(request, origin);
-        }
-        return new Response(null, {
-          status: 204,
-          headers: { allow: [...allow, "OPTIONS"].join(", ") },
-        });
-      }
-      const method = request.method === "HEAD" ? "GET" : request.method;
-      const endpoint = methods[method];
-      if (!endpoint) {
-        const response = render(
-          new DaemonError(
-            "method_not_allowed",
-            `Cannot ${request.method} ${url.pathname}: allowed ${allow.join(", ")}`,
-          ),
-          dialectOf(url.pathname),
-        );
-        response.headers.set("allow", allow.join(", "));
-        return response;
-      }
-      return await endpoint(request, url, match);
-    }
-    throw new DaemonError(
-      "not_found",
-      `Cannot ${request.method} ${url.pathname.slice(0, 100)}: no such endpoint`,
+/**
+ * Builds the daemon's service: its live route table (`app.routes`), its generated OpenAPI
+ * document (`document()`) and its `fetch`.
+ *
+ * @throws {RangeError} for an option out of range (port, limits, version), and
+ * `OriginPatternError` for a malformed allowed origin.
+ */
+export function createDaemonService(options: DaemonHandlerOptions): Service {
+  const port = options.port;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new RangeError(
+      `Cannot create daemon handler: port must be the bound port, 1–65535, found ${port}`,
     );
   }
+  const version = plainVersion(options.version);
+  const maxBodyBytes = positiveInteger(
+    "maxBodyBytes",
+    options.maxBodyBytes,
+    DEFAULT_MAX_BODY_BYTES,
+  );
+  const origins = parseOriginPatterns(options.allowedOrigins ?? []);
+  const context = surfaceContext(options);
+  const service = createService({
+    info: { title: "net-consumer daemon", version: options.version, description: DESCRIPTION },
+    routes: daemonRoutes({
+      context,
+      version,
+      gateways: options.gateways,
+      verdicts: options.verdicts,
+    }),
+    middleware: [hygiene({ port, hostnames: options.hostnames, origins })],
+    // The layer's own route (`/openapi.json`) answers errors like any other outside `/v1`;
+    // every declared route lists its own, in its dialect.
+    commonResponses: errorResponses("ollama", "local"),
+    maxBodyBytes,
+    tooLargeHint: "Start the daemon with a larger --max-body-bytes to accept it.",
+    renderError: (error, c) => errorResponse(error, dialectOf(c.req.path), { log: context.log }),
+  });
+  for (const [name, response] of Object.entries(SHARED_ERROR_RESPONSES)) {
+    service.app.openAPIRegistry.registerComponent("responses", name, response);
+  }
+  return service;
+}
+
+/**
+ * Builds the daemon's request handler: {@linkcode createDaemonService}'s `fetch`, which never
+ * rejects (whatever escapes is rendered like any error).
+ *
+ * @throws {RangeError} for an option out of range (port, limits, version), and
+ * `OriginPatternError` for a malformed allowed origin.
+ */
+export function createDaemonHandler(
+  options: DaemonHandlerOptions,
+): (request: Request) => Promise<Response> {
+  const service = createDaemonService(options);
+  const log = options.log ?? ((message, error) => console.error(message, error));
+  return (request) =>
+    service.fetch(request).catch((error) =>
+      errorResponse(error, dialectOf(new URL(request.url).pathname), { log })
+    );
 }

@@ -8,10 +8,13 @@
  * - Ollama (`/api/…`, `/`): status + `{"error":"…"}`; after a stream has started, one NDJSON
  *   line `{"error":"…"}`.
  *
- * Unknown errors (anything that is not a `DaemonError` or a {@linkcode ModelIdError} anywhere in
- * the `cause` chain) are logged and become a generic `internal_error` 500. For the
- * cryptographic codes the message is fixed per code: the client learns the code, never which
- * step failed; the full error goes to the log.
+ * The HTTP layer's own refusals ({@linkcode HttpRequestError}: no such path, wrong method, a
+ * request that fails its route's schema, size limits) become the matching codes, with `param`
+ * the field at fault and `Allow` for a wrong method. Unknown errors (anything that is not a
+ * `DaemonError`, a {@linkcode ModelIdError} or an `HttpRequestError` anywhere in the `cause`
+ * chain) are logged and become a generic `internal_error` 500. For the cryptographic codes the
+ * message is fixed per code: the client learns the code, never which step failed; the full
+ * error goes to the log.
  *
  * @example
  * ```ts
@@ -30,11 +33,17 @@
  */
 
 import { findCause } from "../errors.ts";
+import { type HttpFailure, HttpRequestError } from "../http/errors.ts";
 import { CRYPTO_ERROR_CODES, DaemonError, type DaemonErrorCode } from "./daemon_error.ts";
 import { ModelIdError } from "./model_id.ts";
 
 /** The API dialect of an endpoint: it decides the shape of bodies and errors. */
 export type Dialect = "openai" | "ollama";
+
+/** The dialect of a path: `/v1/…` speaks OpenAI, everything else Ollama. */
+export function dialectOf(pathname: string): Dialect {
+  return pathname === "/v1" || pathname.startsWith("/v1/") ? "openai" : "ollama";
+}
 
 /** Receives errors the daemon could not classify, with a one-line context. */
 export type ErrorLogger = (message: string, error: unknown) => void;
@@ -66,17 +75,53 @@ const INTERNAL_MESSAGE = "The daemon failed unexpectedly; the details are in its
 
 const defaultLog: ErrorLogger = (message, error) => console.error(message, error);
 
+/** The code of each of the HTTP layer's refusals. */
+const LAYER_CODES: Readonly<Record<HttpFailure, DaemonErrorCode>> = {
+  not_found: "not_found",
+  method_not_allowed: "method_not_allowed",
+  invalid_request: "invalid_request_error",
+  request_too_large: "request_too_large",
+  url_too_long: "url_too_long",
+  headers_too_large: "headers_too_large",
+};
+
+/** How the layer names the whole JSON body when it is the field at fault. */
+const WHOLE_BODY = "the body";
+
 /**
- * Resolves any thrown value to the {@linkcode DaemonError} a client is shown: a `DaemonError`
- * or `ModelIdError` found in the `cause` chain (the first one wins), else a logged, generic
- * `internal_error`.
+ * One of the HTTP layer's refusals as the daemon's error. A body that is JSON but not an
+ * object is worded as the other unreadable bodies are (`Cannot parse the request body: …`),
+ * without a `param`.
+ */
+function fromRequestError(error: HttpRequestError): DaemonError {
+  const whole = error.field === WHOLE_BODY;
+  const message = whole
+    ? error.shortMessage.replace(
+      /^Cannot read the request: the body must be an object/,
+      "Cannot parse the request body: expected a JSON object",
+    )
+    : error.shortMessage;
+  return new DaemonError(LAYER_CODES[error.reason], message, {
+    param: whole ? null : error.field,
+    hints: error.hints,
+    cause: error,
+  });
+}
+
+/**
+ * Resolves any thrown value to the {@linkcode DaemonError} a client is shown: a `DaemonError`,
+ * `ModelIdError` or the HTTP layer's `HttpRequestError` found in the `cause` chain (the first
+ * one wins), else a logged, generic `internal_error`.
  */
 export function toDaemonError(error: unknown, options: RenderErrorOptions = {}): DaemonError {
   const log = options.log ?? defaultLog;
   const found = findCause(
     error,
-    (link) => link instanceof DaemonError || link instanceof ModelIdError,
+    (link) =>
+      link instanceof DaemonError || link instanceof ModelIdError ||
+      link instanceof HttpRequestError,
   );
+  if (found instanceof HttpRequestError) return fromRequestError(found);
   if (found instanceof DaemonError) {
     if (CRYPTO_ERROR_CODES.has(found.code)) log(`daemon: refused (${found.code})`, found);
     return found;
@@ -127,13 +172,18 @@ export function errorResponse(
   options: RenderErrorOptions = {},
 ): Response {
   const resolved = toDaemonError(error, options);
+  const headers = new Headers({
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+  });
+  const layer = resolved.cause;
+  if (layer instanceof HttpRequestError && layer.allow.length > 0) {
+    headers.set("allow", layer.allow.join(", "));
+  }
   return new Response(JSON.stringify(errorBody(resolved, dialect)), {
     status: resolved.status,
-    headers: {
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-    },
+    headers,
   });
 }
 

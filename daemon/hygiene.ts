@@ -12,6 +12,9 @@
  * Browser requests that omit `Origin` (`<script src>`, `<img src>`) but are marked
  * `Sec-Fetch-Site: cross-site` or `same-site` are refused too.
  *
+ * The daemon applies all of it in one place, {@linkcode hygiene}: the middleware that runs
+ * before routing, on every request.
+ *
  * @example
  * ```ts
  * import { checkHost, checkOrigin, parseOriginPatterns } from "./hygiene.ts";
@@ -27,7 +30,8 @@
  * @module
  */
 
-import { abbreviate, NetError } from "../errors.ts";
+import type { MiddlewareHandler } from "hono";
+import { abbreviate, ReasonError } from "../errors.ts";
 import { DaemonError } from "./daemon_error.ts";
 
 /** The loopback hostnames always allowed in `Host`. */
@@ -73,18 +77,24 @@ export function allowedHosts(options: HostCheckOptions): Set<string> {
 }
 
 /**
- * Checks the request's `Host` header (or, when absent, the host of its URL).
+ * Checks the request's `Host` header (or, when absent, the host of its URL) against the allowed
+ * hosts: given as options, or as the set {@linkcode allowedHosts} made of them.
  *
  * @throws {DaemonError} `forbidden_host` naming the host found and the ones expected.
  */
-export function checkHost(request: Request, options: HostCheckOptions): void {
+export function checkHost(
+  request: Request,
+  allowed: HostCheckOptions | ReadonlySet<string>,
+): void {
   const host = (request.headers.get("host") ?? new URL(request.url).host).toLowerCase();
-  const allowed = allowedHosts(options);
-  if (allowed.has(host)) return;
+  const hosts: ReadonlySet<string> = allowed instanceof Set
+    ? allowed
+    : allowedHosts(allowed as HostCheckOptions);
+  if (hosts.has(host)) return;
   throw new DaemonError(
     "forbidden_host",
     `Host ${JSON.stringify(abbreviate(host, 80))} is not served; expected one of ${
-      [...allowed].join(", ")
+      [...hosts].join(", ")
     } (a web page may be trying DNS rebinding)`,
   );
 }
@@ -112,6 +122,7 @@ export function parseOriginPatterns(patterns: readonly string[]): OriginPattern[
     const source = raw.trim();
     if (!PATTERN_SYNTAX.test(source)) {
       throw new OriginPatternError(
+        source === "" ? "empty" : "malformed",
         `Cannot use allowed origin ${
           JSON.stringify(abbreviate(raw, 80))
         }: expected *, null, or scheme://host[:port] without a path, e.g. http://localhost:*`,
@@ -146,8 +157,11 @@ function compileOrigin(pattern: string): string {
   }`;
 }
 
+/** Why an allowed-origin pattern was refused: it is blank, or not of an accepted form. */
+export type OriginPatternFailure = "empty" | "malformed";
+
 /** Thrown by {@linkcode parseOriginPatterns} for a malformed pattern. */
-export class OriginPatternError extends NetError {
+export class OriginPatternError extends ReasonError<OriginPatternFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "OriginPatternError" as const;
 }
@@ -224,4 +238,43 @@ export function preflightResponse(request: Request, origin: string): Response {
   }
   headers.append("vary", "Access-Control-Request-Method, Access-Control-Request-Headers");
   return new Response(null, { status: 204, headers });
+}
+
+/** Options of {@linkcode hygiene}. */
+export interface HygieneOptions extends HostCheckOptions {
+  /** The allowed origins, compiled ({@linkcode parseOriginPatterns}). @default {[]} */
+  origins?: readonly OriginPattern[];
+}
+
+/**
+ * The daemon's hygiene as one middleware, run before routing on every request: the `Host`
+ * allowlist, then the `Origin` policy (with `Sec-Fetch-Site`); for an allowed origin, its CORS
+ * headers on whatever the request is answered with, and the answer to its preflight (an
+ * `OPTIONS` with `Access-Control-Request-Method` on a path the daemon serves).
+ *
+ * @throws {DaemonError} `forbidden_host` or `forbidden_origin`, rendered by the service's error
+ * mapping.
+ */
+export function hygiene(options: HygieneOptions): MiddlewareHandler {
+  const hosts = allowedHosts(options);
+  const origins = options.origins ?? [];
+  return async (c, next) => {
+    const request = c.req.raw;
+    checkHost(request, hosts);
+    const origin = checkOrigin(request, origins);
+    if (origin === null) return await next();
+    await next();
+    // The route table answers OPTIONS on a path it serves with 204 (an unknown path stays a
+    // 404): that answer becomes the preflight's.
+    if (
+      request.method === "OPTIONS" && request.headers.has("access-control-request-method") &&
+      c.res.status === 204
+    ) {
+      c.res = preflightResponse(request, origin);
+      return;
+    }
+    for (const [name, value] of Object.entries(corsHeaders(origin))) {
+      if (!c.res.headers.has(name)) c.res.headers.set(name, value);
+    }
+  };
 }

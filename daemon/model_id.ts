@@ -18,7 +18,7 @@
  * @module
  */
 
-import { abbreviate, NetError } from "../errors.ts";
+import { abbreviate, ReasonError } from "../errors.ts";
 import type { Tier } from "./backend.ts";
 
 /** The format every error message names. */
@@ -41,17 +41,9 @@ export interface ModelId {
 export type ModelIdFailure = "not_a_string" | "format" | "tier" | "segment" | "tag";
 
 /** Thrown by {@linkcode parseModelId}; the daemon answers it with a 400 naming the format. */
-export class ModelIdError extends NetError {
+export class ModelIdError extends ReasonError<ModelIdFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "ModelIdError" as const;
-  /** Machine-readable reason. */
-  readonly reason: ModelIdFailure;
-
-  /** Creates the error. */
-  constructor(reason: ModelIdFailure, shortMessage: string) {
-    super(shortMessage);
-    this.reason = reason;
-  }
 }
 
 /**

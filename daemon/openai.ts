@@ -11,28 +11,30 @@
  *   has started is one `data: {"error":{…}}` event, and the stream ends without `[DONE]`.
  * - Tool calls use string `arguments` (the JSON text), as OpenAI does.
  *
- * The functions here take a parsed request; routing, hygiene and error rendering are in
- * `handler.ts` and `http_error.ts`.
+ * The functions here take a validated request (`_openai_schemas.ts`); routing is in
+ * `_openai_routes.ts`, hygiene in `hygiene.ts`, error rendering in `http_error.ts`.
  *
  * @module
  */
 
-import { abbreviate } from "../errors.ts";
 import type { ChatRequest, ForwardedChatBody, NetworkModel, ServedBy } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { streamErrorText } from "./http_error.ts";
 import { formatModelId, parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import {
-  aggregateReply,
-  openReply,
-  type ReplyEvent,
-  replyEvents,
-  requestController,
-  servedHeaders,
-  textStream,
-} from "./_reply.ts";
+import { requestController } from "./_deadlines.ts";
 import { findModel, listNetworkModels } from "./_models.ts";
+import {
+  type ChatCompletion,
+  type ChatCompletionChunkOut,
+  OPENAI_CHAT_REQUEST,
+  type OpenAIChatBody,
+  type OpenAIModelEntry,
+} from "./_openai_schemas.ts";
+import { openReply, servedHeaders, textStream } from "./_reply.ts";
+import { aggregateReply } from "./_reply_buffer.ts";
+import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import { validate } from "./_validate.ts";
 
 /** A validated `POST /v1/chat/completions` request. */
 export interface OpenAIChatCall {
@@ -46,93 +48,25 @@ export interface OpenAIChatCall {
   readonly includeUsage: boolean;
 }
 
-function invalid(message: string, param: string | null): DaemonError {
-  return new DaemonError("invalid_request_error", message, { param });
-}
-
-function kind(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}
-
 /**
- * Validates a chat-completions body and builds the request to forward: the client's body with
- * `model` = `maker/model`, `stream: true` and `stream_options: {include_usage: true}`.
+ * Builds the call of a validated chat-completions body: the client's body with
+ * `model` = `maker/model`, `stream: true` and `stream_options: {include_usage: true}`, and
+ * without `n`.
  *
- * @throws {DaemonError} `invalid_request_error` naming the field (`param`), or the
- * `ModelIdError` of a malformed model id (rendered as a 400 with `param: "model"`).
+ * @throws {DaemonError} `invalid_request_error` when there is no `model`, or the `ModelIdError`
+ * of a malformed model id (rendered as a 400 with `param: "model"`).
  */
-export function parseOpenAIChat(body: Record<string, unknown>): OpenAIChatCall {
+export function openAIChatCall(body: OpenAIChatBody): OpenAIChatCall {
   if (body.model === undefined) {
-    throw invalid('Cannot chat: the request has no "model"', "model");
+    throw new DaemonError("invalid_request_error", 'Cannot chat: the request has no "model"', {
+      param: "model",
+    });
   }
   const id = parseModelId(body.model);
-  const messages = body.messages;
-  if (!Array.isArray(messages)) {
-    throw invalid(
-      `Cannot chat: "messages" must be an array of messages, found ${
-        messages === undefined ? "nothing" : kind(messages)
-      }`,
-      "messages",
-    );
-  }
-  if (messages.length === 0) {
-    throw invalid('Cannot chat: "messages" is empty; expected at least one message', "messages");
-  }
-  for (const [i, message] of messages.entries()) {
-    const role = (message as { role?: unknown } | null)?.role;
-    if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      throw invalid(
-        `Cannot chat: messages[${i}] must be an object, found ${kind(message)}`,
-        `messages[${i}]`,
-      );
-    }
-    if (typeof role !== "string" || role.length === 0) {
-      throw invalid(
-        `Cannot chat: messages[${i}].role must be a non-empty string, found ${
-          role === undefined ? "nothing" : kind(role)
-        }`,
-        `messages[${i}].role`,
-      );
-    }
-    const content = (message as { content?: unknown }).content;
-    if (
-      content !== undefined && content !== null && typeof content !== "string" &&
-      !Array.isArray(content)
-    ) {
-      throw invalid(
-        `Cannot chat: messages[${i}].content must be a string or an array of parts, found ${
-          kind(content)
-        }`,
-        `messages[${i}].content`,
-      );
-    }
-  }
   const stream = body.stream ?? false;
-  if (typeof stream !== "boolean") {
-    throw invalid(`Cannot chat: "stream" must be a boolean, found ${kind(stream)}`, "stream");
-  }
-  const options = body.stream_options ?? null;
-  if (options !== null && (typeof options !== "object" || Array.isArray(options))) {
-    throw invalid(
-      `Cannot chat: "stream_options" must be an object, found ${kind(options)}`,
-      "stream_options",
-    );
-  }
-  const n = body.n ?? 1;
-  if (n !== 1) {
-    throw invalid(
-      `Cannot chat: "n" must be 1 (the daemon serves one choice per request), found ${
-        abbreviate(JSON.stringify(n), 20)
-      }`,
-      "n",
-    );
-  }
   const forwarded: ForwardedChatBody = {
     ...body,
     model: id.model,
-    messages,
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -141,8 +75,18 @@ export function parseOpenAIChat(body: Record<string, unknown>): OpenAIChatCall {
     requestedModel: body.model as string,
     request: { tier: id.tier, model: id.model, body: forwarded },
     stream,
-    includeUsage: stream && (options as { include_usage?: unknown } | null)?.include_usage === true,
+    includeUsage: stream && body.stream_options?.include_usage === true,
   };
+}
+
+/**
+ * Validates a raw chat-completions body and builds its call.
+ *
+ * @throws {DaemonError} `invalid_request_error` naming the field (`param`), or the
+ * `ModelIdError` of a malformed model id.
+ */
+export function parseOpenAIChat(body: unknown): OpenAIChatCall {
+  return openAIChatCall(validate(OPENAI_CHAT_REQUEST, body));
 }
 
 function jsonHeaders(served: ServedBy | null): Headers {
@@ -179,25 +123,31 @@ export async function serveOpenAIChat(
     const events = replyEvents(context, { reply, controller });
     if (!call.stream) {
       const whole = await aggregateReply(context, events);
-      const message: Record<string, unknown> = {
-        role: "assistant",
-        content: whole.content === "" && whole.toolCalls.length > 0 ? null : whole.content,
-        refusal: whole.refusal === "" ? null : whole.refusal,
-      };
-      if (whole.reasoning) message.reasoning_content = whole.reasoning;
-      if (whole.toolCalls.length > 0) {
-        message.tool_calls = whole.toolCalls.map((call) => ({
-          id: call.id,
-          type: "function",
-          function: { name: call.name, arguments: call.arguments },
-        }));
-      }
-      const completion = {
+      const completion: ChatCompletion = {
         id,
         object: "chat.completion",
         created,
         model: call.requestedModel,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: whole.finishReason }],
+        choices: [{
+          index: 0,
+          message: {
+            role: "assistant",
+            content: whole.content === "" && whole.toolCalls.length > 0 ? null : whole.content,
+            refusal: whole.refusal === "" ? null : whole.refusal,
+            ...(whole.reasoning ? { reasoning_content: whole.reasoning } : {}),
+            ...(whole.toolCalls.length > 0
+              ? {
+                tool_calls: whole.toolCalls.map((call) => ({
+                  id: call.id,
+                  type: "function" as const,
+                  function: { name: call.name, arguments: call.arguments },
+                })),
+              }
+              : {}),
+          },
+          logprobs: null,
+          finish_reason: whole.finishReason,
+        }],
         usage: whole.usage,
       };
       release();
@@ -225,8 +175,9 @@ async function* sseEvents(
 ): AsyncGenerator<string, void, undefined> {
   const { call, events } = stream;
   const meta = stream;
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => {
-    const value: Record<string, unknown> = {
+  type Delta = ChatCompletionChunkOut["choices"][number]["delta"];
+  const chunk = (delta: Delta, finishReason: string | null = null) => {
+    const value: ChatCompletionChunkOut = {
       id: meta.id,
       object: "chat.completion.chunk",
       created: meta.created,
@@ -257,16 +208,15 @@ async function* sseEvents(
           break;
         case "usage":
           if (call.includeUsage) {
-            yield `data: ${
-              JSON.stringify({
-                id: meta.id,
-                object: "chat.completion.chunk",
-                created: meta.created,
-                model: call.requestedModel,
-                choices: [],
-                usage: event.usage,
-              })
-            }\n\n`;
+            const last: ChatCompletionChunkOut = {
+              id: meta.id,
+              object: "chat.completion.chunk",
+              created: meta.created,
+              model: call.requestedModel,
+              choices: [],
+              usage: event.usage,
+            };
+            yield `data: ${JSON.stringify(last)}\n\n`;
           }
           break;
       }
@@ -277,25 +227,6 @@ async function* sseEvents(
   } finally {
     await events.return(undefined);
   }
-}
-
-/** One entry of `GET /v1/models`. */
-export interface OpenAIModelEntry {
-  /** `net/<tier>/<maker>/<model>`. */
-  id: string;
-  /** `"model"`. */
-  object: "model";
-  /** Unix seconds: when the daemon started. */
-  created: number;
-  /** The model's maker. */
-  owned_by: string;
-  /** What the network says about it. */
-  net: {
-    tier: string;
-    providers: number;
-    context_length: number;
-    cheapest_price: { input: string; output: string } | null;
-  };
 }
 
 /** Renders a network model as a `/v1/models` entry. */

@@ -10,7 +10,6 @@
  * @module
  */
 
-import { DaemonError } from "./daemon_error.ts";
 import { type VerdictLog, verdictToJson } from "./verdict_log.ts";
 
 /** A gateway as listed by `GET /v1/gateways` (the shape of `GatewayEntryJson`). */
@@ -46,24 +45,10 @@ export async function serveGateways(list: GatewayLister): Promise<Response> {
 export const DEFAULT_VERDICT_LIMIT = 50;
 
 /**
- * Serves `GET /v1/verdicts?limit=N` (1 to the log's capacity, default 50), newest first.
- *
- * @throws {DaemonError} `invalid_request_error` for a bad `limit`.
+ * Serves `GET /v1/verdicts?limit=N`: the latest `limit` verdicts (validated by the route: 1 to
+ * the log's capacity; default 50 or the capacity), newest first.
  */
-export function serveVerdicts(log: VerdictLog, url: URL): Response {
-  const raw = url.searchParams.get("limit");
-  let limit = Math.min(DEFAULT_VERDICT_LIMIT, log.capacity);
-  if (raw !== null) {
-    if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > log.capacity) {
-      throw new DaemonError(
-        "invalid_request_error",
-        `Cannot list verdicts: limit must be an integer in 1–${log.capacity}, found ${
-          JSON.stringify(raw.slice(0, 20))
-        }`,
-        { param: "limit" },
-      );
-    }
-    limit = Number(raw);
-  }
-  return json({ verdicts: log.latest(limit).map(verdictToJson) });
+export function serveVerdicts(log: VerdictLog, limit?: number): Response {
+  const count = limit ?? Math.min(DEFAULT_VERDICT_LIMIT, log.capacity);
+  return json({ verdicts: log.latest(count).map(verdictToJson) });
 }

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  DAEMON_HELP,
-  DaemonConfigError,
-  defaultDataDir,
-  parseDaemonConfig,
-} from "../../daemon/config.ts";
+import { DAEMON_HELP, defaultDataDir, parseDaemonConfig } from "../../daemon/config.ts";
 import type { DaemonConfig } from "../../daemon/config.ts";
+import { SettingError } from "../../settings/mod.ts";
 
 const HOME = { HOME: "/home/ada" };
 
@@ -29,8 +25,8 @@ function refuses(
   assert.throws(
     () => parseDaemonConfig(args, { ...HOME, ...env }, { os: "linux" }),
     (error: unknown) => {
-      assert.ok(error instanceof DaemonConfigError, String(error));
-      assert.equal(error.name, "DaemonConfigError");
+      assert.ok(error instanceof SettingError, String(error));
+      assert.equal(error.name, "SettingError");
       assert.equal(error.setting, setting, error.message);
       assert.ok(error.shortMessage.includes(fragment), `${error.shortMessage} ∌ ${fragment}`);
       assert.ok(error.message.includes("--help"), "the message points at --help");
@@ -228,10 +224,13 @@ Deno.test("config: bad values are refused with the value shown", () => {
       [],
       { ...CHAIN, NET_EVM_REGISTRY: "0x1234" },
       "NET_EVM_REGISTRY",
-      '"0x1234": expected a 20-byte address',
+      '"0x1234": not an address; expected a 20-byte address',
     ],
     [[], { ...CHAIN, NET_EVM_STAKING: "0xzz" }, "NET_EVM_STAKING", '"0xzz"'],
     [[], { ...CHAIN, NET_EVM_RPC_URL: "127.0.0.1:8545" }, "NET_EVM_RPC_URL", '"127.0.0.1:8545"'],
+    // The chain client speaks http and https only: a ws: URL would fail at every request.
+    [[], { ...CHAIN, NET_EVM_RPC_URL: "ws://127.0.0.1:8545" }, "NET_EVM_RPC_URL", "scheme ws:"],
+    [[], { ...CHAIN, NET_EVM_RPC_URL: "wss://rpc.example" }, "NET_EVM_RPC_URL", "scheme wss:"],
     [["--allowed-origins", "http://localhost:3000/app"], {}, "--allowed-origins", "without a path"],
     [[], { NET_ALLOWED_ORIGINS: "localhost" }, "NET_ALLOWED_ORIGINS", '"localhost"'],
     [["--allowed-hosts", "host:80"], {}, "--allowed-hosts", '"host:80" is not a hostname'],
@@ -279,10 +278,15 @@ Deno.test("config: the per-user data directory follows each platform's conventio
     assert.throws(
       () => defaultDataDir(env, os),
       (error: unknown) =>
-        error instanceof DaemonConfigError &&
+        error instanceof SettingError &&
         error.shortMessage.includes(`${name} is not set to an absolute path`) &&
         error.shortMessage.includes("--data-dir"),
     );
   }
   assert.equal(config(["--data-dir", "D:\\net"], {}, "windows").dataDir, "D:\\net");
+});
+
+Deno.test("config: docs/daemon.md shows --help as the daemon prints it", async () => {
+  const doc = await Deno.readTextFile(new URL("../../docs/daemon.md", import.meta.url));
+  assert.ok(doc.includes("```\n" + DAEMON_HELP + "```\n"), "regenerate the block from --help");
 });

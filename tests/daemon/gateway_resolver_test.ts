@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DaemonError } from "../../daemon/daemon_error.ts";
 import { GatewayResolver } from "../../daemon/gateway_resolver.ts";
-import { GatewaySetError } from "../../daemon/gateway_set.ts";
+import { GatewaySetError } from "../../daemon/gateway_url.ts";
 import type { NetError } from "../../errors.ts";
 import { closedPort, serve } from "../_http.ts";
 

@@ -1,14 +1,8 @@
 import assert from "node:assert/strict";
-import {
-  askPeer,
-  GATEWAY_LIMITS,
-  GatewaySet,
-  GatewaySetError,
-  loadGatewayCache,
-  normalizeGatewayUrl,
-  parseGatewayList,
-  saveGatewayCache,
-} from "../../daemon/gateway_set.ts";
+import { loadGatewayCache, saveGatewayCache } from "../../daemon/gateway_cache.ts";
+import { askPeer, parseGatewayList } from "../../daemon/gateway_list.ts";
+import { GatewaySet } from "../../daemon/gateway_set.ts";
+import { GATEWAY_LIMITS, GatewaySetError, normalizeGatewayUrl } from "../../daemon/gateway_url.ts";
 import { closedPort, serve } from "../_http.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");

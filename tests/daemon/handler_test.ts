@@ -435,3 +435,50 @@ Deno.test("handler: a stream:false reply is bounded; the daemon stops reading a 
   );
   assert.equal(response.status, 502, body.slice(0, 200));
 });
+
+Deno.test("handler: a URL or headers over the layer's limits are 414 and 431, in the path's dialect", async () => {
+  const fixture = surface();
+  const long = "x".repeat(9000);
+  const cases: [string, HeadersInit, number, string][] = [
+    [`/v1/models?q=${long}`, {}, 414, "url_too_long"],
+    [`/api/tags?q=${long}`, {}, 414, "url_too_long"],
+    ["/v1/models", { "x-big": long.repeat(4) }, 431, "headers_too_large"],
+    ["/api/tags", { "x-big": long.repeat(4) }, 431, "headers_too_large"],
+  ];
+  for (const [path, headers, status, code] of cases) {
+    const response = await fixture.handler(get(path, headers));
+    assert.equal(response.status, status, path.slice(0, 20));
+    const body = await response.json();
+    if (path.startsWith("/v1/")) {
+      assert.equal(body.error.code, code);
+      assert.equal(body.error.type, "invalid_request_error");
+    } else assert.equal(typeof body.error, "string");
+  }
+  assert.equal(fixture.backend.listCalls, 0);
+});
+
+Deno.test("handler: CORS headers on every answer to an allowed origin; a preflight needs a served path", async () => {
+  const fixture = surface({}, { allowedOrigins: ["http://localhost:*"] });
+  const origin = "http://localhost:5173";
+  const missing = await fixture.handler(get("/v1/nothing", { origin }));
+  assert.equal(missing.status, 404);
+  assert.equal(missing.headers.get("access-control-allow-origin"), origin);
+  assert.match(missing.headers.get("vary") ?? "", /Origin/);
+  await missing.body?.cancel();
+  const preflight = await fixture.handler(
+    new Request(`${BASE}/v1/nothing`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "GET" },
+    }),
+  );
+  assert.equal(preflight.status, 404, "no preflight for a path the daemon does not serve");
+  await preflight.body?.cancel();
+  const tooLarge = await fixture.handler(
+    post("/api/chat", { model: MODEL, messages: [], pad: "x".repeat(5 * 1024 * 1024) }, {
+      origin,
+    }),
+  );
+  assert.equal(tooLarge.status, 413);
+  assert.equal(tooLarge.headers.get("access-control-allow-origin"), origin);
+  assert.match((await tooLarge.json()).error, /more than the limit of 4 MiB/);
+});

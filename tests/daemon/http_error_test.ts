@@ -29,6 +29,8 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     model_not_found: 404,
     method_not_allowed: 405,
     request_too_large: 413,
+    url_too_long: 414,
+    headers_too_large: 431,
     internal_error: 500,
     attestation_failed: 502,
     attestation_mock: 502,

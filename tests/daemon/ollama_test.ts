@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { Ollama } from "ollama";
 import { DaemonError } from "../../daemon/daemon_error.ts";
 import {
-  doneReason,
   isZeroKeepAlive,
   parseOllamaRequest,
   translateMessages,
   translateOptions,
-} from "../../daemon/ollama.ts";
+} from "../../daemon/ollama_request.ts";
+import { doneReason } from "../../daemon/ollama_reply.ts";
 import { get, ndjson, post, serveSurface, surface } from "./_surface.ts";
 
 const MODEL = "net/verified/devnet/tiny-chat";

@@ -20,7 +20,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DaemonConfigError, parseDaemonConfig } from "../../daemon/config.ts";
+import { parseDaemonConfig } from "../../daemon/config.ts";
+import { SettingError } from "../../settings/mod.ts";
 import { createDaemon } from "../../daemon/daemon.ts";
 
 for (const bind of ["0.0.0.0:11435", "[::]:11435"]) {
@@ -55,7 +56,7 @@ Deno.test("a pinned gateway that can never be used is a configuration error nami
   ) {
     assert.throws(
       () => parseDaemonConfig(["--gateway", gateway, "--data-dir", "/tmp/unused"], {}),
-      (error: unknown) => error instanceof DaemonConfigError && /--gateway/.test(error.message),
+      (error: unknown) => error instanceof SettingError && /--gateway/.test(error.message),
       `--gateway ${gateway} was accepted by the configuration (createDaemon throws later)`,
     );
   }

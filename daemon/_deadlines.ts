@@ -1,0 +1,105 @@
+/**
+ * A request's abort controller and its deadlines: the controller is aborted when the client goes
+ * away and when a deadline passes; `withTimeout` bounds one wait (the first chunk, a model
+ * list), `idleWatchdog` the waits between the chunks of a stream.
+ *
+ * @module
+ */
+
+import { DaemonError } from "./daemon_error.ts";
+
+/**
+ * An abort controller for one request: aborted when the client goes away (`request.signal`)
+ * and by the surface on timeouts and cancellation. Call `release()` when the request is done.
+ */
+export function requestController(
+  request: Request,
+): { controller: AbortController; release: () => void } {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(request.signal.reason);
+  if (request.signal.aborted) onAbort();
+  else request.signal.addEventListener("abort", onAbort, { once: true });
+  return {
+    controller,
+    release: () => request.signal.removeEventListener("abort", onAbort),
+  };
+}
+
+/**
+ * Runs `promise` against a timer: when `ms` passes first, aborts `controller` and throws a
+ * `timeout` error saying what was awaited.
+ */
+export async function withTimeout<T>(
+  promise: Promise<T>,
+  options: { ms: number; controller: AbortController; what: string },
+): Promise<T> {
+  const { ms, controller, what } = options;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new DaemonError(
+        "timeout",
+        `Cannot finish the request: ${what} for ${formatSeconds(ms)}`,
+      );
+      controller.abort(error);
+      reject(error);
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * An idle watchdog for a stream: `next(promise)` waits for one step, and fails with a
+ * `timeout` (after aborting `controller`) when a step takes longer than `ms`. One timer per
+ * stream, re-armed lazily, instead of one per step: a step costs a promise, not a timer.
+ */
+export function idleWatchdog(
+  options: { ms: number; controller: AbortController; what: string },
+): { next<T>(step: Promise<T>): Promise<T>; stop(): void } {
+  const { ms, controller, what } = options;
+  let deadline = 0;
+  let waiting: ((error: unknown) => void) | undefined;
+  let expired: DaemonError | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const check = () => {
+    timer = undefined;
+    const left = deadline - performance.now();
+    if (waiting === undefined || left > 0) {
+      timer = setTimeout(check, waiting === undefined ? ms : left);
+      return;
+    }
+    expired = new DaemonError(
+      "timeout",
+      `Cannot finish the request: ${what} for ${formatSeconds(ms)}`,
+    );
+    controller.abort(expired);
+    waiting(expired);
+  };
+  return {
+    next<T>(step: Promise<T>): Promise<T> {
+      if (expired) return Promise.reject(expired);
+      deadline = performance.now() + ms;
+      timer ??= setTimeout(check, ms);
+      return new Promise<T>((resolve, reject) => {
+        waiting = reject;
+        step.then(resolve, reject).finally(() => {
+          // Only this step's waiter: the next step may already be waiting.
+          if (waiting === reject) waiting = undefined;
+        });
+      });
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      waiting = undefined;
+    },
+  };
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}

@@ -1,0 +1,311 @@
+/**
+ * The daemon's route table: every endpoint of both dialects, declared once with its request
+ * schemas, its answers per status (errors in the dialect of the path) and its handler. The HTTP
+ * layer routes, validates and documents from it (`GET /openapi.json`).
+ *
+ * | method | path                   | dialect |
+ * | ------ | ---------------------- | ------- |
+ * | GET    | `/`                    | Ollama  |
+ * | GET    | `/api/version`         | Ollama  |
+ * | GET    | `/api/tags`            | Ollama  |
+ * | GET    | `/api/ps`              | Ollama  |
+ * | POST   | `/api/show`            | Ollama  |
+ * | POST   | `/api/chat`            | Ollama  |
+ * | POST   | `/api/generate`        | Ollama  |
+ * | POST   | `/v1/chat/completions` | OpenAI  |
+ * | GET    | `/v1/models`           | OpenAI  |
+ * | GET    | `/v1/models/{model}`   | OpenAI  |
+ * | GET    | `/v1/gateways`         | OpenAI  |
+ * | GET    | `/v1/verdicts`         | OpenAI  |
+ *
+ * @module
+ */
+
+import { defineRoute, json, type ResponseSpec, type Route, z } from "../http/mod.ts";
+import { ollamaCall } from "./ollama_request.ts";
+import { serveOllamaChat, serveOllamaLoad } from "./ollama_reply.ts";
+import {
+  serveOllamaPs,
+  serveOllamaShow,
+  serveOllamaTags,
+  serveOllamaVersion,
+} from "./ollama_models.ts";
+import { openAIChatCall, serveOpenAIChat, serveOpenAIModel, serveOpenAIModels } from "./openai.ts";
+import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import type { Dialect } from "./http_error.ts";
+import type { VerdictLog } from "./verdict_log.ts";
+import type { SurfaceContext } from "./_context.ts";
+import {
+  OLLAMA_CHAT_LINE,
+  OLLAMA_CHAT_REQUEST,
+  OLLAMA_GENERATE_LINE,
+  OLLAMA_GENERATE_REQUEST,
+  OLLAMA_PS,
+  OLLAMA_SHOW,
+  OLLAMA_SHOW_REQUEST,
+  OLLAMA_TAGS,
+  OLLAMA_VERSION,
+  type OllamaChatBody,
+  type OllamaGenerateBody,
+} from "./_ollama_schemas.ts";
+import {
+  CHAT_COMPLETION,
+  CHAT_COMPLETION_CHUNK,
+  GATEWAYS,
+  MODEL_ENTRY,
+  MODEL_LIST,
+  MODEL_PATH,
+  OPENAI_CHAT_REQUEST,
+  VERDICTS,
+  verdictsQuery,
+} from "./_openai_schemas.ts";
+import {
+  errorResponses,
+  errorSchema,
+  OLLAMA_ERROR,
+  OPENAI_ERROR,
+  type OperationKind,
+  SERVED_HEADERS,
+} from "./_schemas.ts";
+
+/** What the route table is built from. */
+export interface RouteTableOptions {
+  /** The surfaces' shared dependencies and limits. */
+  readonly context: SurfaceContext;
+  /** The `X.Y.Z` version `/api/version` serves. */
+  readonly version: string;
+  /** The known gateways, for `GET /v1/gateways`. */
+  readonly gateways: GatewayLister;
+  /** The verdict log, for `GET /v1/verdicts`. */
+  readonly verdicts: VerdictLog;
+}
+
+const LIVENESS = "Ollama is running";
+
+/** One JSON answer and the error answers of an operation. */
+function answers(
+  dialect: Dialect,
+  kind: OperationKind,
+  ok: ResponseSpec,
+  extra: Record<number, string> = {},
+): Record<number, ResponseSpec> {
+  const content = json(errorSchema(dialect));
+  return {
+    200: ok,
+    ...errorResponses(dialect, kind),
+    ...Object.fromEntries(
+      Object.entries(extra).map(([status, description]) => [status, { description, content }]),
+    ),
+  };
+}
+
+function ollamaChatRoute(context: SurfaceContext, endpoint: "chat" | "generate"): Route {
+  const chat = endpoint === "chat";
+  const lineSchema = chat ? OLLAMA_CHAT_LINE : OLLAMA_GENERATE_LINE;
+  return defineRoute({
+    method: "post",
+    path: `/api/${endpoint}`,
+    summary: chat ? "Chat (Ollama)" : "Generate (Ollama)",
+    description:
+      "Streams NDJSON by default (`stream` defaults to true): pieces with `done: false`, then " +
+      "one line with `done: true`, `done_reason` and the counters. `stream: false` answers one " +
+      "object shaped like the last line with the whole content. An error after the stream " +
+      'started is one `{"error": …}` line. An empty ' +
+      (chat ? "`messages` array" : "`prompt`") +
+      " loads (`done_reason: load`; with `keep_alive: 0`, `unload`) without calling the network.",
+    tags: ["ollama"],
+    body: {
+      schema: (chat ? OLLAMA_CHAT_REQUEST : OLLAMA_GENERATE_REQUEST) as z.ZodType<
+        OllamaChatBody | OllamaGenerateBody
+      >,
+    },
+    responses: answers("ollama", "chat", {
+      description: "The reply, whole or streamed. Loads and unloads have no served-by headers.",
+      content: {
+        "application/json": { schema: lineSchema },
+        "application/x-ndjson": {
+          schema: z.string().openapi({ description: "One JSON object per line." }),
+          itemSchema: z.union([lineSchema, OLLAMA_ERROR]),
+        },
+      },
+    }),
+    handler: (c, { body }) => {
+      const parsed = ollamaCall(endpoint, body);
+      return parsed.kind === "load"
+        ? serveOllamaLoad(context, parsed.call)
+        : serveOllamaChat(context, { call: parsed.call, request: c.req.raw });
+    },
+  });
+}
+
+function ollamaRoutes(options: RouteTableOptions): Route[] {
+  const { context } = options;
+  return [
+    defineRoute({
+      method: "get",
+      path: "/",
+      summary: "Liveness, as Ollama answers it",
+      tags: ["ollama"],
+      responses: answers("ollama", "local", {
+        description: "The daemon is running.",
+        content: { "text/plain": { schema: z.literal(LIVENESS) } },
+      }),
+      handler: () =>
+        new Response(LIVENESS, { headers: { "content-type": "text/plain; charset=utf-8" } }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/api/version",
+      summary: "The daemon's version",
+      tags: ["ollama"],
+      responses: answers("ollama", "local", {
+        description: "Plain dotted integers.",
+        content: json(OLLAMA_VERSION),
+      }),
+      handler: () => serveOllamaVersion(options.version),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/api/tags",
+      summary: "Models of the network",
+      tags: ["ollama"],
+      responses: answers("ollama", "list", {
+        description: "Every model, listed with `:latest`.",
+        content: json(OLLAMA_TAGS),
+      }),
+      handler: (c) => serveOllamaTags(context, c.req.raw),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/api/ps",
+      summary: "Loaded models (none: nothing runs locally)",
+      tags: ["ollama"],
+      responses: answers("ollama", "local", { description: "None.", content: json(OLLAMA_PS) }),
+      handler: () => serveOllamaPs(),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/show",
+      summary: "One model's details",
+      tags: ["ollama"],
+      body: { schema: OLLAMA_SHOW_REQUEST },
+      responses: answers("ollama", "post", {
+        description: "The model.",
+        content: json(OLLAMA_SHOW),
+      }),
+      handler: (c, { body }) => serveOllamaShow(context, { body, request: c.req.raw }),
+    }),
+    ollamaChatRoute(context, "chat"),
+    ollamaChatRoute(context, "generate"),
+  ];
+}
+
+function openaiRoutes(options: RouteTableOptions): Route[] {
+  const { context } = options;
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/chat/completions",
+      summary: "Chat completion (OpenAI)",
+      description:
+        "One `chat.completion`, or with `stream: true` Server-Sent Events: `data:` chunks " +
+        "(`chat.completion.chunk`; with `stream_options.include_usage` a last chunk with " +
+        "`choices: []` and `usage`), then `data: [DONE]`. An error after the stream started " +
+        'is one `data: {"error": …}` event and the stream ends without `[DONE]`.',
+      tags: ["openai"],
+      body: { schema: OPENAI_CHAT_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "The reply, whole or streamed.",
+        headers: SERVED_HEADERS,
+        content: {
+          "application/json": { schema: CHAT_COMPLETION },
+          "text/event-stream": {
+            schema: z.string().openapi({
+              description: "`data: <JSON>` events; the last one is `data: [DONE]`.",
+            }),
+            itemSchema: z.union([CHAT_COMPLETION_CHUNK, OPENAI_ERROR]),
+          },
+        },
+      }),
+      handler: (c, { body }) =>
+        serveOpenAIChat(context, { call: openAIChatCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/models",
+      summary: "Models of the network",
+      tags: ["openai"],
+      responses: answers("openai", "list", {
+        description: "Every model.",
+        content: json(MODEL_LIST),
+      }),
+      handler: (c) => serveOpenAIModels(context, c.req.raw),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/models/{model:.+}",
+      summary: "One model",
+      tags: ["openai"],
+      params: MODEL_PATH,
+      responses: answers("openai", "list", {
+        description: "The model.",
+        content: json(MODEL_ENTRY),
+      }, {
+        400: "`invalid_request_error`: a malformed model id.",
+        404: "`model_not_found`: the network offers no such model in that tier.",
+      }),
+      handler: (c, { params }) =>
+        serveOpenAIModel(context, { request: c.req.raw, model: params.model }),
+    }),
+  ];
+}
+
+function transparencyRoutes(options: RouteTableOptions): Route[] {
+  return [
+    defineRoute({
+      method: "get",
+      path: "/v1/gateways",
+      summary: "The gateways the daemon knows (the gateways' own shape)",
+      tags: ["transparency"],
+      responses: answers("openai", "local", {
+        description: "The known gateway set.",
+        content: json(GATEWAYS),
+      }),
+      handler: () => serveGateways(options.gateways),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/verdicts",
+      summary: "The latest verification verdicts, newest first",
+      tags: ["transparency"],
+      query: verdictsQuery(options.verdicts.capacity),
+      responses: answers("openai", "local", {
+        description: "The verdicts.",
+        content: json(VERDICTS),
+      }, { 400: "`invalid_request_error`: a bad `limit`." }),
+      handler: (_c, { query }) => serveVerdicts(options.verdicts, query.limit),
+    }),
+  ];
+}
+
+/** Every route of the daemon (`GET /openapi.json` is added by the HTTP layer). */
+export function daemonRoutes(options: RouteTableOptions): Route[] {
+  return [...ollamaRoutes(options), ...openaiRoutes(options), ...transparencyRoutes(options)];
+}
+
+/**
+ * The error answers no operation owns (an unknown path, a wrong method), documented once per
+ * dialect as `components.responses`.
+ */
+export const SHARED_ERROR_RESPONSES: Readonly<
+  Record<string, { description: string; content: Record<string, { schema: { $ref: string } }> }>
+> = {
+  OpenAIError: {
+    description: "An error under `/v1`, e.g. `not_found` (404) or `method_not_allowed` (405).",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/OpenAIError" } } },
+  },
+  OllamaError: {
+    description: "An error outside `/v1`, e.g. `not_found` (404) or `method_not_allowed` (405).",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/OllamaError" } } },
+  },
+};
