@@ -42,14 +42,13 @@
  * @module
  */
 
-import { z } from "zod";
 import type { BindAddress } from "../io/bind_address.ts";
 import {
   address,
   bindAddress,
+  defineKind,
   defineSettings,
   integer,
-  type Kind,
   list,
   SettingError,
   text,
@@ -112,21 +111,8 @@ export interface ParseDaemonConfigOptions {
   os?: typeof Deno.build.os;
 }
 
-/** A kind of setting from a function that throws an `Error` saying what is wrong. */
-function kindOf<T>(placeholder: string, expected: string, read: (text: string) => T): Kind<T> {
-  const schema = z.string().transform((value, ctx) => {
-    try {
-      return read(value);
-    } catch (error) {
-      ctx.addIssue({ code: "custom", message: (error as Error).message });
-      return z.NEVER;
-    }
-  });
-  return { schema, placeholder, expected };
-}
-
 /** A gateway URL, normalized (`gateway_url.ts`). */
-const gatewayUrl = kindOf(
+const gatewayUrl = defineKind(
   "<url>",
   "an http: or https: URL such as http://127.0.0.1:8701",
   (value) => {
@@ -140,7 +126,7 @@ const gatewayUrl = kindOf(
 );
 
 /** An allowed-origin pattern (`hygiene.ts`). */
-const originPattern = kindOf(
+const originPattern = defineKind(
   "<origin>",
   "*, null, or scheme://host[:port] without a path, with * wildcards, such as " +
     "http://localhost:*",
@@ -158,7 +144,7 @@ const HOSTNAME =
   /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** A name accepted in `Host`, without a port, IPv6 in brackets; lower case. */
-const hostName = kindOf(
+const hostName = defineKind(
   "<host>",
   "host names or addresses without a port, IPv6 in brackets, such as " +
     "host.docker.internal,[fd00::1]",
@@ -217,6 +203,7 @@ const SETTINGS = defineSettings({
     flag: "allowed-origins",
     env: "NET_ALLOWED_ORIGINS",
     kind: list(originPattern),
+    allowEmpty: true,
     defaultText: "none.",
     help: "Comma-separated origins that browser pages may call from: *, null, or " +
       "scheme://host[:port] with * wildcards (e.g. http://localhost:*).",
@@ -225,6 +212,7 @@ const SETTINGS = defineSettings({
     flag: "allowed-hosts",
     env: "NET_ALLOWED_HOSTS",
     kind: list(hostName),
+    allowEmpty: true,
     defaultText: "none.",
     help: "Comma-separated extra hostnames accepted in the Host header, besides 127.0.0.1, " +
       "localhost and [::1] (and the --bind address when it is a specific non-loopback one), " +
@@ -265,36 +253,6 @@ function checkEvmComplete(env: Readonly<Record<string, string | undefined>>): vo
       missing.join(" and ")
     } ${missing.length === 1 ? "is" : "are"} not; set all three or none`,
   );
-}
-
-const LIST_FLAGS = ["allowed-origins", "allowed-hosts"] as const;
-
-/**
- * Takes out the list flags given an empty value (`--allowed-origins=`): an explicitly empty
- * list allows none, and wins over the variable (the settings module refuses empty values).
- */
-function takeEmptyLists(args: readonly string[]): { rest: string[]; empty: Set<string> } {
-  const rest: string[] = [];
-  const empty = new Set<string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--") {
-      rest.push(...args.slice(i));
-      break;
-    }
-    const flag = LIST_FLAGS.find((name) =>
-      arg.startsWith(`--${name}=`) && arg.slice(name.length + 3).trim() === ""
-    );
-    const spaced = LIST_FLAGS.find((name) =>
-      arg === `--${name}` && args[i + 1] !== undefined && args[i + 1].trim() === ""
-    );
-    if (flag) empty.add(flag);
-    else if (spaced) {
-      empty.add(spaced);
-      i++;
-    } else rest.push(arg);
-  }
-  return { rest, empty };
 }
 
 const UNSPECIFIC = new Set(["0.0.0.0", "::", "127.0.0.1", "localhost", "::1"]);
@@ -368,8 +326,7 @@ export function parseDaemonConfig(
   env: Readonly<Record<string, string | undefined>>,
   options: ParseDaemonConfigOptions = {},
 ): ParsedDaemonArgs {
-  const { rest, empty } = takeEmptyLists(args);
-  const parsed = SETTINGS.parse(rest, env);
+  const parsed = SETTINGS.parse(args, env);
   if (parsed.help) return { help: true, text: parsed.text };
   const { values } = parsed;
   checkEvmComplete(env);
@@ -382,11 +339,8 @@ export function parseDaemonConfig(
       dataDir: values.dataDir ?? defaultDataDir(env, options.os ?? Deno.build.os),
       evm: rpcUrl && registry && staking ? { rpcUrl, registry, staking } : null,
       measurementsFile: values.measurements ?? null,
-      allowedOrigins: empty.has("allowed-origins") ? [] : values.allowedOrigins ?? [],
-      allowedHosts: allowedHostsFor(
-        values.bind,
-        empty.has("allowed-hosts") ? [] : values.allowedHosts ?? [],
-      ),
+      allowedOrigins: values.allowedOrigins ?? [],
+      allowedHosts: allowedHostsFor(values.bind, values.allowedHosts ?? []),
       maxBodyBytes: values.maxBodyBytes,
     },
   };

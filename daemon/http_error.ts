@@ -85,24 +85,18 @@ const LAYER_CODES: Readonly<Record<HttpFailure, DaemonErrorCode>> = {
   headers_too_large: "headers_too_large",
 };
 
-/** How the layer names the whole JSON body when it is the field at fault. */
-const WHOLE_BODY = "the body";
-
 /**
  * One of the HTTP layer's refusals as the daemon's error. A body that is JSON but not an
  * object is worded as the other unreadable bodies are (`Cannot parse the request body: …`),
  * without a `param`.
  */
 function fromRequestError(error: HttpRequestError): DaemonError {
-  const whole = error.field === WHOLE_BODY;
-  const message = whole
-    ? error.shortMessage.replace(
-      /^Cannot read the request: the body must be an object/,
-      "Cannot parse the request body: expected a JSON object",
-    )
-    : error.shortMessage;
+  const message = error.shortMessage.replace(
+    /^Cannot read the request: the body must be an object/,
+    "Cannot parse the request body: expected a JSON object",
+  );
   return new DaemonError(LAYER_CODES[error.reason], message, {
-    param: whole ? null : error.field,
+    param: error.field,
     hints: error.hints,
     cause: error,
   });

@@ -158,7 +158,7 @@ function rule(issue: z.core.$ZodIssue): string {
 
 /**
  * The field and the sentence of one issue, `input` being the value that was validated (to
- * quote what was found).
+ * quote what was found). The field is `""` when the whole value is at fault.
  */
 export function describeIssue(
   issue: z.core.$ZodIssue,
@@ -175,7 +175,7 @@ export function describeIssue(
       return describeIssue({ ...deeper, path: [...issue.path, ...deeper.path] }, input);
     }
   }
-  const field = fieldPath(issue.path) || "the body";
+  const field = fieldPath(issue.path);
   const found = describeValue(at(input, issue.path));
-  return { field, message: `${field} ${rule(issue)}; found ${found}` };
+  return { field, message: `${field || "the body"} ${rule(issue)}; found ${found}` };
 }

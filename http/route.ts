@@ -90,6 +90,8 @@ export interface RouteSpec<
   method: RouteMethod;
   /** The path, OpenAPI style (`/v1/models/{id:.+}` for a multi-segment parameter). */
   path: string;
+  /** A stable name for code generators, e.g. `listModels`. @default {undefined} */
+  operationId?: string;
   /** One line: what the route does. */
   summary: string;
   /** More on what it does and how it fails. */

@@ -110,7 +110,7 @@ function methodTable(routes: readonly Route[]): (path: string) => string[] {
 function invalid(error: z.ZodError, input: unknown, where: string): HttpRequestError {
   const { field, message } = describeIssue(error.issues[0], input);
   return new HttpRequestError("invalid_request", `Cannot read the ${where}: ${message}`, {
-    field,
+    field: field || null,
     details: error.issues.length > 1
       ? `${error.issues.length - 1} more problem(s): ${
         error.issues.slice(1, 4).map((issue) => describeIssue(issue, input).message).join("; ")
@@ -162,6 +162,7 @@ function documented(route: Route, common: Readonly<Record<number, ResponseSpec>>
   return {
     method: route.method,
     path: openApiPath(route.path),
+    operationId: route.operationId,
     summary: route.summary,
     description: route.description,
     tags: route.tags ? [...route.tags] : undefined,

@@ -46,6 +46,13 @@ export interface Setting<T> {
   defaultText?: string;
   /** Whether the program cannot run without it. @default {false} */
   required?: boolean;
+  /**
+   * Whether an empty value given on the command line (`--allowed-origins=`) is read by the
+   * kind (e.g. an empty list) instead of refused. An empty variable still counts as unset.
+   *
+   * @default {false}
+   */
+  allowEmpty?: boolean;
   /** What it does (may span lines). */
   help: string;
 }
@@ -113,7 +120,9 @@ export interface Settings<S extends Record<string, Setting<unknown>>> {
 /** Reads one value of a setting, naming it in any error. */
 export function readSetting<T>(setting: Setting<T>, name: string, raw: string): T {
   const value = raw.trim();
-  if (value === "") throw new SettingError(name, `Cannot use ${name}: the value is empty`);
+  if (value === "" && !setting.allowEmpty) {
+    throw new SettingError(name, `Cannot use ${name}: the value is empty`);
+  }
   const result = setting.kind.schema.safeParse(value);
   if (result.success) return result.data;
   throw new SettingError(

@@ -31,7 +31,11 @@ export interface Kind<T> {
   readonly isSwitch?: boolean;
 }
 
-function kind<T>(
+/**
+ * A kind from a function that reads the text or throws an `Error` saying what is wrong with it
+ * (`not an address`); the error becomes the issue's message.
+ */
+export function defineKind<T>(
   placeholder: string,
   expected: string,
   read: (text: string) => T,
@@ -52,7 +56,7 @@ function kind<T>(
 
 /** `host:port`, IPv6 in brackets; port 0 means any free port. */
 export function bindAddress(): Kind<BindAddress> {
-  return kind("<host:port>", "host:port such as 127.0.0.1:8088 or [::1]:8088", (text) => {
+  return defineKind("<host:port>", "host:port such as 127.0.0.1:8088 or [::1]:8088", (text) => {
     try {
       return parseBindAddress(text);
     } catch (error) {
@@ -77,7 +81,7 @@ export function url(options: UrlOptions = {}): Kind<string> {
   const schemes = options.schemes ?? ["http:", "https:"];
   const names = schemes.map((s) => s.replace(/:$/, "")).join(" or ");
   const example = options.example ?? "http://127.0.0.1:8545";
-  return kind("<url>", `an ${names} URL such as ${example}`, (text) => {
+  return defineKind("<url>", `an ${names} URL such as ${example}`, (text) => {
     let parsed: URL;
     try {
       parsed = new URL(text);
@@ -94,7 +98,7 @@ export function url(options: UrlOptions = {}): Kind<string> {
 
 /** A 20-byte EVM address, `0x` and 40 hex digits; returned in lower case. */
 export function address(): Kind<`0x${string}`> {
-  return kind("<address>", "a 20-byte address, 0x and 40 hex digits", (text) => {
+  return defineKind("<address>", "a 20-byte address, 0x and 40 hex digits", (text) => {
     if (!/^0x[0-9a-fA-F]{40}$/.test(text)) throw new Error("not an address");
     return text.toLowerCase() as `0x${string}`;
   });
@@ -116,7 +120,7 @@ export function integer(options: IntegerOptions = {}): Kind<number> {
   const max = options.max ?? Number.MAX_SAFE_INTEGER;
   const unit = options.unit ? ` of ${options.unit}` : "";
   const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `${min} to ${max}`;
-  return kind("<n>", `a whole number${unit}, ${range}`, (text) => {
+  return defineKind("<n>", `a whole number${unit}, ${range}`, (text) => {
     if (!/^\d{1,16}$/.test(text)) throw new Error("not a whole number");
     const value = Number(text);
     if (value < min || value > max) throw new Error(`out of range`);
@@ -126,7 +130,7 @@ export function integer(options: IntegerOptions = {}): Kind<number> {
 
 /** A block number: a whole number of any size, as a `bigint`. */
 export function blockNumber(): Kind<bigint> {
-  return kind("<block>", "a block number (a whole number)", (text) => {
+  return defineKind("<block>", "a block number (a whole number)", (text) => {
     if (!/^\d{1,78}$/.test(text)) throw new Error("not a whole number");
     return BigInt(text);
   });
@@ -134,7 +138,7 @@ export function blockNumber(): Kind<bigint> {
 
 /** One of a fixed set of words. */
 export function choice<const T extends string>(values: readonly T[]): Kind<T> {
-  return kind(values.join("|"), `one of ${values.join(", ")}`, (text) => {
+  return defineKind(values.join("|"), `one of ${values.join(", ")}`, (text) => {
     if (!(values as readonly string[]).includes(text)) throw new Error("not one of the choices");
     return text as T;
   });
@@ -142,14 +146,14 @@ export function choice<const T extends string>(values: readonly T[]): Kind<T> {
 
 /** Any non-empty text (a path, a name). */
 export function text(placeholder = "<text>"): Kind<string> {
-  return kind(placeholder, "a non-empty value", (value) => value);
+  return defineKind(placeholder, "a non-empty value", (value) => value);
 }
 
 /** A host name or IP address without a port (IPv6 may be bracketed; returned bare, lower case). */
 export function host(): Kind<string> {
   const name =
     /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-  return kind("<host>", "a host name or an IP address without a port", (value) => {
+  return defineKind("<host>", "a host name or an IP address without a port", (value) => {
     const bare = value.replace(/^\[(.*)\]$/, "$1");
     if (!name.test(bare) && !isIpv6(bare)) throw new Error("not a host");
     return bare.toLowerCase();
@@ -168,7 +172,7 @@ function isIpv6(value: string): boolean {
 
 /** A comma-separated list of values of one kind (blanks around items and empty items ignored). */
 export function list<T>(item: Kind<T>): Kind<T[]> {
-  return kind(
+  return defineKind(
     `${item.placeholder},…`,
     `a comma-separated list of ${item.expected}`,
     (value) =>
@@ -192,7 +196,7 @@ export function toggle(): Kind<boolean> {
     false: false,
     no: false,
   };
-  const base = kind("", "1, true, yes, 0, false or no", (value) => {
+  const base = defineKind("", "1, true, yes, 0, false or no", (value) => {
     const found = words[value.toLowerCase()];
     if (found === undefined) throw new Error("not an on/off value");
     return found;

@@ -22,6 +22,7 @@ export {
   bindAddress,
   blockNumber,
   choice,
+  defineKind,
   host,
   integer,
   type IntegerOptions,

@@ -9,6 +9,7 @@ import {
   bindAddress,
   defineSettings,
   integer,
+  list,
   SettingError,
   toggle,
   url,
@@ -118,6 +119,20 @@ Deno.test("--help lists every flag and variable, with defaults", () => {
     assert.ok(text.includes(needle), `--help lacks ${needle}:\n${text}`);
   }
   assert.ok(text.split("\n").every((line) => line.length <= 88), "lines fit 88 columns");
+});
+
+Deno.test("allowEmpty: an empty flag value is read by the kind and wins over the variable", () => {
+  const lists = defineSettings({ usage: "", summary: "" }, {
+    origins: { flag: "origins", env: "T_ORIGINS", kind: list(url()), allowEmpty: true, help: "" },
+  });
+  const read = (args: string[], env: Record<string, string>) => {
+    const parsed = lists.parse(args, env);
+    if (parsed.help) throw new Error("help");
+    return parsed.values.origins;
+  };
+  assert.deepEqual(read(["--origins="], { T_ORIGINS: "http://a" }), []);
+  assert.deepEqual(read([], { T_ORIGINS: "http://a" }), ["http://a"]);
+  assert.equal(read([], { T_ORIGINS: "" }), undefined, "an empty variable is still unset");
 });
 
 Deno.test("two settings with one flag or variable are refused", () => {
