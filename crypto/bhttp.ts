@@ -46,7 +46,7 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 import { ByteQueue } from "./_byte_queue.ts";
 import { bytesLabel, concat } from "./_bytes.ts";
 import {
@@ -258,21 +258,9 @@ export type BinaryHttpFailure =
   | "cancelled";
 
 /** Thrown when a binary HTTP message cannot be encoded or decoded. */
-export class BinaryHttpError extends NetError {
+export class BinaryHttpError extends ReasonError<BinaryHttpFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "BinaryHttpError" as const;
-  /** Machine-readable reason. */
-  readonly reason: BinaryHttpFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: BinaryHttpFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 const FRAMING_KNOWN_REQUEST = 0;

@@ -38,7 +38,7 @@
 import { Aes128Gcm, CipherSuite, DhkemX25519HkdfSha256, ExportOnly, HkdfSha256 } from "@hpke/core";
 import { Chacha20Poly1305 } from "@hpke/chacha20poly1305";
 import { x25519 } from "@noble/curves/ed25519.js";
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 import { bytesLabel, copy, hex16 } from "./_bytes.ts";
 
 /** KEM id of DHKEM(X25519, HKDF-SHA256) (RFC 9180 §7.1). */
@@ -122,21 +122,9 @@ export interface HpkeSuite {
 export type HpkeFailure = "unsupported_suite" | "invalid_key";
 
 /** Thrown when an HPKE suite is not supported or a key cannot be used. */
-export class HpkeError extends NetError {
+export class HpkeError extends ReasonError<HpkeFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "HpkeError" as const;
-  /** Machine-readable reason. */
-  readonly reason: HpkeFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: HpkeFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 const KEMS: ReadonlyMap<number, KemInfo> = new Map([

@@ -34,7 +34,7 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 import { bytesLabel, concat, equalBytes, hex16, u16 } from "./_bytes.ts";
 import {
   AEAD_AES_128_GCM,
@@ -81,21 +81,9 @@ export const DEFAULT_SUITES: readonly SymmetricSuite[] = Object.freeze([
 export type KeyConfigFailure = "malformed" | "unsupported_kem" | "unsupported_suite";
 
 /** Thrown when a key configuration (or a list of them) cannot be encoded or decoded. */
-export class KeyConfigError extends NetError {
+export class KeyConfigError extends ReasonError<KeyConfigFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "KeyConfigError" as const;
-  /** Machine-readable reason. */
-  readonly reason: KeyConfigFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: KeyConfigFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /**
