@@ -6,7 +6,7 @@
  * @example Endorse a key configuration and verify it
  * ```ts
  * import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
- * import { endorseKey, verifyEndorsement } from "@net/consumer/crypto";
+ * import { endorseKey, verifyEndorsement } from "@net/consumer/endorsement";
  *
  * const servingKey = privateKeyToAccount(generatePrivateKey());
  * const now = new Date();

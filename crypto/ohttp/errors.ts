@@ -1,12 +1,12 @@
 /**
- * The errors of Oblivious HTTP encapsulation, shared by the one-shot (`ohttp.ts`) and the
- * chunked (`chunked_ohttp.ts`) forms: {@linkcode SealError} when a message cannot be sealed,
+ * The errors of Oblivious HTTP encapsulation, shared by the one-shot (`one_shot.ts`) and the
+ * chunked (`chunked.ts`) forms: {@linkcode SealError} when a message cannot be sealed,
  * {@linkcode OpenError} when a sealed message cannot be opened. An `OpenError` never carries
  * plaintext, and a chunk that fails authentication never yields any.
  *
  * @example Tell a truncated response from a forged one
  * ```ts
- * import { OpenError } from "@net/consumer/crypto";
+ * import { OpenError } from "@net/consumer/ohttp";
  *
  * function describe(error: unknown): string {
  *   if (error instanceof OpenError && error.reason === "truncated") return "cut short";
@@ -19,7 +19,7 @@
  * @module
  */
 
-import { ReasonError } from "../errors.ts";
+import { ReasonError } from "../../errors.ts";
 
 /** Why a message could not be sealed. */
 export type SealFailure =
