@@ -108,3 +108,16 @@ export class QuoteParseError extends NetError {
     this.offset = options.offset;
   }
 }
+
+/**
+ * Throws the {@linkcode AttestationError} of a refused attestation; the message is
+ * `Cannot verify attestation: <message>`.
+ */
+export function refuseAttestation(
+  reason: AttestationFailure,
+  check: AttestationCheck,
+  message: string,
+  options: AttestationErrorOptions = {},
+): never {
+  throw new AttestationError(reason, check, `Cannot verify attestation: ${message}`, options);
+}
