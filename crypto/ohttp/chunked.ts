@@ -88,9 +88,9 @@ export const CHUNKED_RESPONSE_MEDIA_TYPE = "message/ohttp-chunked-res";
 /** Default upper bound on one sealed chunk: 64 KiB (`docs/protocol.md` §7). */
 export const DEFAULT_MAX_CHUNK_LENGTH = 64 * 1024;
 /** Smallest accepted `maxChunkLength`. */
-export const MIN_MAX_CHUNK_LENGTH = 64;
+const MIN_MAX_CHUNK_LENGTH = 64;
 /** Largest accepted `maxChunkLength`: 16 MiB. */
-export const MAX_MAX_CHUNK_LENGTH = 16 * 1024 * 1024;
+const MAX_MAX_CHUNK_LENGTH = 16 * 1024 * 1024;
 
 /** Options of {@linkcode createChunkedRequest}. */
 export interface ChunkedRequestOptions {
@@ -107,8 +107,8 @@ export interface ChunkedRequestOptions {
    */
   random?: RandomSource;
   /**
-   * Largest sealed chunk sent or accepted, in bytes (tag included), from
-   * {@linkcode MIN_MAX_CHUNK_LENGTH} to {@linkcode MAX_MAX_CHUNK_LENGTH}.
+   * Largest sealed chunk sent or accepted, in bytes (tag included), from 64
+   * bytes to 16 MiB.
    *
    * @default {DEFAULT_MAX_CHUNK_LENGTH} (64 KiB)
    */
@@ -223,8 +223,8 @@ export interface OpenChunkedRequestOptions {
    */
   random?: RandomSource;
   /**
-   * Largest sealed chunk accepted or sent, in bytes (tag included), from
-   * {@linkcode MIN_MAX_CHUNK_LENGTH} to {@linkcode MAX_MAX_CHUNK_LENGTH}.
+   * Largest sealed chunk accepted or sent, in bytes (tag included), from 64
+   * bytes to 16 MiB.
    *
    * @default {DEFAULT_MAX_CHUNK_LENGTH} (64 KiB)
    */

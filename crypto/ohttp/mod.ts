@@ -90,8 +90,6 @@ export {
   type ChunkedRequestOptions,
   createChunkedRequest,
   DEFAULT_MAX_CHUNK_LENGTH,
-  MAX_MAX_CHUNK_LENGTH,
-  MIN_MAX_CHUNK_LENGTH,
   openChunkedRequest,
   type OpenChunkedRequestOptions,
 } from "./chunked.ts";

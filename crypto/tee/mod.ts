@@ -53,7 +53,6 @@
 export {
   type AttestationCheck,
   AttestationError,
-  type AttestationErrorOptions,
   type AttestationFailure,
   QuoteParseError,
 } from "./errors.ts";
