@@ -3,13 +3,12 @@
  * devnet, the benchmarks). It is not a published entry point: the package publishes each
  * concept on its own subpath, and library users import those.
  *
- * | subpath                     | file                  | what                                            |
- * | --------------------------- | --------------------- | ----------------------------------------------- |
- * | `@net/consumer/hpke`        | `hpke/mod.ts`         | HPKE suites and key pairs                       |
- * | `@net/consumer/ohttp`       | `ohttp/mod.ts`        | key configurations, one-shot and chunked OHTTP, the sealed exchange |
- * | `@net/consumer/bhttp`       | `bhttp/mod.ts`        | Binary HTTP                                     |
- * | `@net/consumer/endorsement` | `endorsement.ts`      | key endorsements by a provider's serving key    |
- * | `@net/consumer/tee`         | `tee/mod.ts`          | TEE attestation (Intel TDX, AMD SEV-SNP)        |
+ * - `hpke/mod.ts` (`@net/consumer/hpke`): HPKE suites and key pairs.
+ * - `ohttp/mod.ts` (`@net/consumer/ohttp`): key configurations, one-shot and chunked OHTTP,
+ *   the sealed exchange.
+ * - `bhttp/mod.ts` (`@net/consumer/bhttp`): Binary HTTP.
+ * - `endorsement.ts` (`@net/consumer/endorsement`): key endorsements by a serving key.
+ * - `tee/mod.ts` (`@net/consumer/tee`): TEE attestation (Intel TDX, AMD SEV-SNP).
  *
  * @example
  * ```ts

@@ -89,7 +89,12 @@ export {
   type TdxQuote,
   type TdxQuoteHeader,
 } from "./tdx_quote.ts";
-export { type TdxVerification, verifyTdxQuote, type VerifyTdxQuoteOptions } from "./tdx_verify.ts";
+export {
+  type PckPlatform,
+  type TdxVerification,
+  verifyTdxQuote,
+  type VerifyTdxQuoteOptions,
+} from "./tdx_verify.ts";
 export {
   type TdxCollateral,
   tdxCollateralFromJson,
@@ -97,7 +102,6 @@ export {
   tdxCollateralToJson,
 } from "./collateral.ts";
 export type { TcbEvaluation, TcbStatus } from "./tcb_status.ts";
-export type { PckPlatform } from "./_pck_extension.ts";
 export {
   parseSnpReport,
   type SnpReport,

@@ -37,7 +37,7 @@ import { type Anchors, resolveAnchors } from "./_anchors.ts";
 import { concat, equalBytes, hexConstant, isAllZero, toHex } from "../_bytes.ts";
 import { checkNow } from "../_time.ts";
 import { type ValidatedChain, verifyChain } from "./_chain.ts";
-import { type PckPlatform, readPckPlatform } from "./_pck_extension.ts";
+import { readPckPlatform } from "./_pck_extension.ts";
 import { type PublicKey, verifyEcdsa } from "./_signature.ts";
 import { parsePemChain } from "./_x509.ts";
 import {
@@ -94,6 +94,20 @@ export interface VerifyTdxQuoteOptions {
    * @default {null}
    */
   collateral?: TdxCollateral | null;
+}
+
+/** What the PCK certificate says about the platform. */
+export interface PckPlatform {
+  /** FMSPC, 6 bytes. */
+  readonly fmspc: Uint8Array;
+  /** PCE id, 2 bytes. */
+  readonly pceId: Uint8Array;
+  /** The 16 SGX TCB component SVNs. */
+  readonly sgxComponents: readonly number[];
+  /** PCESVN. */
+  readonly pceSvn: number;
+  /** CPUSVN, 16 bytes. */
+  readonly cpuSvn: Uint8Array;
 }
 
 /** The result of a successful TDX verification. */
