@@ -27,7 +27,7 @@
 
 import canonicalize from "canonicalize";
 import { type Address, type Hex, keccak256, stringToBytes } from "viem";
-import { abbreviate, NetError } from "../errors.ts";
+import { abbreviate, ReasonError } from "../errors.ts";
 import { duplicateKey } from "../io/strict_json.ts";
 import type { ProviderRecord, ProviderTier } from "./types.ts";
 
@@ -78,18 +78,15 @@ export type AdFailure =
   | "commitment_mismatch";
 
 /** Thrown when an ad cannot be parsed, validated or matched to its Registry record. */
-export class AdError extends NetError {
+export class AdError extends ReasonError<AdFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "AdError" as const;
-  /** Machine-readable reason. */
-  readonly reason: AdFailure;
   /** JSON path of the offending field (`models[2].prices.input`), or `""` for the whole ad. */
   readonly field: string;
 
   /** Creates the error with its reason and field. */
   constructor(reason: AdFailure, field: string, shortMessage: string) {
-    super(shortMessage);
-    this.reason = reason;
+    super(reason, shortMessage);
     this.field = field;
   }
 }

@@ -1,11 +1,11 @@
 /**
- * The errors of the chain module: one subclass of {@linkcode NetError} per operation, each
- * with a literal `name` and a `reason` for callers that branch.
+ * The errors of the chain module: one {@linkcode ReasonError} per operation, each only its
+ * literal `name` over its own union of reasons, for callers that branch.
  *
  * @module
  */
 
-import { NetError, type NetErrorOptions } from "../errors.ts";
+import { ReasonError } from "../errors.ts";
 
 /** Why a chain client could not be created. */
 export type ChainConfigFailure =
@@ -17,17 +17,9 @@ export type ChainConfigFailure =
   | "wrong_chain";
 
 /** Thrown by {@linkcode createChainClient} and by readers given malformed options. */
-export class ChainConfigError extends NetError {
+export class ChainConfigError extends ReasonError<ChainConfigFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "ChainConfigError" as const;
-  /** Machine-readable reason. */
-  readonly reason: ChainConfigFailure;
-
-  /** Creates the error with its reason. */
-  constructor(reason: ChainConfigFailure, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /** Why a pinned read failed. */
@@ -45,17 +37,9 @@ export type ChainReadFailure =
  * Thrown by the pinned reads: {@linkcode readNetworkState}, {@linkcode readProvider},
  * {@linkcode readApprovedMeasurements}.
  */
-export class ChainReadError extends NetError {
+export class ChainReadError extends ReasonError<ChainReadFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "ChainReadError" as const;
-  /** Machine-readable reason. */
-  readonly reason: ChainReadFailure;
-
-  /** Creates the error with its reason. */
-  constructor(reason: ChainReadFailure, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /** Why a settlement scan failed. */
@@ -74,15 +58,7 @@ export type SettlementScanFailure =
   | "invalid_log";
 
 /** Thrown by {@linkcode scanSettlements}. */
-export class SettlementScanError extends NetError {
+export class SettlementScanError extends ReasonError<SettlementScanFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "SettlementScanError" as const;
-  /** Machine-readable reason. */
-  readonly reason: SettlementScanFailure;
-
-  /** Creates the error with its reason. */
-  constructor(reason: SettlementScanFailure, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }

@@ -18,7 +18,7 @@
  * Failures are {@linkcode ChainConfigError}, {@linkcode ChainReadError},
  * {@linkcode SettlementScanError} and {@linkcode AdError}, each with a `reason`.
  *
- * @example Read the network at one block
+ * @example Read the network at one block (needs an RPC endpoint)
  * ```ts ignore
  * import { createChainClient, readNetworkState } from "@net/consumer/chain";
  *
@@ -32,15 +32,87 @@
  * console.log(`${bonded.length} bonded providers at block ${state.block.number}`);
  * ```
  *
+ * @example Check a provider's ad against its on-chain commitment
+ * ```ts
+ * import { adCommitment, isBonded, parseAd } from "@net/consumer/chain";
+ *
+ * const text = JSON.stringify({
+ *   version: 1,
+ *   provider: "0x5b38da6a701c568545dcfcb03fcb875f56beddc4",
+ *   tier: "verified",
+ *   serving_key: "0xab8483f64d9c6d1ecf9b849ae677dd3315835cb2",
+ *   endpoint: "http://127.0.0.1:9301",
+ *   models: [{
+ *     id: "devnet/tiny-chat",
+ *     prices: { input: "150", output: "600" },
+ *     context_length: 8192,
+ *   }],
+ * });
+ * const ad = parseAd(text); // strict: unknown fields and bad values are an AdError
+ * console.assert(/^0x[0-9a-f]{64}$/.test(adCommitment(ad)));
+ * console.assert(isBonded(true, 10n ** 18n, 10n ** 18n));
+ * ```
+ *
  * @module
  */
 
-export * from "./abi.ts";
-export * from "./ad.ts";
-export * from "./client.ts";
-export * from "./errors.ts";
-export * from "./measurements.ts";
-export * from "./network_state.ts";
-export * from "./provider.ts";
-export * from "./settlements.ts";
-export * from "./types.ts";
+export { emissionAbi, escrowAbi, multicallAbi, registryAbi, stakingAbi } from "./abi.ts";
+export {
+  adCommitment,
+  AdError,
+  type AdFailure,
+  type AdModel,
+  blendedPrice,
+  canonicalAd,
+  comparePrices,
+  MAX_AD_BYTES,
+  parseAd,
+  type PricePair,
+  type ProviderAd,
+  validateAd,
+  type ValidateAdOptions,
+} from "./ad.ts";
+export { type ChainClient, type ChainClientOptions, createChainClient } from "./client.ts";
+export {
+  ChainConfigError,
+  type ChainConfigFailure,
+  ChainReadError,
+  type ChainReadFailure,
+  SettlementScanError,
+  type SettlementScanFailure,
+} from "./errors.ts";
+export {
+  type MeasurementsReading,
+  readApprovedMeasurements,
+  type ReadApprovedMeasurementsOptions,
+} from "./measurements.ts";
+export { readNetworkState, type ReadNetworkStateOptions } from "./network_state.ts";
+export {
+  type ProviderBond,
+  type ProviderReading,
+  readProvider,
+  type ReadProviderOptions,
+} from "./provider.ts";
+export {
+  scanSettlements,
+  type ScanSettlementsOptions,
+  type SettlementBucket,
+  type SettlementBucketJson,
+  type SettlementCursor,
+  type SettlementScan,
+  type SettlementScanStats,
+} from "./settlements.ts";
+export {
+  type BlockRef,
+  type BlockSelector,
+  type ChainContracts,
+  type EmissionSchedule,
+  type EmissionState,
+  isBonded,
+  type NetworkState,
+  type ProviderRecord,
+  type ProviderState,
+  type ProviderTier,
+  type RouterRecord,
+  type StakingState,
+} from "./types.ts";

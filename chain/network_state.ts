@@ -11,6 +11,7 @@ import { emissionAbi, registryAbi, stakingAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainReadError } from "./errors.ts";
 import {
+  type CallBudget,
   callBudget,
   checkAddress,
   checkInteger,
@@ -27,10 +28,12 @@ import {
 import {
   type BlockSelector,
   type ChainContracts,
+  type EmissionState,
   isBonded,
   type NetworkState,
   type ProviderState,
   type RouterRecord,
+  type StakingState,
 } from "./types.ts";
 
 /** Options of {@linkcode readNetworkState}. */
@@ -86,6 +89,28 @@ interface PagedSet {
   pageSize: number;
 }
 
+const EMISSION_FIELDS = [
+  "cap",
+  "totalEmitted",
+  "emittedEpochs",
+  "currentEpoch",
+  "currentEpochReward",
+  "genesisTime",
+  "epochLength",
+  "initialReward",
+  "halvingInterval",
+] as const;
+
+/** The contracts, checked, and how many items one call may return. */
+interface Plan {
+  registry: Address;
+  staking: Address;
+  emission: Address;
+  sets: PagedSet[];
+  /** Most providers per `Staking.stakesOf` call. */
+  stakeBatch: number;
+}
+
 /**
  * Reads the whole network state at one block.
  *
@@ -111,21 +136,69 @@ export async function readNetworkState(
   const emission = checkAddress(OPERATION, "emission", contracts.emission);
   checkInteger(OPERATION, "pageSize", options.pageSize, 1);
   checkInteger(OPERATION, "maxGasPerCall", options.maxGasPerCall, 100_000);
-  const pageSize = options.pageSize ?? 250;
   const multicallAddress = options.multicallAddress === undefined
     ? client.chain.contracts?.multicall3?.address
     : checkAddress(OPERATION, "multicallAddress", options.multicallAddress);
   const budget = callBudget(multicallAddress, options.maxGasPerCall ?? 12_000_000);
+  const plan = planCalls(registry, staking, emission, budget, options.pageSize ?? 250);
+
+  const block = await pinBlock(client, options.block ?? "latest", OPERATION);
+  const context: PinnedContext = { client, block, multicallAddress, budget, operation: OPERATION };
+  const totals = await readTotals(context, plan);
+  const items = await readPages(context, plan, totals.counts);
+  const records = (items[0] as RawProvider[]).map((raw) => providerFromChain(raw, OPERATION));
+  const stakes = await readStakes(context, plan, records.map((p) => p.address));
+  plan.sets.forEach((set, i) => {
+    if (items[i].length !== totals.counts[i]) {
+      throw new ChainReadError(
+        "invalid_data",
+        `Cannot ${OPERATION}: Registry lists ${items[i].length} ${set.name}, its count says ${
+          totals.counts[i]
+        }`,
+      );
+    }
+  });
+  const providers: ProviderState[] = records.map((record, i) => ({
+    ...record,
+    stake: stakes[i],
+    bonded: isBonded(record.active, stakes[i], totals.staking.minProviderBond),
+  }));
+  const validators = (items[1] as Address[]).map(lower);
+  const routers: RouterRecord[] = (items[2] as { id: Address; url: string }[]).map((r) => ({
+    id: lower(r.id),
+    url: r.url,
+  }));
+  const approvedMeasurements = (items[3] as Hex[]).map(lowerHex);
+  unique("providers", providers.map((p) => p.address));
+  unique("validators", validators);
+  unique("routers", routers.map((r) => r.id));
+  unique("measurements", approvedMeasurements);
+  const { emission: emissionState, staking: stakingState } = totals;
+  return {
+    block,
+    providers,
+    validators,
+    routers,
+    approvedMeasurements,
+    emission: emissionState,
+    staking: stakingState,
+  };
+}
+
+/** The page size of each set and the stake batch, within the page size and one call's budget. */
+function planCalls(
+  registry: Address,
+  staking: Address,
+  emission: Address,
+  budget: CallBudget,
+  pageSize: number,
+): Plan {
   const fit = (item: { gas: number; bytes: number }, most: number) =>
     Math.max(
       1,
       Math.min(most, itemsPerCall(budget, item.bytes), Math.floor(budget.gas / 2 / item.gas)),
     );
-
-  const block = await pinBlock(client, options.block ?? "latest", OPERATION);
-  const context: PinnedContext = { client, block, multicallAddress, budget, operation: OPERATION };
-
-  const sets: PagedSet[] = [
+  const sets = [
     { name: "providers", count: "providerCount", page: "providersPage", item: ITEM.provider },
     { name: "validators", count: "validatorCount", page: "validatorsPage", item: ITEM.address },
     { name: "routers", count: "routerCount", page: "routersPage", item: ITEM.router },
@@ -142,18 +215,28 @@ export async function readNetworkState(
       set.name === "routers" ? Math.min(pageSize, ROUTER_PAGE_SIZE) : pageSize,
     ),
   } as PagedSet));
+  return {
+    registry,
+    staking,
+    emission,
+    sets,
+    stakeBatch: fit(ITEM.stake, Number.MAX_SAFE_INTEGER),
+  };
+}
 
-  const call = (
-    address: Address,
-    abi: PinnedCall["abi"],
-    contract: string,
-    functionName: string,
-    args: readonly unknown[] = [],
-    cost: { gas: number; outBytes: number; inBytes?: number } = {
-      gas: ITEM.scalar.gas,
-      outBytes: ITEM.scalar.bytes,
-    },
-  ): PinnedCall => ({
+/** One call of a batch, labelled for messages, with its estimated cost. */
+function contractCall(
+  address: Address,
+  abi: PinnedCall["abi"],
+  contract: string,
+  functionName: string,
+  args: readonly unknown[] = [],
+  cost: { gas: number; outBytes: number; inBytes?: number } = {
+    gas: ITEM.scalar.gas,
+    outBytes: ITEM.scalar.bytes,
+  },
+): PinnedCall {
+  return {
     address,
     abi,
     functionName,
@@ -164,43 +247,19 @@ export async function readNetworkState(
     gas: cost.gas,
     outBytes: cost.outBytes,
     inBytes: cost.inBytes ?? 4 + 32 * args.length,
-  });
-  const pageCall = (set: PagedSet, offset: number, size: number) =>
-    call(registry, registryAbi, "Registry", set.page, [BigInt(offset), BigInt(size)], {
-      gas: ITEM.scalar.gas + size * set.item.gas,
-      outBytes: 64 + size * set.item.bytes,
-    });
-  const stakeSize = fit(ITEM.stake, Number.MAX_SAFE_INTEGER);
-  const stakeCalls = (addresses: Address[]) => {
-    const calls: PinnedCall[] = [];
-    for (let i = 0; i < addresses.length; i += stakeSize) {
-      const chunk = addresses.slice(i, i + stakeSize);
-      calls.push(call(staking, stakingAbi, "Staking", "stakesOf", [chunk], {
-        gas: ITEM.scalar.gas + chunk.length * ITEM.stake.gas,
-        outBytes: 64 + chunk.length * ITEM.stake.bytes,
-        inBytes: 68 + chunk.length * 32,
-      }));
-    }
-    return calls;
   };
+}
 
-  // Step 1: counts, totals and schedule.
-  const emissionFields = [
-    "cap",
-    "totalEmitted",
-    "emittedEpochs",
-    "currentEpoch",
-    "currentEpochReward",
-    "genesisTime",
-    "epochLength",
-    "initialReward",
-    "halvingInterval",
-  ] as const;
+/** Step 1: the four set counts, the staking totals, the emission values and schedule. */
+async function readTotals(
+  context: PinnedContext,
+  { registry, staking, emission, sets }: Plan,
+): Promise<{ counts: number[]; staking: StakingState; emission: EmissionState }> {
   const first = await runPinned(context, [
-    ...sets.map((set) => call(registry, registryAbi, "Registry", set.count)),
-    call(staking, stakingAbi, "Staking", "totalStaked"),
-    call(staking, stakingAbi, "Staking", "minProviderBond"),
-    ...emissionFields.map((fn) => call(emission, emissionAbi, "Emission", fn)),
+    ...sets.map((set) => contractCall(registry, registryAbi, "Registry", set.count)),
+    contractCall(staking, stakingAbi, "Staking", "totalStaked"),
+    contractCall(staking, stakingAbi, "Staking", "minProviderBond"),
+    ...EMISSION_FIELDS.map((fn) => contractCall(emission, emissionAbi, "Emission", fn)),
   ]);
   const counts = sets.map((set, i) => toCount(first[i] as bigint, set.name));
   const [totalStaked, minProviderBond] = first.slice(sets.length, sets.length + 2) as bigint[];
@@ -215,64 +274,9 @@ export async function readNetworkState(
     initialReward,
     halvingInterval,
   ] = first.slice(sets.length + 2) as bigint[];
-
-  // Step 2: every page of every set, sized by the counts.
-  const pageCalls: PinnedCall[] = [];
-  const owners: number[] = [];
-  sets.forEach((set, index) => {
-    for (let offset = 0; offset < counts[index]; offset += set.pageSize) {
-      pageCalls.push(pageCall(set, offset, Math.min(set.pageSize, counts[index] - offset)));
-      owners.push(index);
-    }
-  });
-  const pageResults = await runPinned(context, pageCalls);
-  const items: unknown[][] = sets.map(() => []);
-  pageResults.forEach((page, i) => items[owners[i]].push(...(page as readonly unknown[])));
-  const records = (items[0] as RawProvider[]).map((raw) => providerFromChain(raw, OPERATION));
-
-  // Step 3: the stake of every provider.
-  const stakes = (await runPinned(context, stakeCalls(records.map((p) => p.address))))
-    .flat() as bigint[];
-
-  if (stakes.length !== records.length) {
-    throw new ChainReadError(
-      "invalid_data",
-      `Cannot ${OPERATION}: Staking.stakesOf returned ${stakes.length} stakes for ${records.length} providers`,
-    );
-  }
-  const all = sets.map((set, i) => {
-    if (items[i].length !== counts[i]) {
-      throw new ChainReadError(
-        "invalid_data",
-        `Cannot ${OPERATION}: Registry lists ${items[i].length} ${set.name}, its count says ${
-          counts[i]
-        }`,
-      );
-    }
-    return items[i];
-  });
-  const providers: ProviderState[] = records.map((record, i) => ({
-    ...record,
-    stake: stakes[i],
-    bonded: isBonded(record.active, stakes[i], minProviderBond),
-  }));
-  const validators = (all[1] as Address[]).map(lower);
-  const routers: RouterRecord[] = (all[2] as { id: Address; url: string }[]).map((r) => ({
-    id: lower(r.id),
-    url: r.url,
-  }));
-  const approvedMeasurements = (all[3] as Hex[]).map(lowerHex);
-  unique("providers", providers.map((p) => p.address));
-  unique("validators", validators);
-  unique("routers", routers.map((r) => r.id));
-  unique("measurements", approvedMeasurements);
-
   return {
-    block,
-    providers,
-    validators,
-    routers,
-    approvedMeasurements,
+    counts,
+    staking: { totalStaked, minProviderBond },
     emission: {
       cap,
       totalEmitted,
@@ -281,8 +285,58 @@ export async function readNetworkState(
       currentEpochReward,
       schedule: { rule: "halving", genesisTime, epochLength, initialReward, halvingInterval },
     },
-    staking: { totalStaked, minProviderBond },
   };
+}
+
+/** Step 2: every page of every set, sized by the counts. */
+async function readPages(
+  context: PinnedContext,
+  { registry, sets }: Plan,
+  counts: number[],
+): Promise<unknown[][]> {
+  const pageCalls: PinnedCall[] = [];
+  const owners: number[] = [];
+  sets.forEach((set, index) => {
+    for (let offset = 0; offset < counts[index]; offset += set.pageSize) {
+      const size = Math.min(set.pageSize, counts[index] - offset);
+      pageCalls.push(
+        contractCall(registry, registryAbi, "Registry", set.page, [BigInt(offset), BigInt(size)], {
+          gas: ITEM.scalar.gas + size * set.item.gas,
+          outBytes: 64 + size * set.item.bytes,
+        }),
+      );
+      owners.push(index);
+    }
+  });
+  const pageResults = await runPinned(context, pageCalls);
+  const items: unknown[][] = sets.map(() => []);
+  pageResults.forEach((page, i) => items[owners[i]].push(...(page as readonly unknown[])));
+  return items;
+}
+
+/** Step 3: the stake of every provider, in batches; one stake per provider. */
+async function readStakes(
+  context: PinnedContext,
+  { staking, stakeBatch }: Plan,
+  addresses: Address[],
+): Promise<bigint[]> {
+  const calls: PinnedCall[] = [];
+  for (let i = 0; i < addresses.length; i += stakeBatch) {
+    const chunk = addresses.slice(i, i + stakeBatch);
+    calls.push(contractCall(staking, stakingAbi, "Staking", "stakesOf", [chunk], {
+      gas: ITEM.scalar.gas + chunk.length * ITEM.stake.gas,
+      outBytes: 64 + chunk.length * ITEM.stake.bytes,
+      inBytes: 68 + chunk.length * 32,
+    }));
+  }
+  const stakes = (await runPinned(context, calls)).flat() as bigint[];
+  if (stakes.length !== addresses.length) {
+    throw new ChainReadError(
+      "invalid_data",
+      `Cannot ${OPERATION}: Staking.stakesOf returned ${stakes.length} stakes for ${addresses.length} providers`,
+    );
+  }
+  return stakes;
 }
 
 function toCount(value: bigint, name: string): number {

@@ -31,6 +31,7 @@ import { abbreviate } from "../errors.ts";
 import { escrowAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainConfigError, SettlementScanError } from "./errors.ts";
+import { cursorOf, type CursorState, parseCursor, sortedBuckets } from "./_settlement_cursor.ts";
 
 /** Settled volume of one provider in one epoch. */
 export interface SettlementBucket {
@@ -150,7 +151,6 @@ export interface ScanSettlementsOptions {
 
 const OPERATION = "scan settlements";
 const SETTLED_TOPIC = encodeEventTopics({ abi: escrowAbi, eventName: "Settled" })[0] as Hex;
-const DECIMAL = /^(0|[1-9][0-9]*)$/;
 /** Successes in a row before the chunk doubles. */
 const GROW_AFTER = 2;
 
@@ -203,85 +203,6 @@ export function isRangeLimitError(error: unknown): boolean {
     .test(text);
 }
 
-function parseCursor(value: unknown, escrow: string): {
-  next: bigint;
-  last: { number: bigint; hash: Hex } | null;
-  chunk: number;
-  totals: Map<string, SettlementBucket>;
-} {
-  const bad = (what: string): never => {
-    throw new SettlementScanError("bad_cursor", `Cannot ${OPERATION}: cursor ${what}`, {
-      hints: ["Start a new scan without a cursor (from the Escrow's deployment block)."],
-    });
-  };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return bad("must be an object");
-  }
-  const cursor = value as Record<string, unknown>;
-  const keys = ["version", "escrow", "nextBlock", "lastBlock", "chunkSize", "buckets"];
-  for (const key of Object.keys(cursor)) {
-    if (!keys.includes(key)) bad(`has an unknown field ${JSON.stringify(key)}`);
-  }
-  if (cursor.version !== 1) bad(`version is ${JSON.stringify(cursor.version)}, expected 1`);
-  if (typeof cursor.escrow !== "string" || cursor.escrow.toLowerCase() !== escrow) {
-    bad(`belongs to escrow ${abbreviate(String(cursor.escrow), 44)}, expected ${escrow}`);
-  }
-  const decimal = (field: string, v: unknown): bigint => {
-    if (typeof v !== "string" || !DECIMAL.test(v)) {
-      bad(
-        `${field} is ${abbreviate(JSON.stringify(v) ?? "nothing", 40)}, expected a decimal string`,
-      );
-    }
-    return BigInt(v as string);
-  };
-  const next = decimal("nextBlock", cursor.nextBlock);
-  const chunk = decimal("chunkSize", cursor.chunkSize);
-  if (chunk < 1n || chunk > BigInt(Number.MAX_SAFE_INTEGER)) {
-    bad(`chunkSize ${chunk} is out of range`);
-  }
-  let last: { number: bigint; hash: Hex } | null = null;
-  if (cursor.lastBlock !== null) {
-    const lb = cursor.lastBlock as Record<string, unknown> | undefined;
-    if (typeof lb !== "object" || lb === null) return bad("lastBlock must be an object or null");
-    const hash = lb.hash;
-    if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
-      bad("lastBlock.hash must be a 32-byte hex string");
-    }
-    last = {
-      number: decimal("lastBlock.number", lb.number),
-      hash: (hash as string).toLowerCase() as Hex,
-    };
-    if (last.number + 1n !== next) {
-      bad(`lastBlock ${last.number} does not precede nextBlock ${next}`);
-    }
-  }
-  if (!Array.isArray(cursor.buckets)) return bad("buckets must be an array");
-  const totals = new Map<string, SettlementBucket>();
-  cursor.buckets.forEach((b: unknown, i: number) => {
-    const bucket = b as Record<string, unknown>;
-    if (typeof bucket !== "object" || bucket === null) bad(`buckets[${i}] must be an object`);
-    const provider = bucket.provider;
-    if (typeof provider !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(provider)) {
-      bad(`buckets[${i}].provider must be an address`);
-    }
-    const settlements = bucket.settlements;
-    if (typeof settlements !== "number" || !Number.isSafeInteger(settlements) || settlements < 1) {
-      bad(`buckets[${i}].settlements must be a positive integer`);
-    }
-    const entry: SettlementBucket = {
-      provider: (provider as string).toLowerCase() as Address,
-      epoch: decimal(`buckets[${i}].epoch`, bucket.epoch),
-      amount: decimal(`buckets[${i}].amount`, bucket.amount),
-      tokens: decimal(`buckets[${i}].tokens`, bucket.tokens),
-      settlements: settlements as number,
-    };
-    const key = `${entry.provider}:${entry.epoch}`;
-    if (totals.has(key)) bad(`lists provider ${entry.provider} epoch ${entry.epoch} twice`);
-    totals.set(key, entry);
-  });
-  return { next, last, chunk: Number(chunk), totals };
-}
-
 async function blockHash(client: ChainClient, number: bigint): Promise<Hex> {
   try {
     const block = await client.getBlock({ blockNumber: number });
@@ -310,106 +231,28 @@ export async function scanSettlements(
   escrow: Address,
   options: ScanSettlementsOptions = {},
 ): Promise<SettlementScan> {
-  if (typeof escrow !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(escrow)) {
-    throw invalidOption(
-      `escrow must be a 20-byte 0x address, found ${abbreviate(String(escrow), 44)}`,
-    );
-  }
-  const escrowAddress = escrow.toLowerCase() as Address;
-  checkPositive("confirmations", options.confirmations, 0);
-  checkPositive("chunkSize", options.chunkSize, 1);
-  checkPositive("maxChunkSize", options.maxChunkSize, 1);
-  for (const name of ["fromBlock", "toBlock"] as const) {
-    const value = options[name];
-    if (value !== undefined && (typeof value !== "bigint" || value < 0n)) {
-      throw invalidOption(`${name} must be a non-negative bigint, found ${String(value)}`);
-    }
-  }
+  const escrowAddress = checkOptions(escrow, options);
   const confirmations = BigInt(options.confirmations ?? 12);
   const maxChunk = options.maxChunkSize ?? 10_000;
-  const state = options.cursor
+  const state: CursorState = options.cursor
     ? parseCursor(options.cursor, escrowAddress)
     : { next: options.fromBlock ?? 0n, last: null, chunk: 0, totals: new Map() };
-  let chunk = Math.min(options.chunkSize ?? (state.chunk || 2_000), maxChunk);
-  const stats: SettlementScanStats = { getLogsRequests: 0, shrinks: 0, logs: 0 };
+  const scan = new LogScan(client, escrowAddress, state.totals, {
+    chunk: Math.min(options.chunkSize ?? (state.chunk || 2_000), maxChunk),
+    maxChunk,
+    signal: options.signal,
+  });
 
-  let head: bigint;
-  try {
-    head = await client.getBlockNumber({ cacheTime: 0 });
-  } catch (cause) {
-    throw new SettlementScanError(
-      "rpc",
-      `Cannot ${OPERATION}: the chain head could not be read: ${firstLine(cause)}`,
-      { cause },
-    );
-  }
-  if (state.last) {
-    const hash = await blockHash(client, state.last.number);
-    if (hash !== state.last.hash) {
-      throw new SettlementScanError(
-        "reorg",
-        `Cannot ${OPERATION}: block ${state.last.number} is now ${
-          abbreviate(hash, 14)
-        }, the cursor counted ${
-          abbreviate(state.last.hash, 14)
-        }: a reorg deeper than the confirmation depth`,
-        { hints: ["Rescan from the Escrow's deployment block, with a larger confirmation depth."] },
-      );
-    }
-  }
+  const head = await chainHead(client);
+  if (state.last) await checkCursorBlock(client, state.last);
   const safe = head - confirmations;
   const end = options.toBlock !== undefined && options.toBlock < safe ? options.toBlock : safe;
   let last = state.last;
   let from = state.next;
   if (end >= from) {
     const endHash = await blockHash(client, end);
-    let streak = 0;
-    while (from <= end) {
-      options.signal?.throwIfAborted();
-      const to = from + BigInt(chunk) - 1n < end ? from + BigInt(chunk) - 1n : end;
-      let logs: RawLog[];
-      stats.getLogsRequests++;
-      try {
-        logs = await client.request({
-          method: "eth_getLogs",
-          params: [{
-            address: escrowAddress,
-            topics: [SETTLED_TOPIC],
-            fromBlock: numberToHex(from),
-            toBlock: numberToHex(to),
-          }],
-        }) as unknown as RawLog[];
-      } catch (cause) {
-        if (!isRangeLimitError(cause)) {
-          throw new SettlementScanError(
-            "rpc",
-            `Cannot ${OPERATION}: eth_getLogs for blocks ${from}–${to} failed: ${firstLine(cause)}`,
-            { cause },
-          );
-        }
-        const range = Number(to - from + 1n);
-        if (range <= 1) {
-          throw new SettlementScanError(
-            "range_limit",
-            `Cannot ${OPERATION}: the endpoint refuses eth_getLogs even for the single block ${from}: ${
-              firstLine(cause)
-            }`,
-            { cause },
-          );
-        }
-        chunk = Math.max(1, Math.floor(range / 2));
-        stats.shrinks++;
-        streak = 0;
-        continue;
-      }
-      for (const log of logs) addLog(state.totals, log, escrowAddress, from, to);
-      stats.logs += logs.length;
-      from = to + 1n;
-      if (++streak >= GROW_AFTER && chunk < maxChunk) {
-        chunk = Math.min(chunk * 2, maxChunk);
-        streak = 0;
-      }
-    }
+    await scan.run(from, end);
+    from = end + 1n;
     const endHashAfter = await blockHash(client, end);
     if (endHashAfter !== endHash) {
       throw new SettlementScanError(
@@ -422,32 +265,152 @@ export async function scanSettlements(
     }
     last = { number: end, hash: endHash };
   }
-  const buckets = [...state.totals.values()].sort((a, b) =>
-    a.provider < b.provider
-      ? -1
-      : a.provider > b.provider
-      ? 1
-      : a.epoch < b.epoch
-      ? -1
-      : a.epoch > b.epoch
-      ? 1
-      : 0
-  );
-  const cursor: SettlementCursor = {
-    version: 1,
-    escrow: escrowAddress,
-    nextBlock: String(from),
-    lastBlock: last ? { number: String(last.number), hash: last.hash } : null,
-    chunkSize: String(chunk),
-    buckets: buckets.map((b) => ({
-      provider: b.provider,
-      epoch: String(b.epoch),
-      amount: String(b.amount),
-      tokens: String(b.tokens),
-      settlements: b.settlements,
-    })),
+  const buckets = sortedBuckets(state.totals);
+  return {
+    buckets,
+    cursor: cursorOf(escrowAddress, { next: from, last, chunk: scan.chunk, buckets }),
+    head,
+    scannedTo: last ? last.number : null,
+    stats: scan.stats,
   };
-  return { buckets, cursor, head, scannedTo: last ? last.number : null, stats };
+}
+
+/** Checks the escrow address and the options; returns the address in lower case. */
+function checkOptions(escrow: Address, options: ScanSettlementsOptions): Address {
+  if (typeof escrow !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(escrow)) {
+    throw invalidOption(
+      `escrow must be a 20-byte 0x address, found ${abbreviate(String(escrow), 44)}`,
+    );
+  }
+  checkPositive("confirmations", options.confirmations, 0);
+  checkPositive("chunkSize", options.chunkSize, 1);
+  checkPositive("maxChunkSize", options.maxChunkSize, 1);
+  for (const name of ["fromBlock", "toBlock"] as const) {
+    const value = options[name];
+    if (value !== undefined && (typeof value !== "bigint" || value < 0n)) {
+      throw invalidOption(`${name} must be a non-negative bigint, found ${String(value)}`);
+    }
+  }
+  return escrow.toLowerCase() as Address;
+}
+
+async function chainHead(client: ChainClient): Promise<bigint> {
+  try {
+    return await client.getBlockNumber({ cacheTime: 0 });
+  } catch (cause) {
+    throw new SettlementScanError(
+      "rpc",
+      `Cannot ${OPERATION}: the chain head could not be read: ${firstLine(cause)}`,
+      { cause },
+    );
+  }
+}
+
+/** The block the cursor counted last must still be canonical. */
+async function checkCursorBlock(
+  client: ChainClient,
+  last: { number: bigint; hash: Hex },
+): Promise<void> {
+  const hash = await blockHash(client, last.number);
+  if (hash !== last.hash) {
+    throw new SettlementScanError(
+      "reorg",
+      `Cannot ${OPERATION}: block ${last.number} is now ${
+        abbreviate(hash, 14)
+      }, the cursor counted ${
+        abbreviate(last.hash, 14)
+      }: a reorg deeper than the confirmation depth`,
+      { hints: ["Rescan from the Escrow's deployment block, with a larger confirmation depth."] },
+    );
+  }
+}
+
+/**
+ * `eth_getLogs` over a block range in adaptive chunks: a range-limit error halves the chunk
+ * and retries, {@linkcode GROW_AFTER} successes in a row double it up to `maxChunk`.
+ */
+class LogScan {
+  /** The current chunk size, in blocks. */
+  chunk: number;
+  /** What the scan did. */
+  readonly stats: SettlementScanStats = { getLogsRequests: 0, shrinks: 0, logs: 0 };
+  readonly #client: ChainClient;
+  readonly #escrow: Address;
+  readonly #totals: Map<string, SettlementBucket>;
+  readonly #maxChunk: number;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(
+    client: ChainClient,
+    escrow: Address,
+    totals: Map<string, SettlementBucket>,
+    options: { chunk: number; maxChunk: number; signal: AbortSignal | undefined },
+  ) {
+    this.#client = client;
+    this.#escrow = escrow;
+    this.#totals = totals;
+    this.chunk = options.chunk;
+    this.#maxChunk = options.maxChunk;
+    this.#signal = options.signal;
+  }
+
+  /** Adds every `Settled` log of blocks `from` to `end` (inclusive) to the totals. */
+  async run(from: bigint, end: bigint): Promise<void> {
+    let streak = 0;
+    while (from <= end) {
+      this.#signal?.throwIfAborted();
+      const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
+      const logs = await this.#getLogs(from, to);
+      if (logs === undefined) {
+        streak = 0;
+        continue;
+      }
+      for (const log of logs) addLog(this.#totals, log, this.#escrow, from, to);
+      this.stats.logs += logs.length;
+      from = to + 1n;
+      if (++streak >= GROW_AFTER && this.chunk < this.#maxChunk) {
+        this.chunk = Math.min(this.chunk * 2, this.#maxChunk);
+        streak = 0;
+      }
+    }
+  }
+
+  /** The logs of one chunk, or `undefined` when the endpoint refused the range (chunk halved). */
+  async #getLogs(from: bigint, to: bigint): Promise<RawLog[] | undefined> {
+    this.stats.getLogsRequests++;
+    try {
+      return await this.#client.request({
+        method: "eth_getLogs",
+        params: [{
+          address: this.#escrow,
+          topics: [SETTLED_TOPIC],
+          fromBlock: numberToHex(from),
+          toBlock: numberToHex(to),
+        }],
+      }) as unknown as RawLog[];
+    } catch (cause) {
+      if (!isRangeLimitError(cause)) {
+        throw new SettlementScanError(
+          "rpc",
+          `Cannot ${OPERATION}: eth_getLogs for blocks ${from}–${to} failed: ${firstLine(cause)}`,
+          { cause },
+        );
+      }
+      const range = Number(to - from + 1n);
+      if (range <= 1) {
+        throw new SettlementScanError(
+          "range_limit",
+          `Cannot ${OPERATION}: the endpoint refuses eth_getLogs even for the single block ${from}: ${
+            firstLine(cause)
+          }`,
+          { cause },
+        );
+      }
+      this.chunk = Math.max(1, Math.floor(range / 2));
+      this.stats.shrinks++;
+      return undefined;
+    }
+  }
 }
 
 function addLog(

@@ -6,7 +6,7 @@
  * @example Endorse a key configuration and verify it
  * ```ts
  * import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
- * import { endorseKey, verifyEndorsement } from "@net/consumer/crypto";
+ * import { endorseKey, verifyEndorsement } from "@net/consumer/endorsement";
  *
  * const servingKey = privateKeyToAccount(generatePrivateKey());
  * const now = new Date();
@@ -22,7 +22,7 @@
  */
 
 import { type Address, bytesToHex, type Hex, hexToBytes, isHex, recoverMessageAddress } from "viem";
-import { abbreviate, NetError } from "../errors.ts";
+import { abbreviate, ReasonError } from "../errors.ts";
 import { equalBytes } from "./_bytes.ts";
 import { checkNow, checkPositiveSeconds } from "./_time.ts";
 
@@ -69,21 +69,9 @@ export type EndorsementFailure =
   | "wrong_signer";
 
 /** Thrown when an endorsement cannot be created, parsed or verified. */
-export class EndorsementError extends NetError {
+export class EndorsementError extends ReasonError<EndorsementFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "EndorsementError" as const;
-  /** Machine-readable reason. */
-  readonly reason: EndorsementFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: EndorsementFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /** The fields an endorsement signs. */

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { abbreviate, NetError } from "../errors.ts";
+import { abbreviate, type NetErrorOptions, ReasonError } from "../errors.ts";
 import { readAllLimited } from "./read_limited.ts";
 import { duplicateKey } from "./strict_json.ts";
 
@@ -29,11 +29,9 @@ export type FetchFailure =
   | "invalid_json";
 
 /** Thrown by {@linkcode fetchJson} and {@linkcode readBodyLimited}. */
-export class FetchJsonError extends NetError {
+export class FetchJsonError extends ReasonError<FetchFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "FetchJsonError" as const;
-  /** Machine-readable reason. */
-  readonly reason: FetchFailure;
   /** The URL that was fetched. */
   readonly url: string;
   /** The HTTP status, when a response arrived. */
@@ -44,10 +42,9 @@ export class FetchJsonError extends NetError {
     reason: FetchFailure,
     url: string,
     shortMessage: string,
-    options: { status?: number; cause?: unknown; details?: string } = {},
+    options: NetErrorOptions & { status?: number } = {},
   ) {
-    super(shortMessage, options);
-    this.reason = reason;
+    super(reason, shortMessage, options);
     this.url = url;
     this.status = options.status;
   }

@@ -57,7 +57,6 @@ export async function* parseSse(
   let dataBytes = 0;
   let event: string | undefined;
   let id: string | undefined;
-  let first = true;
 
   const line = (text: string): SseEvent | undefined => {
     if (text === "") {
@@ -95,11 +94,8 @@ export async function* parseSse(
   try {
     while (true) {
       const { done, value } = await reader.read();
-      let text = done ? decoder.decode() : decoder.decode(value, { stream: true });
-      if (first && text.length > 0) {
-        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-        first = false;
-      }
+      // The decoder drops a byte order mark at the start of the stream, as the standard says.
+      const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
       for (const complete of lines.push(text)) {
         const out = line(complete);
         if (out) yield out;

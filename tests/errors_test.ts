@@ -1,5 +1,16 @@
 import assert from "node:assert/strict";
-import { abbreviate, findCause, NetError } from "../errors.ts";
+import { AdError } from "../chain/ad.ts";
+import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import { BinaryHttpError } from "../crypto/bhttp/mod.ts";
+import { EndorsementError } from "../crypto/endorsement.ts";
+import { HpkeError } from "../crypto/hpke/mod.ts";
+import { KeyConfigError, OpenError, SealError } from "../crypto/ohttp/mod.ts";
+import { AttestationError, MeasurementSetError, QuoteParseError } from "../crypto/tee/mod.ts";
+import { abbreviate, findCause, NetError, type NetErrorOptions, ReasonError } from "../errors.ts";
+import { AtomicWriteError } from "../io/atomic_write.ts";
+import { BindAddressError } from "../io/bind_address.ts";
+import { FetchJsonError } from "../io/fetch_json.ts";
+import { SseError } from "../io/sse.ts";
 
 class ExampleError extends NetError {
   /** The error's name, a literal to tell it apart. */
@@ -39,3 +50,105 @@ Deno.test("abbreviate keeps short values and cuts long ones", () => {
   assert.equal(abbreviate("0x1234", 10), "0x1234");
   assert.equal(abbreviate("0x91eb2b44d141d4ece09f", 6), "0x91eb…");
 });
+
+// Every error class of the library folders, by the pattern it follows: a ReasonError is only
+// its literal name over its own reasons (plus at most a field of its own, taken by its
+// constructor); a NetError without reasons is only its literal name (QuoteParseError carries
+// an offset).
+const REASON_ERRORS: [
+  new (reason: never, message: string, options?: NetErrorOptions) => Error,
+  string,
+][] = [
+  [SealError, "crypto"],
+  [OpenError, "truncated"],
+  [BinaryHttpError, "malformed"],
+  [HpkeError, "invalid_key"],
+  [KeyConfigError, "unsupported_kem"],
+  [EndorsementError, "expired"],
+  [ChainConfigError, "wrong_chain"],
+  [ChainReadError, "block_not_found"],
+  [SettlementScanError, "reorg"],
+];
+const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError];
+
+Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError with a literal name", async () => {
+  const cause = new Error("root");
+  for (const [ErrorClass, reason] of REASON_ERRORS) {
+    const error = new ErrorClass(reason as never, "Cannot do it: found A", { details: "d", cause });
+    assert.ok(error instanceof ReasonError, ErrorClass.name);
+    assert.equal(error.name, ErrorClass.name);
+    assert.equal(error.reason, reason);
+    assert.equal(error.shortMessage, "Cannot do it: found A");
+    assert.equal(error.message, "Cannot do it: found A\nDetails: d");
+    assert.equal(error.cause, cause);
+    assert.doesNotMatch(
+      ErrorClass.toString(),
+      /constructor\s*\(/,
+      `${ErrorClass.name} repeats one`,
+    );
+  }
+  for (const ErrorClass of PLAIN_ERRORS) {
+    const error = new ErrorClass("Cannot do it", { cause });
+    assert.ok(error instanceof NetError && !(error instanceof ReasonError), ErrorClass.name);
+    assert.equal(error.name, ErrorClass.name);
+    assert.doesNotMatch(
+      ErrorClass.toString(),
+      /constructor\s*\(/,
+      `${ErrorClass.name} repeats one`,
+    );
+  }
+  const attestation = new AttestationError("stale", "nonce", "Cannot verify attestation: old");
+  assert.ok(attestation instanceof ReasonError);
+  assert.deepEqual([attestation.name, attestation.reason, attestation.check], [
+    "AttestationError",
+    "stale",
+    "nonce",
+  ]);
+  const ad = new AdError("invalid_field", "models[0].id", "Cannot accept ad: bad id");
+  assert.ok(ad instanceof ReasonError);
+  assert.deepEqual([ad.name, ad.reason, ad.field], ["AdError", "invalid_field", "models[0].id"]);
+  const fetched = new FetchJsonError("status", "http://x/", "Cannot fetch: 500", { status: 500 });
+  assert.ok(fetched instanceof ReasonError);
+  assert.deepEqual([fetched.name, fetched.reason, fetched.url, fetched.status], [
+    "FetchJsonError",
+    "status",
+    "http://x/",
+    500,
+  ]);
+  const parse = new QuoteParseError("Cannot parse TDX quote: short", { offset: 4 });
+  assert.ok(parse instanceof NetError && !(parse instanceof ReasonError));
+  assert.deepEqual([parse.name, parse.offset], ["QuoteParseError", 4]);
+
+  // The tables above are complete: every error class declared in the folders is in them.
+  const tested = new Set([
+    ...REASON_ERRORS.map(([ErrorClass]) => ErrorClass.name),
+    ...PLAIN_ERRORS.map((ErrorClass) => ErrorClass.name),
+    "AttestationError",
+    "AdError",
+    "FetchJsonError",
+    "QuoteParseError",
+  ]);
+  const declared: string[] = [];
+  for (const dir of ["crypto", "chain", "io"]) {
+    for await (const path of sourceFiles(new URL(`../${dir}/`, import.meta.url))) {
+      const text = await Deno.readTextFile(path);
+      for (const match of text.matchAll(/^export class (\w+) extends (\w+)/gm)) {
+        if (!match[1].endsWith("Error")) continue;
+        declared.push(match[1]);
+        assert.ok(
+          ["ReasonError", "NetError"].includes(match[2]),
+          `${match[1]} extends ${match[2]}`,
+        );
+      }
+    }
+  }
+  assert.deepEqual(declared.sort(), [...tested].sort());
+});
+
+async function* sourceFiles(dir: URL): AsyncGenerator<URL> {
+  for await (const entry of Deno.readDir(dir)) {
+    const url = new URL(entry.isDirectory ? `${entry.name}/` : entry.name, dir);
+    if (entry.isDirectory) yield* sourceFiles(url);
+    else if (entry.name.endsWith(".ts")) yield url;
+  }
+}

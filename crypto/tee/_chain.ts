@@ -56,21 +56,45 @@ export async function verifyChain(
   certs: readonly Certificate[],
   options: ChainOptions,
 ): Promise<ValidatedChain> {
-  const { check, label, anchors } = options;
   const now = checkNow(options.now, "verifyChain");
-  const untrusted = (message: string): never => {
+  const refuse = refuser(options);
+  const { path, presented } = pathBelowAnchor(certs, options, refuse);
+  // 1. Names and signatures, leaf to top, then the top against an anchor.
+  const anchor = await verifySignatures(path, presented, options.anchors, refuse);
+  // 2. CA constraints and critical extensions.
+  checkConstraints(path, anchor, refuse);
+  // 3. Validity at `now`.
+  const notAfter = checkValidity([...path, anchor], now, options);
+  return { anchor, path, notAfter };
+}
+
+/** Throws the `untrusted` refusal of this chain. */
+type Refuse = (message: string) => never;
+
+function refuser({ check, label }: ChainOptions): Refuse {
+  return (message) => {
     throw new AttestationError(
       "untrusted",
       check,
       `Cannot verify attestation: ${label} ${message}`,
     );
   };
-  if (anchors.length === 0) untrusted("cannot be checked: no trust root is configured");
+}
+
+/**
+ * The certificates below the anchor (a presented copy of an anchor at the top is dropped, and
+ * returned as `presented`): at least one, at most `maxDepth`, none of them a root.
+ */
+function pathBelowAnchor(
+  certs: readonly Certificate[],
+  { check, label, anchors, maxDepth = 3 }: ChainOptions,
+  refuse: Refuse,
+): { path: Certificate[]; presented: Certificate | undefined } {
+  if (anchors.length === 0) refuse("cannot be checked: no trust root is configured");
   let path = certs.slice();
-  let anchor: Certificate | undefined;
   const last = path[path.length - 1];
-  if (last) anchor = anchors.find((root) => equalBytes(root.der, last.der));
-  if (anchor) path = path.slice(0, -1);
+  const presented = last ? anchors.find((root) => equalBytes(root.der, last.der)) : undefined;
+  if (presented) path = path.slice(0, -1);
   if (path.length === 0) {
     throw new AttestationError(
       "malformed",
@@ -78,7 +102,6 @@ export async function verifyChain(
       `Cannot verify attestation: ${label} has no certificate below the trust root`,
     );
   }
-  const maxDepth = options.maxDepth ?? 3;
   if (path.length > maxDepth) {
     throw new AttestationError(
       "malformed",
@@ -89,99 +112,102 @@ export async function verifyChain(
   }
   for (const cert of path) {
     if (anchors.some((root) => equalBytes(root.der, cert.der))) {
-      untrusted(`presents the trust root "${cert.subjectCn}" below another certificate`);
+      refuse(`presents the trust root "${cert.subjectCn}" below another certificate`);
     }
   }
+  return { path, presented };
+}
 
-  // 1. Names and signatures, leaf to top, then the top against an anchor.
+/**
+ * Checks every name and signature from the leaf up, then the top against the presented anchor
+ * (or the first anchor that issued it); returns the anchor.
+ */
+async function verifySignatures(
+  path: readonly Certificate[],
+  presented: Certificate | undefined,
+  anchors: readonly Certificate[],
+  refuse: Refuse,
+): Promise<Certificate> {
   for (let i = 0; i + 1 < path.length; i++) {
     const child = path[i];
     const parent = path[i + 1];
     if (!equalBytes(child.issuer, parent.subject)) {
-      untrusted(
+      refuse(
         `is broken: "${child.subjectCn}" is issued by "${child.issuerCn}", but the next ` +
           `certificate is "${parent.subjectCn}"`,
       );
     }
-    if (
-      !await verifySignedData(
-        child.signatureAlgorithm,
-        parent.publicKey,
-        child.tbs,
-        child.signature,
-      )
-    ) {
-      untrusted(
-        `has a bad signature on "${child.subjectCn}" (not signed by "${parent.subjectCn}")`,
-      );
+    if (!await signedBy(child, parent)) {
+      refuse(`has a bad signature on "${child.subjectCn}" (not signed by "${parent.subjectCn}")`);
     }
   }
   const top = path[path.length - 1];
-  if (anchor) {
-    if (
-      !equalBytes(top.issuer, anchor.subject) ||
-      !await verifySignedData(top.signatureAlgorithm, anchor.publicKey, top.tbs, top.signature)
-    ) {
-      untrusted(`is not signed by the pinned root "${anchor.subjectCn}"`);
+  if (presented) {
+    if (!equalBytes(top.issuer, presented.subject) || !await signedBy(top, presented)) {
+      refuse(`is not signed by the pinned root "${presented.subjectCn}"`);
     }
-  } else {
-    for (const candidate of anchors) {
-      if (
-        equalBytes(top.issuer, candidate.subject) &&
-        await verifySignedData(top.signatureAlgorithm, candidate.publicKey, top.tbs, top.signature)
-      ) {
-        anchor = candidate;
-        break;
-      }
-    }
-    if (!anchor) {
-      untrusted(
-        `does not chain to a pinned root: "${top.subjectCn}" is issued by "${top.issuerCn}", ` +
-          `which is none of the ${anchors.length} trusted root(s) ` +
-          `(${anchors.map((root) => `"${root.subjectCn}"`).join(", ")})`,
-      );
+    return presented;
+  }
+  for (const candidate of anchors) {
+    if (equalBytes(top.issuer, candidate.subject) && await signedBy(top, candidate)) {
+      return candidate;
     }
   }
-  const trustedAnchor = anchor as Certificate;
+  return refuse(
+    `does not chain to a pinned root: "${top.subjectCn}" is issued by "${top.issuerCn}", ` +
+      `which is none of the ${anchors.length} trusted root(s) ` +
+      `(${anchors.map((root) => `"${root.subjectCn}"`).join(", ")})`,
+  );
+}
 
-  // 2. CA constraints and critical extensions.
-  const issuers = [...path.slice(1), trustedAnchor];
+function signedBy(cert: Certificate, issuer: Certificate): Promise<boolean> {
+  return verifySignedData(cert.signatureAlgorithm, issuer.publicKey, cert.tbs, cert.signature);
+}
+
+/**
+ * Every issuer is a CA allowed to sign certificates, within its path length; no certificate has
+ * an unknown critical extension.
+ */
+function checkConstraints(path: readonly Certificate[], anchor: Certificate, refuse: Refuse): void {
+  const issuers = [...path.slice(1), anchor];
   issuers.forEach((issuer, index) => {
     const constraints = issuer.basicConstraints;
     if (!constraints?.ca) {
-      untrusted(`has "${issuer.subjectCn}" issuing certificates without being a CA`);
+      refuse(`has "${issuer.subjectCn}" issuing certificates without being a CA`);
     }
     if (issuer.keyUsage !== null && (issuer.keyUsage & KEY_CERT_SIGN) === 0) {
-      untrusted(`has "${issuer.subjectCn}" issuing certificates without keyCertSign`);
+      refuse(`has "${issuer.subjectCn}" issuing certificates without keyCertSign`);
     }
     // `index` CA certificates sit between this issuer and the leaf.
     if (
       constraints?.pathLength !== null && constraints !== null && index > constraints.pathLength
     ) {
-      untrusted(`exceeds the path length of "${issuer.subjectCn}" (${constraints.pathLength})`);
+      refuse(`exceeds the path length of "${issuer.subjectCn}" (${constraints.pathLength})`);
     }
   });
-  for (const cert of [...path, trustedAnchor]) {
+  for (const cert of [...path, anchor]) {
     for (const [oid, extension] of cert.extensions) {
       if (extension.critical && !KNOWN_CRITICAL.has(oid)) {
-        untrusted(`has "${cert.subjectCn}" with an unknown critical extension ${oid}`);
+        refuse(`has "${cert.subjectCn}" with an unknown critical extension ${oid}`);
       }
     }
   }
+}
 
-  // 3. Validity at `now`.
-  let notAfter = trustedAnchor.notAfter;
-  for (const cert of [...path, trustedAnchor]) {
+/** Every certificate is valid at `now`; returns the earliest `notAfter`. */
+function checkValidity(certs: readonly Certificate[], now: Date, options: ChainOptions): Date {
+  let notAfter = certs[certs.length - 1].notAfter;
+  for (const cert of certs) {
     if (now < cert.notBefore || now > cert.notAfter) {
       throw new AttestationError(
         "stale",
-        check,
-        `Cannot verify attestation: ${label} has "${cert.subjectCn}" valid from ` +
+        options.check,
+        `Cannot verify attestation: ${options.label} has "${cert.subjectCn}" valid from ` +
           `${cert.notBefore.toISOString()} to ${cert.notAfter.toISOString()}, now is ` +
           `${now.toISOString()}`,
       );
     }
     if (cert.notAfter < notAfter) notAfter = cert.notAfter;
   }
-  return { anchor: trustedAnchor, path, notAfter };
+  return notAfter;
 }

@@ -9,23 +9,10 @@
 import * as asn1js from "asn1js";
 import type { Certificate } from "./_x509.ts";
 import { AttestationError } from "./errors.ts";
+import type { PckPlatform } from "./tdx_verify.ts";
 
 /** OID of the SGX extension. */
 export const SGX_EXTENSION_OID = "1.2.840.113741.1.13.1";
-
-/** What the PCK certificate says about the platform. */
-export interface PckPlatform {
-  /** FMSPC, 6 bytes. */
-  readonly fmspc: Uint8Array;
-  /** PCE id, 2 bytes. */
-  readonly pceId: Uint8Array;
-  /** The 16 SGX TCB component SVNs. */
-  readonly sgxComponents: readonly number[];
-  /** PCESVN. */
-  readonly pceSvn: number;
-  /** CPUSVN, 16 bytes. */
-  readonly cpuSvn: Uint8Array;
-}
 
 class ExtensionFailure extends Error {}
 

@@ -14,7 +14,7 @@
  *
  * @example
  * ```ts
- * import { ApprovedMeasurements } from "@net/consumer/crypto";
+ * import { ApprovedMeasurements } from "@net/consumer/tee";
  *
  * const approved = ApprovedMeasurements.fromList(["0x" + "ab".repeat(32)]);
  * console.assert(approved.has("0x" + "AB".repeat(32)));

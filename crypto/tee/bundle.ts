@@ -6,7 +6,7 @@
  *
  * @example Round-trip a bundle through JSON
  * ```ts ignore
- * import { attestationBundleFromJson, attestationBundleToJson } from "@net/consumer/crypto";
+ * import { attestationBundleFromJson, attestationBundleToJson } from "@net/consumer/tee";
  *
  * const bundle = attestationBundleFromJson(await response.json());
  * const again = attestationBundleFromJson(JSON.parse(JSON.stringify(attestationBundleToJson(bundle))));

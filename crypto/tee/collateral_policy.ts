@@ -7,7 +7,7 @@
  *
  * @example Also accept out-of-date platforms
  * ```ts
- * import { DEFAULT_COLLATERAL_POLICY, type CollateralPolicy } from "@net/consumer/crypto";
+ * import { DEFAULT_COLLATERAL_POLICY, type CollateralPolicy } from "@net/consumer/tee";
  *
  * const lenient: CollateralPolicy = {
  *   ...DEFAULT_COLLATERAL_POLICY,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { NetError } from "../../errors.ts";
+import { NetError, type NetErrorOptions, ReasonError } from "../../errors.ts";
 
 /**
  * Why an attestation was refused, coarse enough for a client to act on it:
@@ -58,15 +58,8 @@ export type AttestationCheck =
   | "endorsement_nonce"
   | "endorsement_expired";
 
-/** Options of {@linkcode AttestationError}. */
-export interface AttestationErrorOptions {
-  /** More detail on what was found and what was expected. */
-  details?: string;
-  /** Lines that tell the reader what to do next. */
-  hints?: readonly string[];
-  /** The underlying error. */
-  cause?: unknown;
-}
+/** Options of {@linkcode AttestationError}: those of every {@linkcode NetError}. */
+export type AttestationErrorOptions = NetErrorOptions;
 
 /**
  * Thrown when an attestation is refused or cannot be verified. `reason` is for callers that map
@@ -74,17 +67,15 @@ export interface AttestationErrorOptions {
  *
  * @example
  * ```ts
- * import { AttestationError } from "@net/consumer/crypto";
+ * import { AttestationError } from "@net/consumer/tee";
  *
  * const error = new AttestationError("mock", "format", "Cannot verify attestation: mock bundles are refused");
  * console.assert(error.reason === "mock" && error.check === "format");
  * ```
  */
-export class AttestationError extends NetError {
+export class AttestationError extends ReasonError<AttestationFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "AttestationError" as const;
-  /** Coarse reason, see {@linkcode AttestationFailure}. */
-  readonly reason: AttestationFailure;
   /** The step that failed. */
   readonly check: AttestationCheck;
 
@@ -95,8 +86,7 @@ export class AttestationError extends NetError {
     shortMessage: string,
     options: AttestationErrorOptions = {},
   ) {
-    super(shortMessage, options);
-    this.reason = reason;
+    super(reason, shortMessage, options);
     this.check = check;
   }
 }
@@ -117,4 +107,17 @@ export class QuoteParseError extends NetError {
     super(shortMessage, { details: options.details });
     this.offset = options.offset;
   }
+}
+
+/**
+ * Throws the {@linkcode AttestationError} of a refused attestation; the message is
+ * `Cannot verify attestation: <message>`.
+ */
+export function refuseAttestation(
+  reason: AttestationFailure,
+  check: AttestationCheck,
+  message: string,
+  options: AttestationErrorOptions = {},
+): never {
+  throw new AttestationError(reason, check, `Cannot verify attestation: ${message}`, options);
 }

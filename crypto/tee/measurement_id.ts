@@ -8,7 +8,7 @@
  *
  * @example
  * ```ts
- * import { snpMeasurementId } from "@net/consumer/crypto";
+ * import { snpMeasurementId } from "@net/consumer/tee";
  *
  * console.assert(snpMeasurementId(new Uint8Array(48)).length === 66);
  * ```

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { NonceBook } from "@net/consumer/crypto";
+ * import { NonceBook } from "@net/consumer/tee";
  *
  * const book = new NonceBook();
  * const now = new Date();

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { attestationReportData } from "@net/consumer/crypto";
+ * import { attestationReportData } from "@net/consumer/tee";
  *
  * const nonce = new Uint8Array(32);
  * const servingPublicKey = new Uint8Array(65);

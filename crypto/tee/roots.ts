@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { INTEL_SGX_ROOT_CA_SHA256, PINNED_ROOTS } from "@net/consumer/crypto";
+ * import { INTEL_SGX_ROOT_CA_SHA256, PINNED_ROOTS } from "./roots.ts";
  *
  * console.assert(PINNED_ROOTS.intel.length === 1);
  * console.assert(INTEL_SGX_ROOT_CA_SHA256.startsWith("44a0196b"));

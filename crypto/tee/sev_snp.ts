@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts ignore
- * import { verifySnpReport } from "@net/consumer/crypto";
+ * import { verifySnpReport } from "@net/consumer/tee";
  *
  * const result = await verifySnpReport(reportBytes, { vcek: vcekDer, now: new Date() });
  * console.log(result.product, result.report.measurement);

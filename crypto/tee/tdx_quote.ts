@@ -12,7 +12,7 @@
  *
  * @example
  * ```ts ignore
- * import { parseTdxQuote } from "@net/consumer/crypto";
+ * import { parseTdxQuote } from "@net/consumer/tee";
  *
  * const quote = parseTdxQuote(await Deno.readFile("quote.bin"));
  * console.log(quote.header.version, quote.body.mrTd);
@@ -150,6 +150,37 @@ export function parseTdxQuote(bytes: Uint8Array): TdxQuote {
     throw new QuoteParseError(`Cannot parse TDX quote: expected bytes, found ${typeof bytes}`);
   }
   const reader = new ByteReader(bytes, "TDX quote");
+  const header = parseHeader(reader);
+  const body = parseBody(reader, header.version === 5 ? parseBodyType(reader) : 2);
+  const signedEnd = reader.offset;
+  const data = parseSignatureData(reader);
+  const end = reader.offset;
+  const tail = bytes.subarray(end);
+  if (!isAllZero(tail)) {
+    const first = tail.findIndex((b) => b !== 0);
+    throw new QuoteParseError(
+      `Cannot parse TDX quote: ${tail.length} bytes follow the declared end at ${end} and byte ` +
+        `${end + first} is not zero; trailing data is refused`,
+      { offset: end + first },
+    );
+  }
+  return {
+    raw: bytes.subarray(0, end),
+    bufferLength: bytes.length,
+    header,
+    body,
+    signedRegion: bytes.subarray(0, signedEnd),
+    signature: data.signature,
+    attestationKey: data.attestationKey,
+    qeReport: parseQeReport(data.qeReportRaw),
+    qeReportSignature: data.qeReportSignature,
+    qeAuthData: data.qeAuthData,
+    pckChainPem: decodePem(data.pemBytes, data.certStart),
+  };
+}
+
+/** The 48-byte header: version 4 or 5, an ECDSA P-256 attestation key, TEE type TDX. */
+function parseHeader(reader: ByteReader): TdxQuoteHeader {
   const version = reader.u16("version");
   if (version !== 4 && version !== 5) {
     throw new QuoteParseError(
@@ -172,7 +203,7 @@ export function parseTdxQuote(bytes: Uint8Array): TdxQuote {
       { offset: 4 },
     );
   }
-  const header: TdxQuoteHeader = {
+  return {
     version,
     attestationKeyType,
     teeType,
@@ -180,33 +211,48 @@ export function parseTdxQuote(bytes: Uint8Array): TdxQuote {
     qeVendorId: reader.bytes("QE vendor id", 16),
     userData: reader.bytes("user data", 20),
   };
+}
 
-  let bodyType: 2 | 3 = 2;
-  let bodyLength = TD10_BODY_LENGTH;
-  if (version === 5) {
-    const type = reader.u16("body type");
-    const size = reader.u32("body size");
-    if (type === 2) bodyLength = TD10_BODY_LENGTH;
-    else if (type === 3) bodyLength = TD15_BODY_LENGTH;
-    else {
-      throw new QuoteParseError(
-        `Cannot parse TDX quote: v5 body type ${type} is not supported, expected 2 (TD 1.0) or ` +
-          "3 (TD 1.5)",
-        { offset: HEADER_LENGTH },
-      );
-    }
-    if (size !== bodyLength) {
-      throw new QuoteParseError(
-        `Cannot parse TDX quote: body size ${size} does not match body type ${type}, expected ` +
-          `${bodyLength}`,
-        { offset: HEADER_LENGTH + 2 },
-      );
-    }
-    bodyType = type;
+/** A v5 quote's body type and size: 2 (TD 1.0) or 3 (TD 1.5), the size matching the type. */
+function parseBodyType(reader: ByteReader): 2 | 3 {
+  const type = reader.u16("body type");
+  const size = reader.u32("body size");
+  if (type !== 2 && type !== 3) {
+    throw new QuoteParseError(
+      `Cannot parse TDX quote: v5 body type ${type} is not supported, expected 2 (TD 1.0) or ` +
+        "3 (TD 1.5)",
+      { offset: HEADER_LENGTH },
+    );
   }
-  const body = parseBody(reader, bodyType);
-  const signedEnd = reader.offset;
+  const bodyLength = type === 2 ? TD10_BODY_LENGTH : TD15_BODY_LENGTH;
+  if (size !== bodyLength) {
+    throw new QuoteParseError(
+      `Cannot parse TDX quote: body size ${size} does not match body type ${type}, expected ` +
+        `${bodyLength}`,
+      { offset: HEADER_LENGTH + 2 },
+    );
+  }
+  return type;
+}
 
+/** The parts of a quote after the signed region, QE report and PCK chain still raw. */
+interface SignatureData {
+  readonly signature: Uint8Array;
+  readonly attestationKey: Uint8Array;
+  readonly qeReportRaw: Uint8Array;
+  readonly qeReportSignature: Uint8Array;
+  readonly qeAuthData: Uint8Array;
+  readonly pemBytes: Uint8Array;
+  /** Offset of the certification data, for messages about the PEM text. */
+  readonly certStart: number;
+}
+
+/**
+ * The signature data: the quote signature and attestation key, then certification data type 6
+ * (the QE report, its signature and authentication data) wrapping type 5 (the PCK chain).
+ * Every length must agree with what it announces.
+ */
+function parseSignatureData(reader: ByteReader): SignatureData {
   const signatureDataLength = reader.u32("signature data length");
   const signatureStart = reader.offset;
   const signature = reader.bytes("quote signature", 64);
@@ -250,28 +296,14 @@ export function parseTdxQuote(bytes: Uint8Array): TdxQuote {
       { offset: signatureStart - 4 },
     );
   }
-  const tail = bytes.subarray(end);
-  if (!isAllZero(tail)) {
-    const first = tail.findIndex((b) => b !== 0);
-    throw new QuoteParseError(
-      `Cannot parse TDX quote: ${tail.length} bytes follow the declared end at ${end} and byte ` +
-        `${end + first} is not zero; trailing data is refused`,
-      { offset: end + first },
-    );
-  }
-
   return {
-    raw: bytes.subarray(0, end),
-    bufferLength: bytes.length,
-    header,
-    body,
-    signedRegion: bytes.subarray(0, signedEnd),
     signature,
     attestationKey,
-    qeReport: parseQeReport(qeReportRaw),
+    qeReportRaw,
     qeReportSignature,
     qeAuthData,
-    pckChainPem: decodePem(pemBytes, certStart),
+    pemBytes,
+    certStart,
   };
 }
 

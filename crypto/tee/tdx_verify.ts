@@ -23,7 +23,7 @@
  *
  * @example
  * ```ts ignore
- * import { verifyTdxQuote } from "@net/consumer/crypto";
+ * import { verifyTdxQuote } from "@net/consumer/tee";
  *
  * const result = await verifyTdxQuote(quoteBytes, { now: new Date() });
  * console.log(result.tcb?.status ?? "crypto only");
@@ -36,15 +36,29 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { type Anchors, resolveAnchors } from "./_anchors.ts";
 import { concat, equalBytes, hexConstant, isAllZero, toHex } from "../_bytes.ts";
 import { checkNow } from "../_time.ts";
-import { verifyChain } from "./_chain.ts";
-import { type PckPlatform, readPckPlatform } from "./_pck_extension.ts";
-import { verifyEcdsa } from "./_signature.ts";
+import { type ValidatedChain, verifyChain } from "./_chain.ts";
+import { readPckPlatform } from "./_pck_extension.ts";
+import { type PublicKey, verifyEcdsa } from "./_signature.ts";
 import { parsePemChain } from "./_x509.ts";
-import { type TdxCollateral, verifyTdxCollateral } from "./collateral.ts";
+import {
+  type TdxCollateral,
+  type VerifyCollateralOptions,
+  verifyTdxCollateral,
+} from "./collateral.ts";
+import type { QeIdentity, TcbInfo } from "./collateral_documents.ts";
 import { AttestationError, QuoteParseError } from "./errors.ts";
 import { PINNED_ROOTS, type TrustRoots } from "./roots.ts";
 import { evaluateTdxTcb, findModuleIdentity, type TcbEvaluation } from "./tcb_status.ts";
-import { INTEL_QE_VENDOR_ID, parseTdxQuote, type TdxQuote } from "./tdx_quote.ts";
+import {
+  INTEL_QE_VENDOR_ID,
+  parseTdxQuote,
+  type QeReport,
+  type TdReportBody,
+  type TdxQuote,
+} from "./tdx_quote.ts";
+
+/** An elliptic-curve public key of a certificate. */
+type EcPublicKey = Extract<PublicKey, { kind: "ec" }>;
 
 /** MRSIGNER of Intel's TD quoting enclave. */
 export const INTEL_TD_QE_MRSIGNER: Uint8Array = hexConstant(
@@ -80,6 +94,20 @@ export interface VerifyTdxQuoteOptions {
    * @default {null}
    */
   collateral?: TdxCollateral | null;
+}
+
+/** What the PCK certificate says about the platform. */
+export interface PckPlatform {
+  /** FMSPC, 6 bytes. */
+  readonly fmspc: Uint8Array;
+  /** PCE id, 2 bytes. */
+  readonly pceId: Uint8Array;
+  /** The 16 SGX TCB component SVNs. */
+  readonly sgxComponents: readonly number[];
+  /** PCESVN. */
+  readonly pceSvn: number;
+  /** CPUSVN, 16 bytes. */
+  readonly cpuSvn: Uint8Array;
 }
 
 /** The result of a successful TDX verification. */
@@ -123,16 +151,45 @@ export async function verifyTdxQuote(
   options: VerifyTdxQuoteOptions,
 ): Promise<TdxVerification> {
   const now = checkNow(options.now, "verifyTdxQuote");
-  let quote: TdxQuote;
+  const quote = parseInput(input);
+  const anchors: Anchors = resolveAnchors(options.roots ?? PINNED_ROOTS);
+  const { pckChain, pckKey, platform } = await verifyPckChain(quote, anchors, now);
+  verifyQuotingEnclave(quote, pckKey);
+  verifyQuoteSignature(quote);
+  const platformTcb = options.collateral
+    ? await verifyPlatformTcb(quote, platform, {
+      collateral: options.collateral,
+      anchors: anchors.intel,
+      pckChain,
+      now,
+    })
+    : {
+      tcb: null,
+      evaluationDataNumbers: null,
+      validUntil: pckChain.notAfter,
+      // Without collateral, Intel's module: a zero MRSIGNERSEAM.
+      moduleSigner: new Uint8Array(48),
+    };
+  checkTdPolicy(quote.body, platformTcb.moduleSigner);
+  const { tcb, evaluationDataNumbers, validUntil } = platformTcb;
+  return { quote, platform, tcb, evaluationDataNumbers, validUntil };
+}
+
+function parseInput(input: TdxQuote | Uint8Array): TdxQuote {
   try {
-    quote = input instanceof Uint8Array ? parseTdxQuote(input) : input;
+    return input instanceof Uint8Array ? parseTdxQuote(input) : input;
   } catch (cause) {
     if (!(cause instanceof QuoteParseError)) throw cause;
     throw new AttestationError("malformed", "quote", cause.shortMessage, { cause });
   }
-  const anchors: Anchors = resolveAnchors(options.roots ?? PINNED_ROOTS);
+}
 
-  // 1. Vendor.
+/** 1. The QE vendor is Intel; 2. the PCK chain leads to a pinned root and certifies a P-256 key. */
+async function verifyPckChain(
+  quote: TdxQuote,
+  anchors: Anchors,
+  now: Date,
+): Promise<{ pckChain: ValidatedChain; pckKey: EcPublicKey; platform: PckPlatform }> {
   if (!equalBytes(quote.header.qeVendorId, INTEL_QE_VENDOR_ID)) {
     refuse(
       "qe_vendor",
@@ -140,8 +197,6 @@ export async function verifyTdxQuote(
         toHex(INTEL_QE_VENDOR_ID),
     );
   }
-
-  // 2. PCK chain.
   const pckChain = await verifyChain(
     parsePemChain(quote.pckChainPem, { check: "pck_chain", label: "the PCK certificate chain" }),
     { check: "pck_chain", label: "the PCK certificate chain", anchors: anchors.intel, now },
@@ -156,19 +211,22 @@ export async function verifyTdxQuote(
   if (leaf.publicKey.curve !== "P-256") {
     refuse("pck_chain", `the PCK key is ${leaf.publicKey.curve}, expected P-256`);
   }
-  const platform = readPckPlatform(leaf);
+  return { pckChain, pckKey: leaf.publicKey, platform: readPckPlatform(leaf) };
+}
 
-  // 3. QE report signature.
+/**
+ * 3. The QE report is signed by the PCK key; 4. its report data binds the attestation key;
+ * 5. it is Intel's TD quoting enclave, not in debug mode.
+ */
+function verifyQuotingEnclave(quote: TdxQuote, pckKey: EcPublicKey): void {
   if (
-    !verifyEcdsa(leaf.publicKey, quote.qeReport.raw, quote.qeReportSignature, {
+    !verifyEcdsa(pckKey, quote.qeReport.raw, quote.qeReportSignature, {
       hash: "SHA-256",
       format: "compact",
     })
   ) {
     refuse("qe_report_signature", "the QE report signature does not verify with the PCK key");
   }
-
-  // 4. QE report data binds the attestation key.
   const expectedQeData = concat(
     sha256(concat(quote.attestationKey, quote.qeAuthData)),
     new Uint8Array(32),
@@ -181,8 +239,6 @@ export async function verifyTdxQuote(
         "followed by 32 zero bytes",
     );
   }
-
-  // 5. QE identity (fixed part).
   if (!equalBytes(quote.qeReport.mrSigner, INTEL_TD_QE_MRSIGNER)) {
     refuse(
       "qe_identity",
@@ -199,8 +255,10 @@ export async function verifyTdxQuote(
   if ((quote.qeReport.attributes[0] & 0x02) !== 0) {
     refuse("qe_identity", "the quoting enclave runs in debug mode");
   }
+}
 
-  // 6. Quote signature.
+/** 6. The quote is signed by the attestation key. */
+function verifyQuoteSignature(quote: TdxQuote): void {
   const attestationKey = concat(Uint8Array.of(4), quote.attestationKey);
   if (
     !verifyEcdsa({ curve: "P-256", point: attestationKey }, quote.signedRegion, quote.signature, {
@@ -210,89 +268,110 @@ export async function verifyTdxQuote(
   ) {
     refuse("quote_signature", "the quote signature does not verify with the attestation key");
   }
+}
 
-  // 7. Collateral.
-  let tcb: TcbEvaluation | null = null;
-  let evaluationDataNumbers: TdxVerification["evaluationDataNumbers"] = null;
-  let validUntil = pckChain.notAfter;
-  let expectedMrSignerSeam: Uint8Array = new Uint8Array(48);
-  if (options.collateral) {
-    const verified = await verifyTdxCollateral(options.collateral, {
-      now,
-      anchors: anchors.intel,
-      pckChain,
-    });
-    validUntil = verified.notAfter;
-    const { tcbInfo, qeIdentity } = verified;
-    evaluationDataNumbers = {
+/** What collateral establishes about the platform. */
+interface PlatformTcb {
+  readonly tcb: TcbEvaluation | null;
+  readonly evaluationDataNumbers: TdxVerification["evaluationDataNumbers"];
+  readonly validUntil: Date;
+  /** The MRSIGNERSEAM the TD policy expects: the TDX module identity's signer. */
+  readonly moduleSigner: Uint8Array;
+}
+
+/**
+ * 7. The collateral verifies, is this platform's, matches the QE and the TDX module, and places
+ * the platform at a TCB level that is neither missing nor revoked.
+ */
+async function verifyPlatformTcb(
+  quote: TdxQuote,
+  platform: PckPlatform,
+  options: VerifyCollateralOptions & { collateral: TdxCollateral },
+): Promise<PlatformTcb> {
+  const { tcbInfo, qeIdentity, notAfter } = await verifyTdxCollateral(options.collateral, options);
+  if (!equalBytes(tcbInfo.fmspc, platform.fmspc) || !equalBytes(tcbInfo.pceId, platform.pceId)) {
+    throw new AttestationError(
+      "untrusted",
+      "collateral",
+      `Cannot verify attestation: the collateral is for FMSPC ${toHex(tcbInfo.fmspc)} / PCE ` +
+        `${toHex(tcbInfo.pceId)}, the PCK certificate says FMSPC ${toHex(platform.fmspc)} / ` +
+        `PCE ${toHex(platform.pceId)}`,
+    );
+  }
+  checkQeIdentity(quote.qeReport, qeIdentity);
+  const module = moduleIdentity(quote.body, tcbInfo);
+  const tcb = evaluateTdxTcb(tcbInfo, {
+    sgxComponents: platform.sgxComponents,
+    pceSvn: platform.pceSvn,
+    teeTcbSvn: quote.body.teeTcbSvn,
+    teeTcbSvn2: quote.body.teeTcbSvn2,
+    qeIsvSvn: quote.qeReport.isvSvn,
+    qeLevels: qeIdentity.tcbLevels,
+  });
+  if (tcb.status === "NotSupported") {
+    refuse(
+      "tcb_status",
+      `no matching TCB level: the platform (FMSPC ${toHex(platform.fmspc)}, PCESVN ` +
+        `${platform.pceSvn}, TEE_TCB_SVN ${toHex(quote.body.teeTcbSvn)}, QE ISVSVN ` +
+        `${quote.qeReport.isvSvn}) is below every level of the TCB info; the TCB is not supported`,
+    );
+  }
+  if (tcb.status === "Revoked") {
+    refuse("tcb_status", `the platform's TCB level is Revoked (${tcb.advisoryIds.join(", ")})`);
+  }
+  return {
+    tcb,
+    evaluationDataNumbers: {
       tcbInfo: tcbInfo.tcbEvaluationDataNumber,
       qeIdentity: qeIdentity.tcbEvaluationDataNumber,
-    };
-    if (!equalBytes(tcbInfo.fmspc, platform.fmspc) || !equalBytes(tcbInfo.pceId, platform.pceId)) {
-      throw new AttestationError(
-        "untrusted",
-        "collateral",
-        `Cannot verify attestation: the collateral is for FMSPC ${toHex(tcbInfo.fmspc)} / PCE ` +
-          `${toHex(tcbInfo.pceId)}, the PCK certificate says FMSPC ${toHex(platform.fmspc)} / ` +
-          `PCE ${toHex(platform.pceId)}`,
-      );
-    }
-    // QE identity with the collateral's masks.
-    const qe = quote.qeReport;
-    if ((qe.miscSelect & qeIdentity.miscSelectMask) >>> 0 !== qeIdentity.miscSelect >>> 0) {
-      refuse("qe_identity", "the QE MISCSELECT does not match the QE identity");
-    }
-    for (let i = 0; i < 16; i++) {
-      if ((qe.attributes[i] & qeIdentity.attributesMask[i]) !== qeIdentity.attributes[i]) {
-        refuse("qe_identity", "the QE attributes do not match the QE identity");
-      }
-    }
-    if (!equalBytes(qe.mrSigner, qeIdentity.mrSigner) || qe.isvProdId !== qeIdentity.isvProdId) {
-      refuse("qe_identity", "the QE MRSIGNER or ISVPRODID does not match the QE identity");
-    }
-    // TDX module identity.
-    const moduleVersion = quote.body.teeTcbSvn[1];
-    let module = tcbInfo.tdxModule;
-    if (moduleVersion > 0) {
-      const identity = findModuleIdentity(tcbInfo.tdxModuleIdentities, moduleVersion);
-      if (!identity) {
-        refuse(
-          "tcb_status",
-          `the collateral has no TDX module identity for module version ${moduleVersion}`,
-        );
-      }
-      module = identity;
-    }
-    expectedMrSignerSeam = module.mrSigner;
-    for (let i = 0; i < 8; i++) {
-      if ((quote.body.seamAttributes[i] & module.attributesMask[i]) !== module.attributes[i]) {
-        refuse("td_policy", "SEAMATTRIBUTES do not match the TDX module identity");
-      }
-    }
-    // TCB level.
-    tcb = evaluateTdxTcb(tcbInfo, {
-      sgxComponents: platform.sgxComponents,
-      pceSvn: platform.pceSvn,
-      teeTcbSvn: quote.body.teeTcbSvn,
-      teeTcbSvn2: quote.body.teeTcbSvn2,
-      qeIsvSvn: qe.isvSvn,
-      qeLevels: qeIdentity.tcbLevels,
-    });
-    if (tcb.status === "NotSupported") {
-      refuse(
-        "tcb_status",
-        `no matching TCB level: the platform (FMSPC ${toHex(platform.fmspc)}, PCESVN ` +
-          `${platform.pceSvn}, TEE_TCB_SVN ${toHex(quote.body.teeTcbSvn)}, QE ISVSVN ` +
-          `${qe.isvSvn}) is below every level of the TCB info; the TCB is not supported`,
-      );
-    }
-    if (tcb.status === "Revoked") {
-      refuse("tcb_status", `the platform's TCB level is Revoked (${tcb.advisoryIds.join(", ")})`);
+    },
+    validUntil: notAfter,
+    moduleSigner: module.mrSigner,
+  };
+}
+
+/** The QE report under the QE identity's masks. */
+function checkQeIdentity(qe: QeReport, qeIdentity: QeIdentity): void {
+  if ((qe.miscSelect & qeIdentity.miscSelectMask) >>> 0 !== qeIdentity.miscSelect >>> 0) {
+    refuse("qe_identity", "the QE MISCSELECT does not match the QE identity");
+  }
+  for (let i = 0; i < 16; i++) {
+    if ((qe.attributes[i] & qeIdentity.attributesMask[i]) !== qeIdentity.attributes[i]) {
+      refuse("qe_identity", "the QE attributes do not match the QE identity");
     }
   }
+  if (!equalBytes(qe.mrSigner, qeIdentity.mrSigner) || qe.isvProdId !== qeIdentity.isvProdId) {
+    refuse("qe_identity", "the QE MRSIGNER or ISVPRODID does not match the QE identity");
+  }
+}
 
-  // 8. TD policy.
-  const body = quote.body;
+/**
+ * The TDX module's identity: the one named by the module's major version, or the TCB info's
+ * `tdxModule`; SEAMATTRIBUTES must match it under its mask.
+ */
+function moduleIdentity(body: TdReportBody, tcbInfo: TcbInfo): TcbInfo["tdxModule"] {
+  const moduleVersion = body.teeTcbSvn[1];
+  let module = tcbInfo.tdxModule;
+  if (moduleVersion > 0) {
+    const identity = findModuleIdentity(tcbInfo.tdxModuleIdentities, moduleVersion);
+    if (!identity) {
+      refuse(
+        "tcb_status",
+        `the collateral has no TDX module identity for module version ${moduleVersion}`,
+      );
+    }
+    module = identity;
+  }
+  for (let i = 0; i < 8; i++) {
+    if ((body.seamAttributes[i] & module.attributesMask[i]) !== module.attributes[i]) {
+      refuse("td_policy", "SEAMATTRIBUTES do not match the TDX module identity");
+    }
+  }
+  return module;
+}
+
+/** 8. The TD policy: see the module documentation. */
+function checkTdPolicy(body: TdReportBody, moduleSigner: Uint8Array): void {
   const attributes = readU64(body.tdAttributes);
   if ((attributes & TD_ATTRIBUTE_DEBUG) !== 0n) {
     refuse("td_policy", "the TD is debuggable (TDATTRIBUTES.DEBUG is set)");
@@ -310,10 +389,10 @@ export async function verifyTdxQuote(
   if (!isAllZero(body.seamAttributes)) {
     refuse("td_policy", `SEAMATTRIBUTES must be zero, found ${toHex(body.seamAttributes)}`);
   }
-  if (!equalBytes(body.mrSignerSeam, expectedMrSignerSeam)) {
+  if (!equalBytes(body.mrSignerSeam, moduleSigner)) {
     refuse(
       "td_policy",
-      `MRSIGNERSEAM is ${toHex(body.mrSignerSeam)}, expected ${toHex(expectedMrSignerSeam)} ` +
+      `MRSIGNERSEAM is ${toHex(body.mrSignerSeam)}, expected ${toHex(moduleSigner)} ` +
         "(Intel's TDX module)",
     );
   }
@@ -342,5 +421,4 @@ export async function verifyTdxQuote(
       );
     }
   }
-  return { quote, platform, tcb, evaluationDataNumbers, validUntil };
 }

@@ -6,10 +6,14 @@
  *
  * Checks, in order (nothing is trusted before it is verified):
  *
- * 1. `mock` bundles are refused (`mock`).
+ * 1. `mock` bundles are refused (`mock`); so is a format without a verifier (`malformed`).
  * 2. An empty approved set refuses everything (`untrusted`, `approved_set`).
  * 3. The bundle answers the nonce the daemon issued, and the nonce book accepts it once,
  *    within its window (`stale`, `nonce*`).
+ *
+ * Steps 4 to 6 are the format's own, run by the verifier the bundle's `format` names in a
+ * table (`_format_verifiers.ts`: `tdx` and `sev-snp`), not by a branch here:
+ *
  * 4. Policy: a TDX bundle without collateral is refused unless the policy allows it.
  * 5. The quote or report: every signature and chain to the pinned roots, collateral,
  *    TD or guest policy (`untrusted`, `stale`, `malformed`).
@@ -27,7 +31,7 @@
  *   attestationBundleFromJson,
  *   NonceBook,
  *   verifyAttestation,
- * } from "@net/consumer/crypto";
+ * } from "@net/consumer/tee";
  *
  * const nonces = new NonceBook();
  * const nonce = nonces.issue(new Date());
@@ -51,6 +55,7 @@ import { abbreviate } from "../../errors.ts";
 import {
   type EndorsementError,
   type EndorsementFailure,
+  type KeyEndorsement,
   verifyEndorsement,
 } from "../endorsement.ts";
 import { checkNow, checkPositiveSeconds } from "../_time.ts";
@@ -58,14 +63,24 @@ import { equalBytes, to0x, toHex } from "../_bytes.ts";
 import type { ApprovedMeasurements } from "./approved_set.ts";
 import type { AttestationBundle } from "./bundle.ts";
 import { type CollateralPolicy, resolveCollateralPolicy } from "./collateral_policy.ts";
-import { type AttestationCheck, AttestationError, type AttestationFailure } from "./errors.ts";
-import { type MeasurementId, snpMeasurementId, tdxMeasurementId } from "./measurement_id.ts";
+import {
+  type AttestationCheck,
+  type AttestationFailure,
+  refuseAttestation as refuse,
+} from "./errors.ts";
+import {
+  FORMAT_VERIFIERS,
+  type FormatVerifier,
+  formatVerifier,
+  type HardwareBundle,
+} from "./_format_verifiers.ts";
+import type { MeasurementId } from "./measurement_id.ts";
 import { NonceBook } from "./nonce_book.ts";
 import { ATTESTATION_NONCE_LENGTH, attestationReportData } from "./report_data.ts";
 import { PINNED_ROOTS, type TrustRoots } from "./roots.ts";
-import { type SnpVerification, verifySnpReport } from "./sev_snp.ts";
+import type { SnpVerification } from "./sev_snp.ts";
 import type { TcbStatus } from "./tcb_status.ts";
-import { type TdxVerification, verifyTdxQuote } from "./tdx_verify.ts";
+import type { TdxVerification } from "./tdx_verify.ts";
 
 /** Options of {@linkcode verifyAttestation}. */
 export interface VerifyAttestationOptions {
@@ -124,15 +139,6 @@ export interface AttestationVerdict {
   readonly evidence: TdxVerification | SnpVerification;
 }
 
-function refuse(
-  reason: AttestationFailure,
-  check: AttestationCheck,
-  message: string,
-  options: { cause?: unknown; hints?: string[] } = {},
-): never {
-  throw new AttestationError(reason, check, `Cannot verify attestation: ${message}`, options);
-}
-
 const ENDORSEMENT_FAILURES: Record<
   EndorsementFailure,
   [AttestationFailure, AttestationCheck]
@@ -159,9 +165,37 @@ export async function verifyAttestation(
   bundle: AttestationBundle,
   options: VerifyAttestationOptions,
 ): Promise<AttestationVerdict> {
-  const { nonce, nonces, approved } = options;
   // Every option is checked before anything is consumed or trusted: an Invalid Date or a NaN
   // bound would otherwise turn a freshness check into a comparison with NaN, which never refuses.
+  const { now, roots, policy } = checkOptions(options);
+  const { hardware, verify } = formatOf(bundle);
+  requireApprovedSet(options.approved);
+  consumeNonce(hardware, options.nonce, options.nonces, now);
+  const verified = await verify(hardware, { now, roots, policy });
+  const servingKey = checkBinding(hardware, options.nonce, verified.reportData);
+  requireApproved(options.approved, verified.measurementId);
+  await checkEndorsement(hardware.endorsement, servingKey, options, now);
+
+  const endorsementExpiresAt = new Date(hardware.endorsement.expiresAt * 1000);
+  const validUntil = verified.evidence.validUntil;
+  return {
+    format: hardware.format,
+    measurementId: verified.measurementId,
+    tcbStatus: verified.tcbStatus,
+    advisoryIds: verified.advisoryIds,
+    servingKey,
+    keyConfig: hardware.endorsement.keyConfig.slice(),
+    endorsementExpiresAt,
+    expiresAt: validUntil < endorsementExpiresAt ? validUntil : endorsementExpiresAt,
+    evidence: verified.evidence,
+  };
+}
+
+/** Checks the options that are programming errors when wrong, and resolves the defaults. */
+function checkOptions(
+  options: VerifyAttestationOptions,
+): { now: Date; roots: TrustRoots; policy: CollateralPolicy } {
+  const { nonce, nonces, approved } = options;
   const now = checkNow(options.now, "verifyAttestation");
   if (options.maxEndorsementLifetimeSeconds !== undefined) {
     checkPositiveSeconds(
@@ -179,24 +213,41 @@ export async function verifyAttestation(
   if (typeof approved?.has !== "function") {
     throw new TypeError(`verifyAttestation: "approved" must be an ApprovedMeasurements`);
   }
-  const policy = resolveCollateralPolicy(options.policy);
-  const roots = options.roots ?? PINNED_ROOTS;
+  return {
+    now,
+    roots: options.roots ?? PINNED_ROOTS,
+    policy: resolveCollateralPolicy(options.policy),
+  };
+}
 
-  // 1. Mock.
+/**
+ * 1. The bundle's format and its verifier, looked up in the seam: `mock` is always refused, a
+ * format without a verifier too.
+ */
+function formatOf(
+  bundle: AttestationBundle,
+): { hardware: HardwareBundle; verify: FormatVerifier<HardwareBundle> } {
   if (bundle.format === "mock") {
     refuse("mock", "format", "mock attestation bundles are always refused", {
       hints: ["The provider has no TEE hardware; use the verified tier or another provider."],
     });
   }
-  if (bundle.format !== "tdx" && bundle.format !== "sev-snp") {
+  const format: unknown = (bundle as { format: unknown }).format;
+  const verify = typeof format === "string" ? formatVerifier(format) : undefined;
+  if (!verify) {
     refuse(
       "malformed",
       "format",
-      `format ${JSON.stringify((bundle as { format: unknown }).format)} is not known`,
+      `format ${JSON.stringify(format)} is not known (known: ${
+        Object.keys(FORMAT_VERIFIERS).join(", ")
+      }; mock is always refused)`,
     );
   }
+  return { hardware: bundle as HardwareBundle, verify };
+}
 
-  // 2. Approved set.
+/** 2. An empty approved set refuses everything. */
+function requireApprovedSet(approved: ApprovedMeasurements): void {
   if (approved.size === 0) {
     refuse(
       "untrusted",
@@ -210,8 +261,10 @@ export async function verifyAttestation(
       },
     );
   }
+}
 
-  // 3. Nonce.
+/** 3. The bundle answers the nonce just issued, and the book accepts it once, in time. */
+function consumeNonce(bundle: HardwareBundle, nonce: Uint8Array, nonces: NonceBook, now: Date) {
   if (!equalBytes(bundle.nonce, nonce)) {
     refuse(
       "stale",
@@ -234,95 +287,13 @@ export async function verifyAttestation(
       `the nonce was issued more than ${nonces.maxAgeSeconds} s before ${now.toISOString()}`,
     );
   }
+}
 
-  // 4 – 6. The quote or report, then the TCB policy.
-  let evidence: TdxVerification | SnpVerification;
-  let reportData: Uint8Array;
-  let measurementId: MeasurementId;
-  let tcbStatus: TcbStatus | "unknown" = "unknown";
-  let advisoryIds: readonly string[] = [];
-  if (bundle.format === "tdx") {
-    if (!bundle.collateral && !policy.allowMissingCollateral) {
-      refuse(
-        "untrusted",
-        "collateral",
-        "the TDX bundle carries no collateral, and the policy requires it (revocation and TCB " +
-          "level cannot be checked without it)",
-        { hints: ["The provider must attach Intel collateral (PCS/PCCS) to its bundle."] },
-      );
-    }
-    if (!bundle.collateral && policy.minTcbEvaluationDataNumber > 0) {
-      refuse(
-        "untrusted",
-        "collateral",
-        "the TDX bundle carries no collateral, and the policy requires TCB evaluation data " +
-          `number ${policy.minTcbEvaluationDataNumber} or later`,
-      );
-    }
-    const verified = await verifyTdxQuote(bundle.quote, {
-      now,
-      roots,
-      collateral: bundle.collateral,
-    });
-    evidence = verified;
-    reportData = verified.quote.body.reportData;
-    measurementId = tdxMeasurementId(verified.quote.body);
-    const numbers = verified.evaluationDataNumbers;
-    const minimum = policy.minTcbEvaluationDataNumber;
-    if (numbers && (numbers.tcbInfo < minimum || numbers.qeIdentity < minimum)) {
-      refuse(
-        "stale",
-        "collateral",
-        `the collateral reflects TCB evaluation data number ${numbers.tcbInfo} (TCB info) and ` +
-          `${numbers.qeIdentity} (QE identity), the policy requires ${minimum} or later`,
-        {
-          hints: [
-            "The provider must attach collateral of the latest TCB recovery (Intel PCS with " +
-            "update=early, or the newest tcbEvaluationDataNumber).",
-          ],
-        },
-      );
-    }
-    if (verified.tcb) {
-      tcbStatus = verified.tcb.status;
-      advisoryIds = verified.tcb.advisoryIds;
-      if (
-        tcbStatus !== "UpToDate" &&
-        !(policy.acceptTcbStatuses as readonly string[]).includes(tcbStatus)
-      ) {
-        refuse(
-          "untrusted",
-          "tcb_status",
-          `the platform's TCB status is ${tcbStatus}${
-            advisoryIds.length ? ` (${advisoryIds.join(", ")})` : ""
-          }, and the policy accepts only UpToDate${
-            policy.acceptTcbStatuses.length ? ", " + policy.acceptTcbStatuses.join(", ") : ""
-          }`,
-        );
-      }
-    }
-  } else {
-    const verified = await verifySnpReport(bundle.quote, {
-      vcek: bundle.collateral.vcek,
-      now,
-      roots,
-    });
-    evidence = verified;
-    reportData = verified.report.reportData;
-    measurementId = snpMeasurementId(verified.report.measurement);
-    for (const [key, minimum] of Object.entries(policy.snpMinimumTcb)) {
-      const value = verified.tcb[key as keyof typeof verified.tcb];
-      if (minimum !== undefined && (value === null || value < minimum)) {
-        refuse(
-          "untrusted",
-          "tcb_status",
-          `the SEV-SNP ${key} SPL is ${value}, the policy requires at least ${minimum}`,
-        );
-      }
-    }
-  }
-
-  // 7. Binding of nonce and serving key.
+/**
+ * 7. The serving public key is a secp256k1 point and the report data binds the nonce and that
+ * key; returns the key's address.
+ */
+function checkBinding(bundle: HardwareBundle, nonce: Uint8Array, reportData: Uint8Array): Address {
   let servingKey: Address;
   try {
     secp256k1.Point.fromBytes(bundle.servingPublicKey);
@@ -341,8 +312,11 @@ export async function verifyAttestation(
         `serving key ${servingKey} (expected ${abbreviate(toHex(expected), 16)})`,
     );
   }
+  return servingKey;
+}
 
-  // 8. Measurement.
+/** 8. The measurement id is approved. */
+function requireApproved(approved: ApprovedMeasurements, measurementId: MeasurementId): void {
   if (!approved.has(measurementId)) {
     refuse(
       "untrusted",
@@ -352,12 +326,19 @@ export async function verifyAttestation(
       { hints: [`Full measurement id: ${measurementId}`] },
     );
   }
+}
 
-  // 9. Endorsement of the HPKE key by the attested serving key.
+/** 9. The HPKE key configuration is endorsed by the attested serving key, for this nonce. */
+async function checkEndorsement(
+  endorsement: KeyEndorsement,
+  servingKey: Address,
+  options: VerifyAttestationOptions,
+  now: Date,
+): Promise<void> {
   try {
-    await verifyEndorsement(bundle.endorsement, {
+    await verifyEndorsement(endorsement, {
       now,
-      nonce,
+      nonce: options.nonce,
       signer: servingKey,
       maxLifetimeSeconds: options.maxEndorsementLifetimeSeconds,
     });
@@ -374,20 +355,4 @@ export async function verifyAttestation(
       { cause },
     );
   }
-
-  const endorsementExpiresAt = new Date(bundle.endorsement.expiresAt * 1000);
-  const expiresAt = evidence.validUntil < endorsementExpiresAt
-    ? evidence.validUntil
-    : endorsementExpiresAt;
-  return {
-    format: bundle.format,
-    measurementId,
-    tcbStatus,
-    advisoryIds,
-    servingKey,
-    keyConfig: bundle.endorsement.keyConfig.slice(),
-    endorsementExpiresAt,
-    expiresAt,
-    evidence,
-  };
 }

@@ -11,8 +11,8 @@ import {
   AEAD_CHACHA20_POLY1305,
   KDF_HKDF_SHA256,
   KEM_X25519_HKDF_SHA256,
-} from "../../crypto/hpke.ts";
-import type { KeyConfig, SymmetricSuite } from "../../crypto/key_config.ts";
+} from "../../crypto/hpke/suite.ts";
+import type { KeyConfig, SymmetricSuite } from "../../crypto/ohttp/key_config.ts";
 
 /** A small seeded PRNG (sfc32). Same seed, same sequence. */
 export class Prng {

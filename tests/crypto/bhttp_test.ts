@@ -12,8 +12,8 @@ import {
   encodeResponseStream,
   type FieldLines,
   type Framing,
-} from "../../crypto/bhttp.ts";
-import { OpenError } from "../../crypto/ohttp_errors.ts";
+} from "../../crypto/bhttp/mod.ts";
+import { OpenError } from "../../crypto/ohttp/errors.ts";
 import { readVectorJson, vectorTest } from "../_vectors.ts";
 import {
   bytesOf,

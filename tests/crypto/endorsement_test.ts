@@ -13,7 +13,7 @@ import {
   type KeyEndorsement,
   verifyEndorsement,
 } from "../../crypto/endorsement.ts";
-import { encodeKeyConfig } from "../../crypto/key_config.ts";
+import { encodeKeyConfig } from "../../crypto/ohttp/key_config.ts";
 import { Prng, randomKeyConfig } from "./_helpers.ts";
 
 // Well-known anvil dev keys: deterministic, never used for anything real.

@@ -3,14 +3,12 @@ import {
   AEAD_AES_128_GCM,
   AEAD_CHACHA20_POLY1305,
   AEAD_EXPORT_ONLY,
-  deriveKeyPair,
-  generateKeyPair,
   HpkeError,
   hpkeSuite,
-  importKeyPair,
   KDF_HKDF_SHA256,
   KEM_X25519_HKDF_SHA256,
-} from "../../crypto/hpke.ts";
+} from "../../crypto/hpke/suite.ts";
+import { deriveKeyPair, generateKeyPair, importKeyPair } from "../../crypto/hpke/key_pair.ts";
 import { readVectorJson, vectorTest } from "../_vectors.ts";
 import { hex, Prng, unhex } from "./_helpers.ts";
 

@@ -11,7 +11,7 @@ async function collect(chunks: (string | Uint8Array)[], maxEventBytes?: number) 
 
 Deno.test("parses events with every line ending, comments and fields", async () => {
   const events = await collect([
-    "\ufeff: comment\n",
+    ": comment\n",
     "data: one\r\n\r\n",
     "event: x\rdata:two\rdata:  lines\r\r",
     "id: 7\ndata\n\n",
@@ -23,6 +23,16 @@ Deno.test("parses events with every line ending, comments and fields", async () 
     { data: "two\n lines", event: "x", id: undefined },
     { data: "", event: undefined, id: "7" },
   ]);
+});
+
+Deno.test("a byte order mark is dropped at the start of the stream only", async () => {
+  // The mark split across chunks, and U+FEFF again inside the data, where it stays.
+  const events = await collect([
+    Uint8Array.of(0xef, 0xbb),
+    Uint8Array.of(0xbf),
+    "data: \ufeffx\n\n",
+  ]);
+  assert.deepEqual(events.map((event) => event.data), ["\ufeffx"]);
 });
 
 Deno.test("the same stream split at every byte gives the same events", async () => {

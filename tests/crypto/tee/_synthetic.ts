@@ -29,8 +29,6 @@ import {
   type AttestationBundleJson,
   attestationBundleToJson,
   attestationReportData,
-  INTEL_QE_VENDOR_ID,
-  INTEL_TD_QE_MRSIGNER,
   type MeasurementId,
   type SnpBundle,
   snpMeasurementId,
@@ -39,6 +37,8 @@ import {
   tdxMeasurementId,
   type TrustRoots,
 } from "../../../crypto/tee/mod.ts";
+import { INTEL_QE_VENDOR_ID } from "../../../crypto/tee/tdx_quote.ts";
+import { INTEL_TD_QE_MRSIGNER } from "../../../crypto/tee/tdx_verify.ts";
 
 const SGX_OID = "1.2.840.113741.1.13.1";
 const AMD_OID = "1.3.6.1.4.1.3704.1";

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import {
   ACCEPTABLE_TCB_STATUSES,
-  DEFAULT_COLLATERAL_POLICY,
   resolveCollateralPolicy,
-} from "../../../crypto/tee/mod.ts";
+} from "../../../crypto/tee/collateral_policy.ts";
+import { DEFAULT_COLLATERAL_POLICY } from "../../../crypto/tee/mod.ts";
 
 Deno.test("the default policy accepts UpToDate and SWHardeningNeeded and requires collateral", () => {
   assert.deepEqual(resolveCollateralPolicy(), {

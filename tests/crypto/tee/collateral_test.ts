@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { QuoteVerifier } from "@phala/dcap-qvl";
+import { verifyTdxCollateral } from "../../../crypto/tee/collateral.ts";
 import {
   AttestationError,
   type TdxCollateral,
   tdxCollateralFromJson,
   tdxCollateralToJson,
-  verifyTdxCollateral,
   verifyTdxQuote,
 } from "../../../crypto/tee/mod.ts";
 import { readVectorBytes, readVectorJson, readVectorText, vectorTest } from "../../_vectors.ts";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { sha512 } from "@noble/hashes/sha2.js";
-import { attestationReportData, REPORT_DATA_DOMAIN } from "../../../crypto/tee/mod.ts";
+import { attestationReportData } from "../../../crypto/tee/mod.ts";
+import { REPORT_DATA_DOMAIN } from "../../../crypto/tee/report_data.ts";
 
 Deno.test("report data is SHA-512(domain ‖ 0x00 ‖ nonce ‖ serving public key)", () => {
   const nonce = Uint8Array.from({ length: 32 }, (_, i) => i);

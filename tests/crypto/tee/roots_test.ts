@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { sha256 } from "@noble/hashes/sha2.js";
+import { PINNED_ROOTS } from "../../../crypto/tee/mod.ts";
 import {
   AMD_ARK_GENOA_PEM,
   AMD_ARK_MILAN_PEM,
@@ -9,8 +10,7 @@ import {
   AMD_ASK_TURIN_PEM,
   INTEL_SGX_ROOT_CA_PEM,
   INTEL_SGX_ROOT_CA_SHA256,
-  PINNED_ROOTS,
-} from "../../../crypto/tee/mod.ts";
+} from "../../../crypto/tee/roots.ts";
 import { readVectorBytes, readVectorJson, readVectorText, vectorTest } from "../../_vectors.ts";
 import { hex, type Manifest } from "./_helpers.ts";
 

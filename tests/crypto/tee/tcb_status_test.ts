@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
+import type { TcbStatus } from "../../../crypto/tee/mod.ts";
 import {
   evaluateTdxTcb,
   type IdentityLevel,
   type TcbInfoLevels,
   type TcbInputs,
   type TcbLevel,
-  type TcbStatus,
-} from "../../../crypto/tee/mod.ts";
+} from "../../../crypto/tee/tcb_status.ts";
 
 const zero16 = (head: number[] = []) => [...head, ...new Array(16 - head.length).fill(0)];
 

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { endorseKey } from "../../../crypto/endorsement.ts";
+import { FORMAT_VERIFIERS, formatVerifier } from "../../../crypto/tee/_format_verifiers.ts";
 import {
   ApprovedMeasurements,
+  type AttestationBundle,
   attestationBundleFromJson,
   attestationReportData,
   NonceBook,
@@ -231,6 +233,26 @@ Deno.test("a mock bundle is always refused as mock", async () => {
     "mock",
     "format",
   );
+});
+
+Deno.test("formats: one verifier per hardware format, mock and unknown formats refused", async () => {
+  assert.deepEqual(Object.keys(FORMAT_VERIFIERS).sort(), ["sev-snp", "tdx"]);
+  assert.ok(Object.isFrozen(FORMAT_VERIFIERS));
+  assert.equal(formatVerifier("mock"), undefined);
+  const { built, options } = await tdx();
+  // A format without a verifier is refused before the nonce is consumed, whatever it carries,
+  // including names an object inherits.
+  for (const format of ["sgx", "TDX", "constructor", "__proto__", "toString", ""]) {
+    assert.equal(formatVerifier(format), undefined, format);
+    const bundle = { ...built.bundle, format } as unknown as AttestationBundle;
+    await refused(
+      verifyAttestation(bundle, options),
+      "malformed",
+      "format",
+      new RegExp(`format ${JSON.stringify(format)} is not known \\(known: tdx, sev-snp`),
+    );
+  }
+  assert.equal(options.nonces.consume(options.nonce, now), "ok");
 });
 
 Deno.test("the test root is trusted only when passed as roots", async () => {

@@ -1,31 +1,32 @@
 import assert from "node:assert/strict";
-import { BinaryHttpError } from "../../crypto/bhttp.ts";
+import { BinaryHttpError } from "../../../crypto/bhttp/errors.ts";
 import {
   CHUNKED_REQUEST_MEDIA_TYPE,
   CHUNKED_RESPONSE_MEDIA_TYPE,
-} from "../../crypto/chunked_ohttp.ts";
-import { AEAD_CHACHA20_POLY1305, generateKeyPair } from "../../crypto/hpke.ts";
+} from "../../../crypto/ohttp/chunked.ts";
+import { AEAD_CHACHA20_POLY1305 } from "../../../crypto/hpke/suite.ts";
+import { generateKeyPair } from "../../../crypto/hpke/key_pair.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
   endorseKey,
   endorsementFromJson,
   endorsementToJson,
   verifyEndorsement,
-} from "../../crypto/endorsement.ts";
+} from "../../../crypto/endorsement.ts";
 import {
   createGatewayKey,
   decodeKeyConfig,
   encodeKeyConfig,
   type GatewayKey,
-} from "../../crypto/key_config.ts";
-import { OpenError, SealError } from "../../crypto/ohttp_errors.ts";
+} from "../../../crypto/ohttp/key_config.ts";
+import { OpenError, SealError } from "../../../crypto/ohttp/errors.ts";
 import {
   type HttpResponseInit,
   type OpenedHttpRequest,
   openHttpRequest,
   sealHttpRequest,
-} from "../../crypto/sealed_exchange.ts";
-import { collect, flipBit, rejectsWith } from "./_helpers.ts";
+} from "../../../crypto/ohttp/sealed_exchange.ts";
+import { collect, flipBit, rejectsWith } from "../_helpers.ts";
 
 const text = new TextEncoder();
 

@@ -1,12 +1,12 @@
 /**
- * The errors of Oblivious HTTP encapsulation, shared by the one-shot (`ohttp.ts`) and the
- * chunked (`chunked_ohttp.ts`) forms: {@linkcode SealError} when a message cannot be sealed,
+ * The errors of Oblivious HTTP encapsulation, shared by the one-shot (`one_shot.ts`) and the
+ * chunked (`chunked.ts`) forms: {@linkcode SealError} when a message cannot be sealed,
  * {@linkcode OpenError} when a sealed message cannot be opened. An `OpenError` never carries
  * plaintext, and a chunk that fails authentication never yields any.
  *
  * @example Tell a truncated response from a forged one
  * ```ts
- * import { OpenError } from "@net/consumer/crypto";
+ * import { OpenError } from "@net/consumer/ohttp";
  *
  * function describe(error: unknown): string {
  *   if (error instanceof OpenError && error.reason === "truncated") return "cut short";
@@ -19,7 +19,7 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
+import { ReasonError } from "../../errors.ts";
 
 /** Why a message could not be sealed. */
 export type SealFailure =
@@ -35,21 +35,9 @@ export type SealFailure =
   | "crypto";
 
 /** Thrown (or used to error a stream) when a request or response cannot be sealed. */
-export class SealError extends NetError {
+export class SealError extends ReasonError<SealFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "SealError" as const;
-  /** Machine-readable reason. */
-  readonly reason: SealFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: SealFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /** Why a sealed message could not be opened. */
@@ -72,19 +60,7 @@ export type OpenFailure =
   | "already_used";
 
 /** Thrown (or used to error a stream) when a sealed request or response cannot be opened. */
-export class OpenError extends NetError {
+export class OpenError extends ReasonError<OpenFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "OpenError" as const;
-  /** Machine-readable reason. */
-  readonly reason: OpenFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: OpenFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }

@@ -3,11 +3,10 @@ import {
   AEAD_AES_128_GCM,
   AEAD_CHACHA20_POLY1305,
   AEAD_EXPORT_ONLY,
-  generateKeyPair,
-  importKeyPair,
   KDF_HKDF_SHA256,
   KEM_X25519_HKDF_SHA256,
-} from "../../crypto/hpke.ts";
+} from "../../../crypto/hpke/suite.ts";
+import { generateKeyPair, importKeyPair } from "../../../crypto/hpke/key_pair.ts";
 import {
   createGatewayKey,
   decodeKeyConfig,
@@ -19,9 +18,9 @@ import {
   KeyConfigError,
   type KeyConfigFailure,
   validateGatewayKey,
-} from "../../crypto/key_config.ts";
-import { readVectorJson, vectorTest } from "../_vectors.ts";
-import { bytesOf, cat, hex, Prng, randomKeyConfig, unhex } from "./_helpers.ts";
+} from "../../../crypto/ohttp/key_config.ts";
+import { readVectorJson, vectorTest } from "../../_vectors.ts";
+import { bytesOf, cat, hex, Prng, randomKeyConfig, unhex } from "../_helpers.ts";
 
 const publicKey = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
 const config: KeyConfig = {

@@ -8,28 +8,23 @@ import {
   requestInfo,
   setupClient,
   setupGateway,
-} from "../../crypto/_encapsulation.ts";
-import { encodeVarint, readVarint } from "../../crypto/_varint.ts";
+} from "../../../crypto/ohttp/_encapsulation.ts";
+import { encodeVarint, readVarint } from "../../../crypto/_varint.ts";
 import {
   createChunkedRequest,
   DEFAULT_MAX_CHUNK_LENGTH,
   openChunkedRequest,
-} from "../../crypto/chunked_ohttp.ts";
-import {
-  AEAD_AES_128_GCM,
-  AEAD_CHACHA20_POLY1305,
-  generateKeyPair,
-  hpkeSuite,
-  importKeyPair,
-} from "../../crypto/hpke.ts";
+} from "../../../crypto/ohttp/chunked.ts";
+import { AEAD_AES_128_GCM, AEAD_CHACHA20_POLY1305, hpkeSuite } from "../../../crypto/hpke/suite.ts";
+import { generateKeyPair, importKeyPair } from "../../../crypto/hpke/key_pair.ts";
 import {
   createGatewayKey,
   decodeKeyConfig,
   encodeKeyConfig,
   type GatewayKey,
-} from "../../crypto/key_config.ts";
-import { OpenError, SealError } from "../../crypto/ohttp_errors.ts";
-import { readVectorJson, vectorTest } from "../_vectors.ts";
+} from "../../../crypto/ohttp/key_config.ts";
+import { OpenError, SealError } from "../../../crypto/ohttp/errors.ts";
+import { readVectorJson, vectorTest } from "../../_vectors.ts";
 import {
   cat,
   chunksOf,
@@ -42,7 +37,7 @@ import {
   streamCut,
   streamOfChunks,
   unhex,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 interface ChunkedVector {
   server_secret_key: string;

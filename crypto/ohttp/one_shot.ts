@@ -7,18 +7,18 @@
  * Encapsulated Response = response_nonce ‖ Seal(aead_key, aead_nonce, "", response)
  * ```
  *
- * The network's sealed exchange uses the chunked form (`chunked_ohttp.ts`); this one is here
+ * The network's sealed exchange uses the chunked form (`chunked.ts`); this one is here
  * for completeness and for the RFC 9458 test vector.
  *
  * @example Both sides of one exchange
  * ```ts
+ * import { generateKeyPair } from "@net/consumer/hpke";
  * import {
  *   createGatewayKey,
  *   decapsulateRequest,
  *   encapsulateRequest,
  *   encodeKeyConfig,
- *   generateKeyPair,
- * } from "@net/consumer/crypto";
+ * } from "@net/consumer/ohttp";
  *
  * const gatewayKey = createGatewayKey(await generateKeyPair(), { keyId: 7 });
  * const keyConfig = encodeKeyConfig(gatewayKey.config);
@@ -36,7 +36,7 @@
  * @module
  */
 
-import { bytesLabel, view } from "./_bytes.ts";
+import { bytesLabel, view } from "../_bytes.ts";
 import {
   type ClientSetupOptions,
   deriveResponseKeys,
@@ -51,9 +51,10 @@ import {
   setupClient,
   setupGateway,
 } from "./_encapsulation.ts";
-import { type HpkeSuite, randomBytes, type RandomSource, systemRandom } from "./hpke.ts";
+import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
+import type { HpkeSuite } from "../hpke/suite.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
-import { OpenError, SealError } from "./ohttp_errors.ts";
+import { OpenError, SealError } from "./errors.ts";
 
 /** Media type of a one-shot encapsulated request. */
 export const REQUEST_MEDIA_TYPE = "message/ohttp-req";
@@ -71,7 +72,7 @@ export interface EncapsulateRequestOptions {
   /**
    * Where the ephemeral key's bytes come from. Inject a fixed source only in tests.
    *
-   * @default {systemRandom}
+   * @default {crypto.getRandomValues}
    */
   random?: RandomSource;
 }
@@ -162,7 +163,7 @@ export interface DecapsulateRequestOptions {
   /**
    * Where the response nonce comes from. Inject a fixed source only in tests.
    *
-   * @default {systemRandom}
+   * @default {crypto.getRandomValues}
    */
   random?: RandomSource;
 }

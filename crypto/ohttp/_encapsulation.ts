@@ -19,22 +19,24 @@
 import type { RecipientContext, SenderContext } from "@hpke/core";
 import { expand, extract } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesLabel, concat, copy, hex16, u16, view } from "./_bytes.ts";
+import { bytesLabel, concat, copy, hex16, u16, view } from "../_bytes.ts";
+import {
+  type HpkeKeyPair,
+  importKeyPair,
+  randomBytes,
+  type RandomSource,
+  systemRandom,
+} from "../hpke/key_pair.ts";
 import {
   AEAD_AES_128_GCM,
-  type HpkeKeyPair,
   type HpkeSuite,
   hpkeSuite,
-  importKeyPair,
   isSupportedAead,
   isSupportedKdf,
   isSupportedKem,
   kemInfo,
-  randomBytes,
-  type RandomSource,
   type SuiteIds,
-  systemRandom,
-} from "./hpke.ts";
+} from "../hpke/suite.ts";
 import {
   decodeKeyConfig,
   type GatewayKey,
@@ -43,7 +45,7 @@ import {
   validateGatewayKey,
   validateKeyConfig,
 } from "./key_config.ts";
-import { OpenError, SealError } from "./ohttp_errors.ts";
+import { OpenError, SealError } from "./errors.ts";
 
 const encoder = new TextEncoder();
 
@@ -121,7 +123,7 @@ export interface ClientSetupOptions {
   /**
    * Where the ephemeral key's bytes come from (inject a fixed source only in tests).
    *
-   * @default {systemRandom}
+   * @default {crypto.getRandomValues}
    */
   random?: RandomSource;
 }

@@ -14,13 +14,13 @@
  *
  * @example Both sides, end to end
  * ```ts
+ * import { generateKeyPair } from "@net/consumer/hpke";
  * import {
  *   createGatewayKey,
  *   encodeKeyConfig,
- *   generateKeyPair,
  *   openHttpRequest,
  *   sealHttpRequest,
- * } from "@net/consumer/crypto";
+ * } from "@net/consumer/ohttp";
  *
  * // provider: its key, published as a configuration (endorsed elsewhere)
  * const gatewayKey = createGatewayKey(await generateKeyPair(), { keyId: 1 });
@@ -52,19 +52,14 @@
  * @module
  */
 
-import { bytesLabel } from "./_bytes.ts";
-import { readAll, streamOf } from "./_streams.ts";
-import {
-  BinaryHttpError,
-  type DecodeOptions,
-  decodeRequest,
-  decodeResponseStream,
-  encodeRequest,
-  encodeResponseStream,
-  type FieldLines,
-  fieldLines,
-  type FieldsInit,
-} from "./bhttp.ts";
+import { bytesLabel } from "../_bytes.ts";
+import { readAll, streamOf } from "../_streams.ts";
+import { fieldLines } from "../bhttp/_rules.ts";
+import { decodeRequest } from "../bhttp/decode.ts";
+import { decodeResponseStream } from "../bhttp/decode_stream.ts";
+import { encodeRequest, encodeResponseStream } from "../bhttp/encode.ts";
+import { BinaryHttpError } from "../bhttp/errors.ts";
+import type { DecodeOptions, FieldLines, FieldsInit } from "../bhttp/types.ts";
 import {
   CHUNKED_REQUEST_MEDIA_TYPE,
   CHUNKED_RESPONSE_MEDIA_TYPE,
@@ -72,10 +67,10 @@ import {
   createChunkedRequest,
   openChunkedRequest,
   type OpenChunkedRequestOptions,
-} from "./chunked_ohttp.ts";
-import type { HpkeSuite } from "./hpke.ts";
+} from "./chunked.ts";
+import type { HpkeSuite } from "../hpke/suite.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
-import { SealError } from "./ohttp_errors.ts";
+import { SealError } from "./errors.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

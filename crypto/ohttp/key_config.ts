@@ -18,12 +18,8 @@
  *
  * @example Publish a gateway key and read it back
  * ```ts
- * import {
- *   createGatewayKey,
- *   decodeKeyConfigList,
- *   encodeKeyConfigList,
- *   generateKeyPair,
- * } from "@net/consumer/crypto";
+ * import { generateKeyPair } from "@net/consumer/hpke";
+ * import { createGatewayKey, decodeKeyConfigList, encodeKeyConfigList } from "@net/consumer/ohttp";
  *
  * const key = createGatewayKey(await generateKeyPair(), { keyId: 1 });
  * const body = encodeKeyConfigList([key.config]); // served as application/ohttp-keys
@@ -34,19 +30,19 @@
  * @module
  */
 
-import { NetError } from "../errors.ts";
-import { bytesLabel, concat, equalBytes, hex16, u16 } from "./_bytes.ts";
+import { ReasonError } from "../../errors.ts";
+import { bytesLabel, concat, equalBytes, hex16, u16 } from "../_bytes.ts";
 import {
   AEAD_AES_128_GCM,
   AEAD_CHACHA20_POLY1305,
   aeadInfo,
-  type HpkeKeyPair,
   isSupportedAead,
   isSupportedKdf,
   isSupportedKem,
   KDF_HKDF_SHA256,
   kemInfo,
-} from "./hpke.ts";
+} from "../hpke/suite.ts";
+import type { HpkeKeyPair } from "../hpke/key_pair.ts";
 
 /** Media type of a key configuration list (RFC 9458 §9.1). */
 export const KEY_CONFIG_MEDIA_TYPE = "application/ohttp-keys";
@@ -81,21 +77,9 @@ export const DEFAULT_SUITES: readonly SymmetricSuite[] = Object.freeze([
 export type KeyConfigFailure = "malformed" | "unsupported_kem" | "unsupported_suite";
 
 /** Thrown when a key configuration (or a list of them) cannot be encoded or decoded. */
-export class KeyConfigError extends NetError {
+export class KeyConfigError extends ReasonError<KeyConfigFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "KeyConfigError" as const;
-  /** Machine-readable reason. */
-  readonly reason: KeyConfigFailure;
-
-  /** Creates the error with its reason. */
-  constructor(
-    reason: KeyConfigFailure,
-    shortMessage: string,
-    options: { details?: string; cause?: unknown } = {},
-  ) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /**

@@ -5,23 +5,19 @@ import {
   requestHeader,
   requestInfo,
   setupClient,
-} from "../../crypto/_encapsulation.ts";
-import {
-  AEAD_AES_128_GCM,
-  AEAD_CHACHA20_POLY1305,
-  generateKeyPair,
-  importKeyPair,
-} from "../../crypto/hpke.ts";
+} from "../../../crypto/ohttp/_encapsulation.ts";
+import { AEAD_AES_128_GCM, AEAD_CHACHA20_POLY1305 } from "../../../crypto/hpke/suite.ts";
+import { generateKeyPair, importKeyPair } from "../../../crypto/hpke/key_pair.ts";
 import {
   createGatewayKey,
   decodeKeyConfig,
   encodeKeyConfig,
   type GatewayKey,
-} from "../../crypto/key_config.ts";
-import { decapsulateRequest, encapsulateRequest } from "../../crypto/ohttp.ts";
-import { OpenError, SealError } from "../../crypto/ohttp_errors.ts";
-import { readVectorJson, vectorTest } from "../_vectors.ts";
-import { cat, flipBit, hex, Prng, rejectsWith, unhex } from "./_helpers.ts";
+} from "../../../crypto/ohttp/key_config.ts";
+import { decapsulateRequest, encapsulateRequest } from "../../../crypto/ohttp/one_shot.ts";
+import { OpenError, SealError } from "../../../crypto/ohttp/errors.ts";
+import { readVectorJson, vectorTest } from "../../_vectors.ts";
+import { cat, flipBit, hex, Prng, rejectsWith, unhex } from "../_helpers.ts";
 
 interface Rfc9458Vector {
   server_secret_key: string;

@@ -1,0 +1,345 @@
+/**
+ * The framing of chunked Oblivious HTTP shared by both directions (private): sealing a body
+ * into `prefix ‖ chunk* ‖ 0x00 ‖ final chunk` and opening such a stream, one chunk at a time,
+ * fail-closed (see `chunked.ts` and `docs/crypto.md` §3).
+ *
+ * ```
+ * chunk = varint(length) ‖ sealed chunk      (length ≥ 1; the final chunk: 0, then to the end)
+ * ```
+ *
+ * @module
+ */
+
+import { ByteQueue } from "../_byte_queue.ts";
+import { bytesLabel } from "../_bytes.ts";
+import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } from "../_varint.ts";
+import { EMPTY } from "./_encapsulation.ts";
+import { OpenError, SealError } from "./errors.ts";
+
+/** Seals one plaintext chunk (the final one with the final AAD). */
+export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => Promise<Uint8Array>;
+/** Opens one sealed chunk (the final one with the final AAD); rejects when it is forged. */
+export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => Promise<Uint8Array>;
+
+/** What sealing one direction needs. */
+export interface SealSpec {
+  /** For messages. */
+  what: "request" | "response";
+  /** The AEAD's tag length. */
+  tagLength: number;
+  /** Largest sealed chunk, tag included. */
+  maxChunkLength: number;
+  /** Sets up sealing: the prefix to send first (`hdr ‖ enc` or the nonce) and the sealer. */
+  start(): Promise<{ prefix: Uint8Array; seal: ChunkSeal }>;
+}
+
+/** What opening one direction needs. */
+export interface OpenSpec {
+  /** For messages. */
+  what: "request" | "response";
+  /** Bytes before the first chunk (the response nonce), 0 for none. */
+  prefixLength: number;
+  /** The AEAD's tag length. */
+  tagLength: number;
+  /** Largest sealed chunk accepted, tag included. */
+  maxChunkLength: number;
+  /** Sets up opening from the prefix. */
+  start(prefix: Uint8Array): Promise<ChunkOpen>;
+}
+
+function frame(ciphertext: Uint8Array, final: boolean): Uint8Array {
+  const length = final ? 0 : ciphertext.length;
+  const out = new Uint8Array(varintSize(length) + ciphertext.length);
+  const at = writeVarint(out, 0, length);
+  out.set(ciphertext, at);
+  return out;
+}
+
+async function sealChunk(
+  seal: ChunkSeal,
+  plaintext: Uint8Array,
+  final: boolean,
+  what: string,
+): Promise<Uint8Array> {
+  try {
+    return frame(await seal(plaintext, final), final);
+  } catch (cause) {
+    throw new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
+  }
+}
+
+/**
+ * Seals a body (a stream, or bytes) into a chunked stream: the prefix first, then one sealed
+ * chunk per plaintext chunk as it is read (split at `maxChunkLength`), then the final chunk.
+ *
+ * @throws {SealError} with reason `invalid_input` when the body is neither; the stream errors
+ * with a {@linkcode SealError} when sealing fails.
+ */
+export function sealStream(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  spec: SealSpec,
+): ReadableStream<Uint8Array> {
+  const maxPlaintext = spec.maxChunkLength - spec.tagLength;
+  if (body instanceof Uint8Array) return sealBytes(body.slice(), spec, maxPlaintext);
+  if (!(body instanceof ReadableStream)) {
+    throw new SealError(
+      "invalid_input",
+      `Cannot seal chunked ${spec.what}: expected bytes or a ReadableStream, found ${typeof body}`,
+    );
+  }
+  let seal: ChunkSeal;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      async start(controller) {
+        const started = await spec.start();
+        seal = started.seal;
+        controller.enqueue(started.prefix);
+      },
+      async transform(chunk, controller) {
+        if (!(chunk instanceof Uint8Array)) {
+          throw new SealError(
+            "invalid_input",
+            `Cannot seal chunked ${spec.what}: the body yielded ${typeof chunk}, expected bytes`,
+          );
+        }
+        for (let at = 0; at < chunk.length; at += maxPlaintext) {
+          const piece = chunk.subarray(at, Math.min(chunk.length, at + maxPlaintext));
+          controller.enqueue(await sealChunk(seal, piece, false, spec.what));
+        }
+      },
+      async flush(controller) {
+        controller.enqueue(await sealChunk(seal, EMPTY, true, spec.what));
+      },
+    }),
+  );
+}
+
+function sealBytes(
+  body: Uint8Array,
+  spec: SealSpec,
+  maxPlaintext: number,
+): ReadableStream<Uint8Array> {
+  let seal: ChunkSeal;
+  let at = 0;
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const started = await spec.start();
+      seal = started.seal;
+      controller.enqueue(started.prefix);
+    },
+    async pull(controller) {
+      if (done) return;
+      const end = Math.min(body.length, at + maxPlaintext);
+      const final = end === body.length;
+      controller.enqueue(await sealChunk(seal, body.subarray(at, end), final, spec.what));
+      at = end;
+      if (final) {
+        done = true;
+        controller.close();
+      }
+    },
+  }, { highWaterMark: 0 });
+}
+
+/**
+ * Opens a sealed stream chunk by chunk. The result errors with an {@linkcode OpenError} for
+ * anything but a stream that ends right after an authenticated final chunk.
+ *
+ * @throws {OpenError} with reason `malformed` when `sealed` is not a stream.
+ */
+export function openStream(
+  sealed: ReadableStream<Uint8Array>,
+  spec: OpenSpec,
+): ReadableStream<Uint8Array> {
+  if (!(sealed instanceof ReadableStream)) {
+    throw new OpenError(
+      "malformed",
+      `Cannot open chunked ${spec.what}: expected a ReadableStream, found ${typeof sealed}`,
+    );
+  }
+  return sealed.pipeThrough(new TransformStream(new ChunkOpener(spec)));
+}
+
+/** Where the opener is: in the prefix, before a length, inside a chunk, or in the final chunk. */
+type OpenState = "prefix" | "length" | "body" | "final";
+
+/** The transformer behind {@linkcode openStream}: a small state machine over a byte queue. */
+class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
+  readonly #spec: OpenSpec;
+  readonly #what: string;
+  readonly #queue = new ByteQueue();
+  #open: ChunkOpen | undefined;
+  #state: OpenState;
+  #bodyLength = 0;
+  #chunks = 0;
+
+  constructor(spec: OpenSpec) {
+    this.#spec = spec;
+    this.#what = `chunked ${spec.what}`;
+    this.#state = spec.prefixLength > 0 ? "prefix" : "length";
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== "prefix") this.#open = await this.#spec.start(EMPTY);
+  }
+
+  async transform(
+    chunk: Uint8Array,
+    controller: TransformStreamDefaultController<Uint8Array>,
+  ): Promise<void> {
+    if (!(chunk instanceof Uint8Array)) {
+      throw new OpenError(
+        "malformed",
+        `Cannot open ${this.#what}: the stream yielded ${typeof chunk}, expected bytes`,
+      );
+    }
+    this.#queue.push(chunk);
+    while (await this.#step(controller));
+  }
+
+  async flush(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> {
+    const queue = this.#queue;
+    if (this.#state !== "final") {
+      throw new OpenError(
+        "truncated",
+        `Cannot open ${this.#what}: the stream ended ${this.#where()}, without the final chunk`,
+      );
+    }
+    if (queue.length < this.#spec.tagLength) {
+      throw new OpenError(
+        "truncated",
+        `Cannot open ${this.#what}: the final chunk is ${
+          bytesLabel(queue.length)
+        }, shorter than the ${this.#spec.tagLength}-byte tag`,
+      );
+    }
+    const plaintext = await this.#openChunk(queue.takeAll().slice(), true);
+    if (plaintext.length > 0) controller.enqueue(plaintext);
+  }
+
+  /** Consumes what the queue holds for the current state; true when another step may follow. */
+  async #step(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
+    switch (this.#state) {
+      case "prefix":
+        return await this.#readPrefix();
+      case "length":
+        return this.#readLength();
+      case "body":
+        return await this.#readBody(controller);
+      case "final":
+        this.#checkFinalLength();
+        return false;
+    }
+  }
+
+  async #readPrefix(): Promise<boolean> {
+    const { prefixLength } = this.#spec;
+    if (this.#queue.length < prefixLength) return false;
+    this.#open = await this.#spec.start(this.#queue.take(prefixLength).slice());
+    this.#state = "length";
+    return true;
+  }
+
+  #readLength(): boolean {
+    const queue = this.#queue;
+    const first = queue.peek(0);
+    if (first === undefined) return false;
+    const size = varintLength(first);
+    if (queue.length < size) return false;
+    const { value } = readVarint(queue.take(size), 0);
+    if (value === 0) {
+      this.#state = "final";
+      return true;
+    }
+    const { maxChunkLength, tagLength } = this.#spec;
+    const chunk = `chunk ${this.#chunks}`;
+    if (value === VARINT_TOO_LARGE || value > maxChunkLength) {
+      throw new OpenError(
+        "chunk_too_large",
+        `Cannot open ${this.#what}: ${chunk} is ${
+          value === VARINT_TOO_LARGE ? "over 2^53 bytes" : bytesLabel(value)
+        }, more than the ${bytesLabel(maxChunkLength)} allowed`,
+      );
+    }
+    if (value === tagLength) {
+      throw new OpenError(
+        "empty_chunk",
+        `Cannot open ${this.#what}: non-final ${chunk} carries no data`,
+      );
+    }
+    if (value < tagLength) {
+      throw new OpenError(
+        "malformed",
+        `Cannot open ${this.#what}: ${chunk} is ${
+          bytesLabel(value)
+        }, shorter than the ${tagLength}-byte tag`,
+      );
+    }
+    this.#bodyLength = value;
+    this.#state = "body";
+    return true;
+  }
+
+  async #readBody(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
+    if (this.#queue.length < this.#bodyLength) return false;
+    const plaintext = await this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    if (plaintext.length === 0) {
+      throw new OpenError(
+        "empty_chunk",
+        `Cannot open ${this.#what}: non-final chunk ${this.#chunks} carries no data`,
+      );
+    }
+    this.#chunks++;
+    controller.enqueue(plaintext);
+    this.#state = "length";
+    return true;
+  }
+
+  /** The final chunk runs to the end of the stream: refuse it as soon as it passes the limit. */
+  #checkFinalLength(): void {
+    if (this.#queue.length > this.#spec.maxChunkLength) {
+      throw new OpenError(
+        "chunk_too_large",
+        `Cannot open ${this.#what}: the final chunk exceeds the ${
+          bytesLabel(this.#spec.maxChunkLength)
+        } allowed`,
+      );
+    }
+  }
+
+  async #openChunk(ciphertext: Uint8Array, final: boolean): Promise<Uint8Array> {
+    try {
+      return await this.#open!(ciphertext, final);
+    } catch (cause) {
+      throw new OpenError(
+        "authentication",
+        `Cannot open ${this.#what}: ${
+          final ? "final chunk" : `chunk ${this.#chunks}`
+        } failed authentication`,
+        {
+          cause,
+          details: "the chunk was altered, reordered, sealed with another key, or the final " +
+            "chunk was replaced",
+        },
+      );
+    }
+  }
+
+  /** Where a stream that ended too early ended, for the message. */
+  #where(): string {
+    const chunks = this.#chunks;
+    switch (this.#state) {
+      case "prefix":
+        return `inside the ${this.#spec.prefixLength}-byte response nonce`;
+      case "body":
+        return `inside chunk ${chunks} (${bytesLabel(this.#queue.length)} of ${
+          bytesLabel(this.#bodyLength)
+        })`;
+      default:
+        return this.#queue.length > 0
+          ? `inside the length of chunk ${chunks}`
+          : `after ${chunks} chunk${chunks === 1 ? "" : "s"}`;
+    }
+  }
+}

@@ -1,0 +1,425 @@
+/**
+ * Chunked Oblivious HTTP (draft-ietf-ohai-chunked-ohttp) for both directions, as Web Streams:
+ * every chunk is sealed or opened as it passes, so a reply can be read while it is produced.
+ *
+ * ```
+ * Chunked Encapsulated Request  = hdr ‖ enc ‖ chunk* ‖ 0x00 ‖ final chunk
+ * Chunked Encapsulated Response = response_nonce ‖ chunk* ‖ 0x00 ‖ final chunk
+ * chunk                         = varint(length) ‖ sealed chunk      (length ≥ 1)
+ * ```
+ *
+ * - Request chunks are sealed with the HPKE context (`info` label
+ *   `"message/bhttp chunked request"`), whose sequence number orders them.
+ * - Response chunks are sealed with the key and nonce derived from the export
+ *   `"message/bhttp chunked response"`; chunk `i` uses `aead_nonce XOR i`.
+ * - Non-final chunks have an empty AAD and must carry data; the final chunk has AAD
+ *   `"final"`, may be empty, and runs to the end of the stream.
+ *
+ * Receiving is fail-closed: a stream that ends without an authenticated final chunk errors
+ * with {@linkcode OpenError} (`truncated`), never ends normally; a length prefix above
+ * `maxChunkLength` is refused before the chunk is buffered (and so is a final chunk that
+ * grows past it); a zero-length non-final chunk is refused. Chunks that authenticated before
+ * the error have already been delivered: a consumer must treat the error as the outcome.
+ *
+ * Sending: each plaintext chunk written becomes one sealed chunk (split when longer than
+ * `maxChunkLength` minus the tag), empty writes are skipped, and closing the stream seals an
+ * empty final chunk. A body given as bytes ends with its last piece sealed as the final chunk.
+ *
+ * @example One streamed exchange, client and gateway in one place
+ * ```ts
+ * import { generateKeyPair } from "@net/consumer/hpke";
+ * import {
+ *   createChunkedRequest,
+ *   createGatewayKey,
+ *   encodeKeyConfig,
+ *   openChunkedRequest,
+ * } from "@net/consumer/ohttp";
+ *
+ * const gatewayKey = createGatewayKey(await generateKeyPair(), { keyId: 1 });
+ * const text = new TextEncoder();
+ *
+ * // client: seal the request body
+ * const client = await createChunkedRequest(encodeKeyConfig(gatewayKey.config));
+ * const sealedRequest = client.sealRequest(text.encode("hello"));
+ *
+ * // gateway: open it, answer with two chunks
+ * const gateway = await openChunkedRequest(gatewayKey, sealedRequest);
+ * const request = await new Response(gateway.request).text();
+ * const answer = ReadableStream.from([text.encode(request), text.encode(" back")]);
+ * const sealedResponse = gateway.sealResponse(answer);
+ *
+ * // client: open the reply as it arrives
+ * const reply = await new Response(client.openResponse(sealedResponse)).text();
+ * console.assert(reply === "hello back");
+ * ```
+ *
+ * @module
+ */
+
+import { ByteQueue } from "../_byte_queue.ts";
+import { bytesLabel, view } from "../_bytes.ts";
+import {
+  CHUNKED_LABELS,
+  chunkNonce,
+  deriveResponseKeys,
+  EMPTY,
+  FINAL_AAD,
+  gatewayKeys,
+  type GatewaySetup,
+  HEADER_LENGTH,
+  parseRequestHeader,
+  prefixLength,
+  responseNonceLength,
+  selectGatewayKey,
+  setupClient,
+  setupGateway,
+} from "./_encapsulation.ts";
+import { prepend } from "../_streams.ts";
+import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
+import type { HpkeSuite } from "../hpke/suite.ts";
+import { openStream, sealStream } from "./_chunk_stream.ts";
+import { OpenError, SealError } from "./errors.ts";
+import type { GatewayKey, KeyConfig } from "./key_config.ts";
+
+/** Media type of a chunked encapsulated request. */
+export const CHUNKED_REQUEST_MEDIA_TYPE = "message/ohttp-chunked-req";
+/** Media type of a chunked encapsulated response. */
+export const CHUNKED_RESPONSE_MEDIA_TYPE = "message/ohttp-chunked-res";
+/** Default upper bound on one sealed chunk: 64 KiB (`docs/protocol.md` §7). */
+export const DEFAULT_MAX_CHUNK_LENGTH = 64 * 1024;
+/** Smallest accepted `maxChunkLength`. */
+const MIN_MAX_CHUNK_LENGTH = 64;
+/** Largest accepted `maxChunkLength`: 16 MiB. */
+const MAX_MAX_CHUNK_LENGTH = 16 * 1024 * 1024;
+
+/** Options of {@linkcode createChunkedRequest}. */
+export interface ChunkedRequestOptions {
+  /**
+   * The AEAD to use; the key configuration must offer it.
+   *
+   * @default AES-128-GCM when offered, else the first suite the configuration lists
+   */
+  aead?: number;
+  /**
+   * Where the ephemeral key's bytes come from. Inject a fixed source only in tests.
+   *
+   * @default {crypto.getRandomValues}
+   */
+  random?: RandomSource;
+  /**
+   * Largest sealed chunk sent or accepted, in bytes (tag included), from 64
+   * bytes to 16 MiB.
+   *
+   * @default {DEFAULT_MAX_CHUNK_LENGTH} (64 KiB)
+   */
+  maxChunkLength?: number;
+}
+
+/** The client's side of one chunked exchange. */
+export interface ChunkedClientExchange {
+  /** Key identifier the request is sealed to. */
+  readonly keyId: number;
+  /** The suite used. */
+  readonly suite: HpkeSuite;
+  /**
+   * Seals the request body into `message/ohttp-chunked-req` bytes: `hdr ‖ enc` first, then
+   * one chunk per plaintext chunk as it arrives (see the module doc). Call once.
+   *
+   * @throws {SealError} with reason `already_used` on a second call; the returned stream
+   * errors with a {@linkcode SealError} when sealing fails.
+   */
+  sealRequest(body: ReadableStream<Uint8Array> | Uint8Array): ReadableStream<Uint8Array>;
+  /**
+   * Opens a `message/ohttp-chunked-res` stream into the plaintext response, chunk by chunk.
+   * Call once.
+   *
+   * @throws {OpenError} with reason `already_used` on a second call; the returned stream
+   * errors with an {@linkcode OpenError} for any broken, forged or truncated input.
+   */
+  openResponse(sealed: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+}
+
+/**
+ * Starts a chunked request to a key configuration (bytes or decoded): sets up the HPKE
+ * sender context.
+ *
+ * @throws {SealError} with reason `invalid_key_config`, `unsupported_suite`,
+ * `invalid_input` or `crypto`.
+ */
+export async function createChunkedRequest(
+  keyConfig: Uint8Array | KeyConfig,
+  options: ChunkedRequestOptions = {},
+): Promise<ChunkedClientExchange> {
+  const maxChunkLength = checkMaxChunkLength(
+    options.maxChunkLength,
+    SealError,
+    "seal chunked request",
+  );
+  const setup = await setupClient(keyConfig, CHUNKED_LABELS, options);
+  const { suite, context } = setup;
+  let sealed = false;
+  let opened = false;
+  return {
+    keyId: setup.keyId,
+    suite,
+    sealRequest(body) {
+      if (sealed) {
+        throw new SealError(
+          "already_used",
+          "Cannot seal chunked request: this exchange already sealed one",
+        );
+      }
+      sealed = true;
+      return sealStream(body, {
+        what: "request",
+        tagLength: suite.aead.tagLength,
+        maxChunkLength,
+        start: () =>
+          Promise.resolve({
+            prefix: setup.prefix,
+            seal: async (plaintext, final) =>
+              view(
+                await context.seal(plaintext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
+              ),
+          }),
+      });
+    },
+    openResponse(sealedResponse) {
+      if (opened) {
+        throw new OpenError(
+          "already_used",
+          "Cannot open chunked response: this exchange already opened one",
+        );
+      }
+      opened = true;
+      return openStream(sealedResponse, {
+        what: "response",
+        prefixLength: responseNonceLength(suite),
+        tagLength: suite.aead.tagLength,
+        maxChunkLength,
+        async start(responseNonce) {
+          const keys = await deriveResponseKeys(
+            suite,
+            context,
+            setup.enc,
+            responseNonce,
+            CHUNKED_LABELS.response,
+          );
+          let counter = 0;
+          return (ciphertext, final) =>
+            keys.open(chunkNonce(keys.nonce, counter++), ciphertext, final ? FINAL_AAD : EMPTY);
+        },
+      });
+    },
+  };
+}
+
+/** Options of {@linkcode openChunkedRequest}. */
+export interface OpenChunkedRequestOptions {
+  /**
+   * Where the response nonce comes from. Inject a fixed source only in tests.
+   *
+   * @default {crypto.getRandomValues}
+   */
+  random?: RandomSource;
+  /**
+   * Largest sealed chunk accepted or sent, in bytes (tag included), from 64
+   * bytes to 16 MiB.
+   *
+   * @default {DEFAULT_MAX_CHUNK_LENGTH} (64 KiB)
+   */
+  maxChunkLength?: number;
+}
+
+/** The gateway's side of one chunked exchange. */
+export interface ChunkedGatewayExchange {
+  /** Key identifier the request was sealed to. */
+  readonly keyId: number;
+  /** The suite the client chose. */
+  readonly suite: HpkeSuite;
+  /**
+   * The plaintext request, chunk by chunk as it arrives. Errors with an
+   * {@linkcode OpenError} for any broken, forged or truncated input.
+   */
+  readonly request: ReadableStream<Uint8Array>;
+  /**
+   * Seals the response body into `message/ohttp-chunked-res` bytes: the nonce first, then one
+   * sealed chunk per plaintext chunk as soon as it is written. Call once.
+   *
+   * @throws {SealError} with reason `already_used` on a second call.
+   */
+  sealResponse(body: ReadableStream<Uint8Array> | Uint8Array): ReadableStream<Uint8Array>;
+}
+
+/**
+ * Opens a chunked request with the gateway's key(s). Reads the header and encapsulated key
+ * from the stream before returning, so an unknown key or suite is refused before any reply.
+ *
+ * @throws {OpenError} with reason `truncated`, `unknown_key`, `unsupported_suite` or
+ * `malformed` (the stream is cancelled). When the input stream itself errors (a transport
+ * failure), its own error is passed on unchanged.
+ */
+export async function openChunkedRequest(
+  keys: GatewayKey | readonly GatewayKey[],
+  sealed: ReadableStream<Uint8Array>,
+  options: OpenChunkedRequestOptions = {},
+): Promise<ChunkedGatewayExchange> {
+  const list = gatewayKeys(keys);
+  const maxChunkLength = checkMaxChunkLength(
+    options.maxChunkLength,
+    OpenError,
+    "open chunked request",
+  );
+  const reader = sealed.getReader();
+  try {
+    const { key, suite, header, enc, rest } = await readRequestPrefix(reader, list);
+    const setup = await setupGateway(key, suite, header, enc, CHUNKED_LABELS);
+    const request = openStream(rest, {
+      what: "request",
+      prefixLength: 0,
+      tagLength: suite.aead.tagLength,
+      maxChunkLength,
+      start: () =>
+        Promise.resolve(async (ciphertext, final) =>
+          view(
+            await setup.context.open(ciphertext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
+          )
+        ),
+    });
+    let used = false;
+    return {
+      keyId: setup.keyId,
+      suite,
+      request,
+      sealResponse(body) {
+        if (used) {
+          throw new SealError(
+            "already_used",
+            "Cannot seal chunked response: this exchange already sealed one",
+          );
+        }
+        used = true;
+        return sealGatewayResponse(body, setup, maxChunkLength, options.random ?? systemRandom);
+      },
+    };
+  } catch (error) {
+    await reader.cancel(error).catch(() => {});
+    throw error;
+  }
+}
+
+/** The start of a chunked request: the key and suite its header names, and what follows. */
+interface RequestPrefix {
+  readonly key: GatewayKey;
+  readonly suite: HpkeSuite;
+  /** The 7-byte header. */
+  readonly header: Uint8Array;
+  /** The encapsulated key. */
+  readonly enc: Uint8Array;
+  /** The rest of the stream: the sealed chunks. */
+  readonly rest: ReadableStream<Uint8Array>;
+}
+
+/**
+ * Reads `hdr ‖ enc` from the stream and finds the gateway key the header names, so an
+ * unknown key or suite is refused before any reply.
+ */
+async function readRequestPrefix(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  keys: readonly GatewayKey[],
+): Promise<RequestPrefix> {
+  const what = CHUNKED_LABELS.what;
+  const queue = new ByteQueue();
+  const fill = async (count: number): Promise<boolean> => {
+    while (queue.length < count) {
+      const { done, value } = await reader.read();
+      if (done) return false;
+      if (!(value instanceof Uint8Array)) {
+        throw new OpenError(
+          "malformed",
+          `Cannot open ${what}: the stream yielded ${typeof value}, expected bytes`,
+        );
+      }
+      queue.push(value);
+    }
+    return true;
+  };
+  if (!await fill(HEADER_LENGTH)) {
+    throw new OpenError(
+      "truncated",
+      `Cannot open ${what}: the stream ended after ${
+        bytesLabel(queue.length)
+      }, inside the ${HEADER_LENGTH}-byte header`,
+    );
+  }
+  const header = queue.take(HEADER_LENGTH).slice();
+  const { key, suite } = selectGatewayKey(keys, parseRequestHeader(header), what);
+  const encLength = prefixLength(suite.kem.id)! - HEADER_LENGTH;
+  if (!await fill(encLength)) {
+    throw new OpenError(
+      "truncated",
+      `Cannot open ${what}: the stream ended after ${
+        bytesLabel(HEADER_LENGTH + queue.length)
+      }, inside the ${suite.kem.encLength}-byte encapsulated key`,
+    );
+  }
+  const enc = queue.take(encLength).slice();
+  return { key, suite, header, enc, rest: prepend(queue.takeAll().slice(), reader) };
+}
+
+/** Seals the gateway's response: a fresh response nonce first, then the chunks. */
+function sealGatewayResponse(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  setup: GatewaySetup,
+  maxChunkLength: number,
+  random: RandomSource,
+): ReadableStream<Uint8Array> {
+  const { suite } = setup;
+  return sealStream(body, {
+    what: "response",
+    tagLength: suite.aead.tagLength,
+    maxChunkLength,
+    async start() {
+      let responseNonce: Uint8Array;
+      try {
+        responseNonce = randomBytes(random, responseNonceLength(suite), "response nonce");
+      } catch (cause) {
+        throw new SealError(
+          "crypto",
+          "Cannot seal chunked response: the random source failed",
+          { cause },
+        );
+      }
+      const keys = await deriveResponseKeys(
+        suite,
+        setup.context,
+        setup.enc,
+        responseNonce,
+        CHUNKED_LABELS.response,
+      );
+      let counter = 0;
+      return {
+        prefix: responseNonce,
+        seal: (plaintext, final) =>
+          keys.seal(chunkNonce(keys.nonce, counter++), plaintext, final ? FINAL_AAD : EMPTY),
+      };
+    },
+  });
+}
+
+/** Checks the `maxChunkLength` option: refused with the side's own error. */
+function checkMaxChunkLength(
+  value: number | undefined,
+  ErrorClass: typeof SealError | typeof OpenError,
+  action: string,
+): number {
+  const length = value ?? DEFAULT_MAX_CHUNK_LENGTH;
+  if (!Number.isInteger(length) || length < MIN_MAX_CHUNK_LENGTH || length > MAX_MAX_CHUNK_LENGTH) {
+    const message =
+      `Cannot ${action}: maxChunkLength must be an integer from ${MIN_MAX_CHUNK_LENGTH} to ${MAX_MAX_CHUNK_LENGTH}, found ${value}`;
+    throw ErrorClass === SealError
+      ? new SealError("invalid_input", message)
+      : new OpenError("malformed", message);
+  }
+  return length;
+}
