@@ -19,22 +19,31 @@ export const ALLOWED_METHODS = "GET, HEAD, OPTIONS";
 /** The media type of every JSON answer. */
 export const JSON_TYPE = "application/json; charset=utf-8";
 
+const BASE_HEADERS: readonly (readonly [string, string])[] = [
+  ["access-control-allow-origin", "*"],
+  ["access-control-expose-headers", "Retry-After"],
+  ["cache-control", "no-store"],
+  ["x-content-type-options", "nosniff"],
+];
+
 /** Sets the headers every answer carries. */
 export function setBaseHeaders(headers: Headers): void {
-  headers.set("access-control-allow-origin", "*");
-  headers.set("access-control-expose-headers", "Retry-After");
-  headers.set("cache-control", "no-store");
-  headers.set("x-content-type-options", "nosniff");
+  for (const [name, value] of BASE_HEADERS) headers.set(name, value);
 }
 
-/** A JSON answer from already-serialized bytes or text, with the headers of every answer. */
+/**
+ * A JSON answer from already-serialized bytes or text, with the headers of every answer and
+ * `extra` ones (e.g. `Retry-After`).
+ */
 export function jsonResponse(
   body: string | Uint8Array<ArrayBuffer>,
   status: number,
-  headers: Headers = new Headers(),
+  extra: readonly (readonly [string, string])[] = [],
 ): Response {
-  setBaseHeaders(headers);
-  headers.set("content-type", JSON_TYPE);
+  const headers = new Headers([...BASE_HEADERS, ["content-type", JSON_TYPE], ...extra] as [
+    string,
+    string,
+  ][]);
   return new Response(body, { status, headers });
 }
 
@@ -45,7 +54,9 @@ export function jsonResponse(
 export const everyAnswer: MiddlewareHandler = async (c, next) => {
   await next();
   const headers = c.res.headers;
-  setBaseHeaders(headers);
+  // The indexer's own answers (jsonResponse) carry them already; the layer's (the OPTIONS 204,
+  // the document) get them here.
+  if (!headers.has("cache-control")) setBaseHeaders(headers);
   if (c.req.method === "OPTIONS" && c.res.status === 204) {
     headers.set("access-control-allow-methods", headers.get("allow") ?? ALLOWED_METHODS);
     headers.set(

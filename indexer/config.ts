@@ -42,6 +42,7 @@
  */
 
 import type { Address } from "viem";
+import { z } from "zod";
 import type { ChainContracts } from "../chain/types.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import {
@@ -60,6 +61,22 @@ export type { BindAddress };
 /** A whole number of `unit` in `[min, max]`, worded for the indexer's help and errors. */
 function whole(min: number, max: number, unit: string): Kind<number> {
   return { ...integer({ min, max }), expected: `a whole number of ${unit}, ${min} to ${max}` };
+}
+
+/**
+ * The RPC URL: the shared `url()` kind (http or https), except that credentials are kept, as
+ * the indexer always accepted them: the chain client's `fetch` sends them as basic auth.
+ */
+function rpcUrl(): Kind<string> {
+  const shared = url();
+  const schema = z.string().transform((text, ctx) => {
+    const withoutCredentials = text.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^@/?#]*@/, "$1");
+    const result = shared.schema.safeParse(withoutCredentials);
+    if (result.success) return text.replace(/\/+$/, "");
+    ctx.addIssue({ code: "custom", message: result.error.issues[0].message });
+    return z.NEVER;
+  });
+  return { ...shared, schema };
 }
 
 /** A contract address (the settings kind, worded for the indexer). */
@@ -93,7 +110,7 @@ const SETTINGS = defineSettings({
     env: "NET_STATS_BIND",
     kind: bindAddress(),
     default: "127.0.0.1:8088",
-    help: "Listen address. Use port 0 for any free port.",
+    help: "Listen address ([::1]:8088 for IPv6). Use port 0 for any free port.",
   },
   refreshSecs: {
     flag: "refresh-secs",
@@ -133,7 +150,7 @@ const SETTINGS = defineSettings({
   },
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
-    kind: url(),
+    kind: rpcUrl(),
     default: "http://127.0.0.1:8545",
     help: "Any EVM JSON-RPC endpoint (http: or https:).",
   },

@@ -158,24 +158,24 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
   const viewOptions = options.views ?? {};
   const encoder = new TextEncoder();
   const cache = new WeakMap<Snapshot, Map<DataPath, Uint8Array<ArrayBuffer>>>();
-  const views: Record<DataPath, (snapshot: Snapshot) => unknown> = {
-    "/stats": statsView,
-    "/models": (snapshot) => modelsView(snapshot, viewOptions),
-    "/providers": (snapshot) => providersView(snapshot, viewOptions),
-  };
-  const body = (snapshot: Snapshot, path: DataPath): Uint8Array<ArrayBuffer> => {
+  const body = (snapshot: Snapshot, path: DataPath, view: (s: Snapshot) => unknown) => {
     let bodies = cache.get(snapshot);
     if (!bodies) cache.set(snapshot, bodies = new Map());
     let bytes = bodies.get(path);
-    if (!bytes) bodies.set(path, bytes = encoder.encode(JSON.stringify(views[path](snapshot))));
+    if (!bytes) bodies.set(path, bytes = encoder.encode(JSON.stringify(view(snapshot))));
     return bytes;
   };
-  const data = (path: DataPath, summary: string, description: string, schema: z.ZodType) =>
+  // The view's type is the declared schema's: the document and the body cannot drift.
+  const data = <S extends z.ZodType>(
+    path: DataPath,
+    text: { summary: string; description: string },
+    schema: S,
+    view: (snapshot: Snapshot) => z.infer<S>,
+  ) =>
     defineRoute({
       method: "get",
       path,
-      summary,
-      description,
+      ...text,
       responses: {
         200: { description: "The current snapshot's view.", content: json(schema) },
         503: UNAVAILABLE,
@@ -184,28 +184,37 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
         const state = options.state();
         const refused = refusal(state, clock());
         if (refused) throw refused;
-        return jsonResponse(body(state.snapshot!, path), 200);
+        return jsonResponse(body(state.snapshot!, path, view), 200);
       },
     });
   return [
     data(
       "/stats",
-      "Network summary",
-      "Providers registered, bonded and live-verified; stake; routers and their reports; " +
-        "TEE measurements; emission; capacity; rejected ads; settled volume.",
+      {
+        summary: "Network summary",
+        description: "Providers registered, bonded and live-verified; stake; routers and their " +
+          "reports; TEE measurements; emission; capacity; rejected ads; settled volume.",
+      },
       StatsSchema,
+      statsView,
     ),
     data(
       "/models",
-      "Models offered",
-      "One entry per model id served by live-verified providers, sorted by id.",
+      {
+        summary: "Models offered",
+        description: "One entry per model id served by live-verified providers, sorted by id.",
+      },
       ModelsSchema,
+      (snapshot) => modelsView(snapshot, viewOptions),
     ),
     data(
       "/providers",
-      "Live-verified providers",
-      "One entry per live-verified provider, sorted by address.",
+      {
+        summary: "Live-verified providers",
+        description: "One entry per live-verified provider, sorted by address.",
+      },
       ProvidersSchema,
+      (snapshot) => providersView(snapshot, viewOptions),
     ),
     defineRoute({
       method: "get",
@@ -225,10 +234,9 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
         const state = options.state();
         const now = clock();
         const refused = refusal(state, now);
-        const headers = new Headers();
-        if (refused) headers.set("retry-after", retryAfter(refused.retryAfterSecs));
         const health = JSON.stringify(healthView(state, now, refused));
-        return jsonResponse(health, refused ? 503 : 200, headers);
+        if (!refused) return jsonResponse(health, 200);
+        return jsonResponse(health, 503, [["retry-after", retryAfter(refused.retryAfterSecs)]]);
       },
     }),
   ];

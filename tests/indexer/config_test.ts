@@ -246,12 +246,14 @@ const KINDS: {
     good: [
       ["http://127.0.0.1:8545", "http://127.0.0.1:8545"],
       ["https://rpc.example.org/v2/key", "https://rpc.example.org/v2/key"],
+      // Basic-auth credentials are kept: the chain client's fetch sends them.
+      ["https://user:secret@rpc.example.org/", "https://user:secret@rpc.example.org"],
     ],
     bad: [
       ["ws://127.0.0.1:8545", "the scheme ws: is not accepted"],
       ["wss://rpc.example.org", "the scheme wss: is not accepted"],
       ["localhost:8545", "an http or https URL"],
-      ["https://user:secret@rpc.example.org", "credentials"],
+      ["ws://user:secret@rpc.example.org", "the scheme ws: is not accepted"],
       ["not a url", "not an absolute URL"],
     ],
   },
@@ -333,5 +335,11 @@ Deno.test("config: --help wins and documents every option", () => {
     assert.ok(INDEXER_HELP.includes(env), `--help lists ${env}`);
   }
   assert.match(INDEXER_HELP, /^ {2}-h, --help/m);
+  // docs/indexer.md lists the settings as --help prints them.
+  const docs = Deno.readTextFileSync(new URL("../../docs/indexer.md", import.meta.url));
+  assert.ok(
+    docs.includes(`\`\`\`\n${INDEXER_HELP.trimEnd()}\n\`\`\``),
+    "docs/indexer.md shows --help",
+  );
   assert.match(INDEXER_HELP, /GET \/stats, \/models, \/providers,\n\/health, and \/openapi\.json/);
 });
