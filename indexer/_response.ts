@@ -19,32 +19,36 @@ export const ALLOWED_METHODS = "GET, HEAD, OPTIONS";
 /** The media type of every JSON answer. */
 export const JSON_TYPE = "application/json; charset=utf-8";
 
-const BASE_HEADERS: readonly (readonly [string, string])[] = [
-  ["access-control-allow-origin", "*"],
-  ["access-control-expose-headers", "Retry-After"],
-  ["cache-control", "no-store"],
-  ["x-content-type-options", "nosniff"],
-];
+const BASE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "access-control-allow-origin": "*",
+  "access-control-expose-headers": "Retry-After",
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+});
+// A plain object: the cheapest form for `new Response` to read (this is the hot path of `/stats`).
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  ...BASE_HEADERS,
+  "content-type": JSON_TYPE,
+});
 
 /** Sets the headers every answer carries. */
 export function setBaseHeaders(headers: Headers): void {
-  for (const [name, value] of BASE_HEADERS) headers.set(name, value);
+  for (const [name, value] of Object.entries(BASE_HEADERS)) headers.set(name, value);
 }
 
 /**
  * A JSON answer from already-serialized bytes or text, with the headers of every answer and
- * `extra` ones (e.g. `Retry-After`).
+ * `extra` ones (e.g. `retry-after`).
  */
 export function jsonResponse(
   body: string | Uint8Array<ArrayBuffer>,
   status: number,
-  extra: readonly (readonly [string, string])[] = [],
+  extra?: Readonly<Record<string, string>>,
 ): Response {
-  const headers = new Headers([...BASE_HEADERS, ["content-type", JSON_TYPE], ...extra] as [
-    string,
-    string,
-  ][]);
-  return new Response(body, { status, headers });
+  return new Response(body, {
+    status,
+    headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
+  });
 }
 
 /**

@@ -236,7 +236,7 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
         const refused = refusal(state, now);
         const health = JSON.stringify(healthView(state, now, refused));
         if (!refused) return jsonResponse(health, 200);
-        return jsonResponse(health, 503, [["retry-after", retryAfter(refused.retryAfterSecs)]]);
+        return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
       },
     }),
   ];

@@ -80,15 +80,12 @@ function served(paths: readonly string[]): string {
 
 function layerError(error: HttpRequestError, request: Request, paths: readonly string[]) {
   const path = shortPath(new URL(request.url).pathname);
-  const headers: [string, string][] = [];
+  const headers: Record<string, string> = {};
   let message = error.shortMessage;
   if (error.reason === "not_found") {
     message = `No such path: ${path}; the indexer serves ${served(paths)}`;
   } else if (error.reason === "method_not_allowed") {
-    headers.push([
-      "allow",
-      error.allow.length ? [...error.allow, "OPTIONS"].join(", ") : ALLOWED_METHODS,
-    ]);
+    headers.allow = error.allow.length ? [...error.allow, "OPTIONS"].join(", ") : ALLOWED_METHODS;
     message = `Method ${request.method} is not allowed on ${path}; use GET`;
   }
   return jsonResponse(JSON.stringify(errorBody(error.reason, message)), error.status, headers);
@@ -102,9 +99,9 @@ export function errorResponse(
 ): Response {
   if (error instanceof HttpRequestError) return layerError(error, request, options.paths ?? PATHS);
   if (error instanceof IndexerRequestError) {
-    return jsonResponse(JSON.stringify(errorBody(error.code, error.shortMessage)), 503, [
-      ["retry-after", retryAfter(error.retryAfterSecs)],
-    ]);
+    return jsonResponse(JSON.stringify(errorBody(error.code, error.shortMessage)), 503, {
+      "retry-after": retryAfter(error.retryAfterSecs),
+    });
   }
   (options.log ?? ((message, e) => console.error(message, e)))(
     "indexer: unexpected failure while answering a request",
