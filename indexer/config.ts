@@ -1,8 +1,9 @@
 /**
- * The indexer's configuration from its command line and environment, parsed by a pure
- * function: flags win over environment variables, which win over defaults. A missing or
- * malformed value stops start-up with a message that names the flag or variable, shows the
- * value and says what was expected.
+ * The indexer's configuration from its command line and environment, declared once with the
+ * settings module (`settings/`): the parser, the typed values and `--help` come from the
+ * declarations. Flags win over environment variables, which win over defaults; an empty (or
+ * blank) variable counts as unset. A missing or malformed value stops start-up with a
+ * `SettingError` that names the flag or variable, shows the value and says what was expected.
  *
  * | flag                       | environment                   | default                     |
  * | -------------------------- | ----------------------------- | --------------------------- |
@@ -19,6 +20,9 @@
  * | —                          | `NET_EVM_REGISTRY`            | required                    |
  * | —                          | `NET_EVM_MULTICALL`           | unset: deployless multicall |
  * | `--help`, `-h`             |                               |                             |
+ *
+ * Beyond each value's own kind: `--stale-after-secs` is at least `--refresh-secs`, and every
+ * missing contract address is named at once.
  *
  * @example
  * ```ts
@@ -37,65 +41,153 @@
  * @module
  */
 
-import { type BindAddress, type BindAddressError, parseBindAddress } from "../io/bind_address.ts";
-import { parseArgs } from "node:util";
 import type { Address } from "viem";
+import { z } from "zod";
 import type { ChainContracts } from "../chain/types.ts";
-import { abbreviate } from "../errors.ts";
-import { IndexerConfigError } from "./errors.ts";
-
-/** The default listen address. */
-export const DEFAULT_STATS_BIND = "127.0.0.1:8088";
-/** The default refresh interval, in seconds. */
-export const DEFAULT_REFRESH_SECS = 30;
-/** The default RPC endpoint. */
-export const DEFAULT_RPC_URL = "http://127.0.0.1:8545";
-/** The default time allowed for one router's `GET /v1/ads`, in milliseconds. */
-export const DEFAULT_ROUTER_TIMEOUT_MS = 5_000;
-/** The default confirmation depth of the settlement scan, in blocks. */
-export const DEFAULT_CONFIRMATIONS = 12;
-
-/** The `--help` text. */
-export const INDEXER_HELP: string =
-  `net-consumer indexer: a read-only HTTP service that reports what the
-network can serve (GET /stats /models /providers /health). Every listed provider's
-live ad is checked against its on-chain ad commitment; when the chain or the routers
-are unreachable it answers 503, never stale numbers.
-
-Usage: deno run -A indexer/main.ts [options]     (or: deno task indexer [options])
-
-Options (each also read from the environment variable shown; a flag wins):
-  --bind <host:port>         Listen address. [NET_STATS_BIND] Default: ${DEFAULT_STATS_BIND}
-                             Use port 0 for any free port.
-  --refresh-secs <n>         Snapshot refresh interval in seconds, 1 to 86400.
-                             [NET_STATS_REFRESH_SECS] Default: ${DEFAULT_REFRESH_SECS}
-  --stale-after-secs <n>     A snapshot older than this is refused with 503 (the refresh
-                             loop is stuck); at least the refresh interval.
-                             [NET_STATS_STALE_AFTER_SECS] Default: twice the refresh interval.
-  --router-timeout-ms <n>    Time allowed for one router's GET /v1/ads, 100 to 600000.
-                             [NET_STATS_ROUTER_TIMEOUT_MS] Default: ${DEFAULT_ROUTER_TIMEOUT_MS}
-  --scan-from-block <n>      First block of the settlement scan (the Escrow's deployment
-                             block). [NET_STATS_SCAN_FROM_BLOCK] Default: 0
-  --confirmations <n>        Settlements count once this many blocks deep, 0 to 10000.
-                             [NET_STATS_CONFIRMATIONS] Default: ${DEFAULT_CONFIRMATIONS}
-  -h, --help                 Print this text.
-
-Environment only:
-  NET_EVM_RPC_URL            Any EVM JSON-RPC endpoint (http: or https:).
-                             Default: ${DEFAULT_RPC_URL}
-  NET_EVM_ESCROW             Escrow contract address (settled volume).           Required.
-  NET_EVM_STAKING            Canonical Staking contract address (stake).         Required.
-  NET_EVM_EMISSION           Emission contract address (schedule and totals).    Required.
-  NET_EVM_REGISTRY           Registry contract address (providers, validators,   Required.
-                             routers, approved TEE measurements).
-  NET_EVM_MULTICALL          A Multicall3-compatible contract on the chain.
-                             Default: unset (reads use viem's deployless multicall).
-
-Endpoints (JSON, Access-Control-Allow-Origin: *): GET /stats, /models, /providers, /health.
-See docs/indexer.md for every field and the error rules.
-`;
+import type { BindAddress } from "../io/bind_address.ts";
+import {
+  address,
+  bindAddress,
+  blockNumber,
+  defineSettings,
+  integer,
+  type Kind,
+  SettingError,
+  url,
+} from "../settings/mod.ts";
 
 export type { BindAddress };
+
+/** A whole number of `unit` in `[min, max]`, worded for the indexer's help and errors. */
+function whole(min: number, max: number, unit: string): Kind<number> {
+  return { ...integer({ min, max }), expected: `a whole number of ${unit}, ${min} to ${max}` };
+}
+
+/**
+ * The RPC URL: the shared `url()` kind (http or https), except that credentials are kept, as
+ * the indexer always accepted them: the chain client's `fetch` sends them as basic auth.
+ */
+function rpcUrl(): Kind<string> {
+  const shared = url();
+  const schema = z.string().transform((text, ctx) => {
+    const withoutCredentials = text.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^@/?#]*@/, "$1");
+    const result = shared.schema.safeParse(withoutCredentials);
+    if (result.success) return text.replace(/\/+$/, "");
+    ctx.addIssue({ code: "custom", message: result.error.issues[0].message });
+    return z.NEVER;
+  });
+  return { ...shared, schema };
+}
+
+/** A contract address (the settings kind, worded for the indexer). */
+function contract(): Kind<Address> {
+  return { ...address(), expected: "a contract address, 0x and 40 hex digits" };
+}
+
+const CONTRACTS = {
+  escrow: "NET_EVM_ESCROW",
+  staking: "NET_EVM_STAKING",
+  emission: "NET_EVM_EMISSION",
+  registry: "NET_EVM_REGISTRY",
+} as const;
+
+const SETTINGS = defineSettings({
+  summary: [
+    "net-consumer indexer: a read-only HTTP service that reports what the",
+    "network can serve (GET /stats /models /providers /health). Every listed provider's",
+    "live ad is checked against its on-chain ad commitment; when the chain or the routers",
+    "are unreachable it answers 503, never stale numbers.",
+  ].join("\n"),
+  usage: "Usage: deno run -A indexer/main.ts [options]     (or: deno task indexer [options])",
+  epilogue: [
+    "Endpoints (JSON, Access-Control-Allow-Origin: *): GET /stats, /models, /providers,",
+    "/health, and /openapi.json (their OpenAPI 3.1 document).",
+    "See docs/indexer.md for every field and the error rules.",
+  ].join("\n"),
+}, {
+  bind: {
+    flag: "bind",
+    env: "NET_STATS_BIND",
+    kind: bindAddress(),
+    default: "127.0.0.1:8088",
+    help: "Listen address ([::1]:8088 for IPv6). Use port 0 for any free port.",
+  },
+  refreshSecs: {
+    flag: "refresh-secs",
+    env: "NET_STATS_REFRESH_SECS",
+    kind: whole(1, 86_400, "seconds"),
+    default: "30",
+    help: "Snapshot refresh interval in seconds, 1 to 86400.",
+  },
+  staleAfterSecs: {
+    flag: "stale-after-secs",
+    env: "NET_STATS_STALE_AFTER_SECS",
+    kind: whole(1, 2 * 86_400, "seconds"),
+    defaultText: "twice the refresh interval.",
+    help: "A snapshot older than this is refused with 503 (the refresh loop is stuck); " +
+      "at least the refresh interval.",
+  },
+  routerTimeoutMs: {
+    flag: "router-timeout-ms",
+    env: "NET_STATS_ROUTER_TIMEOUT_MS",
+    kind: whole(100, 600_000, "milliseconds"),
+    default: "5000",
+    help: "Time allowed for one router's GET /v1/ads, 100 to 600000.",
+  },
+  scanFromBlock: {
+    flag: "scan-from-block",
+    env: "NET_STATS_SCAN_FROM_BLOCK",
+    kind: blockNumber(),
+    default: "0",
+    help: "First block of the settlement scan (the Escrow's deployment block).",
+  },
+  confirmations: {
+    flag: "confirmations",
+    env: "NET_STATS_CONFIRMATIONS",
+    kind: whole(0, 10_000, "blocks"),
+    default: "12",
+    help: "Settlements count once this many blocks deep, 0 to 10000.",
+  },
+  rpcUrl: {
+    env: "NET_EVM_RPC_URL",
+    kind: rpcUrl(),
+    default: "http://127.0.0.1:8545",
+    help: "Any EVM JSON-RPC endpoint (http: or https:).",
+  },
+  escrow: {
+    env: CONTRACTS.escrow,
+    kind: contract(),
+    required: true,
+    help: "Escrow contract address (settled volume).",
+  },
+  staking: {
+    env: CONTRACTS.staking,
+    kind: contract(),
+    required: true,
+    help: "Canonical Staking contract address (stake).",
+  },
+  emission: {
+    env: CONTRACTS.emission,
+    kind: contract(),
+    required: true,
+    help: "Emission contract address (schedule and totals).",
+  },
+  registry: {
+    env: CONTRACTS.registry,
+    kind: contract(),
+    required: true,
+    help: "Registry contract address (providers, validators, routers, approved TEE measurements).",
+  },
+  multicall: {
+    env: "NET_EVM_MULTICALL",
+    kind: contract(),
+    defaultText: "unset (reads use viem's deployless multicall).",
+    help: "A Multicall3-compatible contract on the chain.",
+  },
+});
+
+/** The `--help` text, generated from the declarations. */
+export const INDEXER_HELP: string = SETTINGS.help();
 
 /** The indexer's configuration. */
 export interface IndexerConfig {
@@ -124,199 +216,75 @@ export type ParsedIndexerArgs =
   | { readonly help: true; readonly text: string }
   | { readonly help: false; readonly config: IndexerConfig };
 
-type Source = { name: string; value: string };
-/** The environment the configuration is read from. */
-export type Env = Readonly<Record<string, string | undefined>>;
-
-function show(value: string): string {
-  return JSON.stringify(abbreviate(value, 100));
-}
-
-function parseBind(source: Source): BindAddress {
-  try {
-    return parseBindAddress(source.value);
-  } catch (error) {
-    throw new IndexerConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: ${
-        (error as BindAddressError).shortMessage
-      }; ` +
-        `expected host:port such as ${DEFAULT_STATS_BIND} or [::1]:8088`,
-    );
-  }
-}
-
-function parseInteger(source: Source, min: number, max: number, unit: string): number {
-  if (
-    !/^\d{1,15}$/.test(source.value) || Number(source.value) < min || Number(source.value) > max
-  ) {
-    throw new IndexerConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected a whole number of ${unit} ` +
-        `from ${min} to ${max}`,
-    );
-  }
-  return Number(source.value);
-}
-
-function parseBlock(source: Source): bigint {
-  if (!/^(0|[1-9][0-9]{0,19})$/.test(source.value)) {
-    throw new IndexerConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected a block number (a whole ` +
-        "number such as 0 or 1234567)",
-    );
-  }
-  return BigInt(source.value);
-}
-
-function parseRpcUrl(source: Source): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(source.value);
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
-    throw new IndexerConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected an http: or https: URL such ` +
-        `as ${DEFAULT_RPC_URL}`,
-    );
-  }
-  return source.value;
-}
-
-function parseAddress(source: Source): Address {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(source.value)) {
-    throw new IndexerConfigError(
-      source.name,
-      `Cannot use ${source.name} ${show(source.value)}: expected a contract address, 0x and ` +
-        "40 hex digits",
-    );
-  }
-  return source.value.toLowerCase() as Address;
-}
-
-const REQUIRED = [
-  ["NET_EVM_ESCROW", "escrow"],
-  ["NET_EVM_STAKING", "staking"],
-  ["NET_EVM_EMISSION", "emission"],
-  ["NET_EVM_REGISTRY", "registry"],
-] as const;
-
-function contractAddresses(env: Env): ChainContracts {
-  const missing = REQUIRED.filter(([name]) => (env[name] ?? "").trim() === "");
-  if (missing.length > 0) {
-    const names = missing.map(([name]) => name);
-    throw new IndexerConfigError(
-      names[0],
-      `Cannot start the indexer: ${names.join(", ")} ${
-        names.length === 1 ? "is" : "are"
-      } not set; expected the ${missing.map(([, what]) => what).join(", ")} contract address${
-        names.length === 1 ? "" : "es"
-      } (0x and 40 hex digits)`,
-    );
-  }
-  const address = (name: string) => parseAddress({ name, value: env[name]!.trim() });
-  return {
-    escrow: address("NET_EVM_ESCROW"),
-    staking: address("NET_EVM_STAKING"),
-    emission: address("NET_EVM_EMISSION"),
-    registry: address("NET_EVM_REGISTRY"),
-  };
+/** Every contract variable that is not set, named at once, or `undefined`. */
+function missingContracts(
+  env: Readonly<Record<string, string | undefined>>,
+): SettingError | undefined {
+  const missing = Object.entries(CONTRACTS).filter(([, name]) => (env[name] ?? "") === "");
+  if (missing.length === 0) return undefined;
+  const names = missing.map(([, name]) => name);
+  const one = names.length === 1;
+  return new SettingError(
+    names[0],
+    `Cannot start the indexer: ${names.join(", ")} ${one ? "is" : "are"} not set; expected ` +
+      `the ${missing.map(([what]) => what).join(", ")} contract address${one ? "" : "es"} ` +
+      "(0x and 40 hex digits)",
+  );
 }
 
 /**
  * Parses the indexer's flags and environment. Flags win over environment variables; an empty
- * environment variable counts as unset.
+ * or blank environment variable counts as unset.
  *
- * @throws {IndexerConfigError} naming the flag or variable, the value and what was expected.
+ * @throws {SettingError} naming the flag or variable, the value and what was expected.
  */
-export function parseIndexerConfig(args: readonly string[], env: Env): ParsedIndexerArgs {
-  let values: Record<string, string | boolean | undefined>;
+export function parseIndexerConfig(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ParsedIndexerArgs {
+  // A blank variable counts as unset, as an empty one does.
+  const set: Readonly<Record<string, string | undefined>> = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ""),
+  );
+  let parsed;
   try {
-    values = parseArgs({
-      args: [...args],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        bind: { type: "string" },
-        "refresh-secs": { type: "string" },
-        "stale-after-secs": { type: "string" },
-        "router-timeout-ms": { type: "string" },
-        "scan-from-block": { type: "string" },
-        confirmations: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }).values;
-  } catch (cause) {
-    throw new IndexerConfigError(
-      "arguments",
-      `Cannot parse the command line: ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-  if (values.help) return { help: true, text: INDEXER_HELP };
-
-  const pick = (flag: string, variable: string): Source | undefined => {
-    const fromFlag = values[flag];
-    if (typeof fromFlag === "string") return { name: `--${flag}`, value: fromFlag.trim() };
-    const fromEnv = env[variable];
-    if (fromEnv !== undefined && fromEnv.trim() !== "") {
-      return { name: variable, value: fromEnv.trim() };
+    parsed = SETTINGS.parse(args, set);
+  } catch (error) {
+    const contractVariables: readonly string[] = Object.values(CONTRACTS);
+    if (error instanceof SettingError && contractVariables.includes(error.setting)) {
+      throw missingContracts(set) ?? error;
     }
-    return undefined;
-  };
-
-  const bindSource = pick("bind", "NET_STATS_BIND");
-  const refreshSource = pick("refresh-secs", "NET_STATS_REFRESH_SECS");
-  const staleSource = pick("stale-after-secs", "NET_STATS_STALE_AFTER_SECS");
-  const timeoutSource = pick("router-timeout-ms", "NET_STATS_ROUTER_TIMEOUT_MS");
-  const fromSource = pick("scan-from-block", "NET_STATS_SCAN_FROM_BLOCK");
-  const depthSource = pick("confirmations", "NET_STATS_CONFIRMATIONS");
-  const rpcValue = env.NET_EVM_RPC_URL?.trim();
-
-  const bind = bindSource ? parseBind(bindSource) : parseBind({
-    name: "default",
-    value: DEFAULT_STATS_BIND,
-  });
-  const refreshSecs = refreshSource
-    ? parseInteger(refreshSource, 1, 86_400, "seconds")
-    : DEFAULT_REFRESH_SECS;
-  const staleAfterSecs = staleSource
-    ? parseInteger(staleSource, 1, 2 * 86_400, "seconds")
-    : 2 * refreshSecs;
-  if (staleAfterSecs < refreshSecs) {
-    throw new IndexerConfigError(
-      staleSource!.name,
-      `Cannot use ${staleSource!.name} ${staleAfterSecs}: it is shorter than the refresh ` +
-        `interval (${refreshSecs} s), so every snapshot would be refused before the next one; ` +
-        `expected at least ${refreshSecs}`,
+    throw error;
+  }
+  if (parsed.help) return parsed;
+  const { values, sources } = parsed;
+  const staleAfterSecs = values.staleAfterSecs ?? 2 * values.refreshSecs;
+  if (staleAfterSecs < values.refreshSecs) {
+    const name = sources.staleAfterSecs.name;
+    throw new SettingError(
+      name,
+      `Cannot use ${name} "${staleAfterSecs}": it is shorter than the refresh interval ` +
+        `(${values.refreshSecs} s), so every snapshot would be refused before the next one; ` +
+        `expected at least ${values.refreshSecs}`,
     );
   }
-  const rpcUrl = rpcValue
-    ? parseRpcUrl({ name: "NET_EVM_RPC_URL", value: rpcValue })
-    : DEFAULT_RPC_URL;
-  const multicallValue = env.NET_EVM_MULTICALL?.trim();
   return {
     help: false,
     config: {
-      bind,
-      refreshSecs,
+      bind: values.bind,
+      refreshSecs: values.refreshSecs,
       staleAfterSecs,
-      routerTimeoutMs: timeoutSource
-        ? parseInteger(timeoutSource, 100, 600_000, "milliseconds")
-        : DEFAULT_ROUTER_TIMEOUT_MS,
-      scanFromBlock: fromSource ? parseBlock(fromSource) : 0n,
-      confirmations: depthSource
-        ? parseInteger(depthSource, 0, 10_000, "blocks")
-        : DEFAULT_CONFIRMATIONS,
-      rpcUrl,
-      contracts: contractAddresses(env),
-      multicall: multicallValue
-        ? parseAddress({ name: "NET_EVM_MULTICALL", value: multicallValue })
-        : null,
+      routerTimeoutMs: values.routerTimeoutMs,
+      scanFromBlock: values.scanFromBlock,
+      confirmations: values.confirmations,
+      rpcUrl: values.rpcUrl,
+      contracts: {
+        escrow: values.escrow,
+        staking: values.staking,
+        emission: values.emission,
+        registry: values.registry,
+      },
+      multicall: values.multicall ?? null,
     },
   };
 }

@@ -1,26 +1,12 @@
 /**
- * The errors of the indexer: one subclass of {@linkcode NetError} per operation, each with a
- * literal `name` and a `reason` (or `setting`) for callers that branch. `http_error.ts` turns
- * them into HTTP answers in one place.
+ * The errors of the indexer, one per operation, each a {@linkcode ReasonError} over its own
+ * union of reasons with a literal `name`. A bad flag or variable is the settings module's
+ * `SettingError`; `http_error.ts` turns everything into HTTP answers in one place.
  *
  * @module
  */
 
-import { NetError, type NetErrorOptions } from "../errors.ts";
-
-/** Thrown by {@linkcode parseIndexerConfig} for a bad flag or environment value. */
-export class IndexerConfigError extends NetError {
-  /** The error's name, a literal to tell it apart. */
-  override readonly name = "IndexerConfigError" as const;
-  /** The flag or variable at fault, e.g. `--refresh-secs` or `NET_EVM_REGISTRY`. */
-  readonly setting: string;
-
-  /** Creates the error for `setting`. */
-  constructor(setting: string, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, { hints: ["Run with --help to see every option."], ...options });
-    this.setting = setting;
-  }
-}
+import { type NetErrorOptions, ReasonError } from "../errors.ts";
 
 /** Why a router's `GET /v1/ads` could not be used. */
 export type RouterAdsFailure =
@@ -41,18 +27,10 @@ export type RouterAdsFailure =
   /** The JSON is not the envelope of `docs/protocol.md` §2 (`{"ads": [...]}`, ≤ 10,000). */
   | "invalid_envelope";
 
-/** Thrown by {@linkcode fetchRouterAds}. */
-export class RouterAdsError extends NetError {
+/** Thrown by `fetchRouterAds` (`router_ads.ts`). */
+export class RouterAdsError extends ReasonError<RouterAdsFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "RouterAdsError" as const;
-  /** Machine-readable reason. */
-  readonly reason: RouterAdsFailure;
-
-  /** Creates the error with its reason. */
-  constructor(reason: RouterAdsFailure, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
 /** Why a snapshot could not be taken. */
@@ -69,28 +47,19 @@ export type SnapshotFailure =
   | "internal";
 
 /**
- * Why a refresh failed. {@linkcode buildSnapshot} throws it; the refresher records it in the
- * state (`lastError`), from which the handler answers 503.
+ * Why a refresh failed. `buildSnapshot` throws it; the refresher records it in the state
+ * (`lastError`), from which the handler answers 503.
  */
-export class SnapshotError extends NetError {
+export class SnapshotError extends ReasonError<SnapshotFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "SnapshotError" as const;
-  /** Machine-readable reason. */
-  readonly reason: SnapshotFailure;
-
-  /** Creates the error with its reason. */
-  constructor(reason: SnapshotFailure, shortMessage: string, options: NetErrorOptions = {}) {
-    super(shortMessage, options);
-    this.reason = reason;
-  }
 }
 
-/** Why the indexer refused a request. */
+/**
+ * Why the indexer cannot answer a data path now (a 503 with `Retry-After`). Unknown paths and
+ * methods are the HTTP layer's `HttpRequestError`.
+ */
 export type IndexerRequestFailure =
-  /** No such path. */
-  | "not_found"
-  /** The path exists, the method does not (only GET, HEAD and OPTIONS do). */
-  | "method_not_allowed"
   /** No snapshot has been taken yet (start-up). */
   | "no_snapshot"
   /** The last refresh failed: the chain or all routers are unreachable, or the chain's data is bad. */
@@ -98,28 +67,33 @@ export type IndexerRequestFailure =
   /** The last snapshot is older than its freshness bound (the refresh loop is stuck). */
   | "stale";
 
-/** Thrown by the indexer's request handler; `http_error.ts` renders it. */
-export class IndexerRequestError extends NetError {
+/** Options of {@linkcode IndexerRequestError}. */
+export interface IndexerRequestErrorOptions extends NetErrorOptions {
+  /** The code shown to the client. @default {the reason} */
+  code?: string;
+  /** Seconds after which a retry may succeed (`Retry-After`). */
+  retryAfterSecs: number;
+}
+
+/** Thrown by the indexer's request handler when it cannot serve; `http_error.ts` renders it. */
+export class IndexerRequestError extends ReasonError<IndexerRequestFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "IndexerRequestError" as const;
-  /** Machine-readable reason. */
-  readonly reason: IndexerRequestFailure;
   /**
    * The error code shown to the client: the reason, or for `unavailable` the snapshot
    * failure (`chain_unreachable`, `routers_unreachable`, ...).
    */
   readonly code: string;
-  /** Seconds after which a retry may succeed (`Retry-After`), for the 503 reasons. */
-  readonly retryAfterSecs: number | undefined;
+  /** Seconds after which a retry may succeed (`Retry-After`). */
+  readonly retryAfterSecs: number;
 
-  /** Creates the error. */
+  /** Creates the error; the code and `Retry-After` are what the client sees. */
   constructor(
     reason: IndexerRequestFailure,
     shortMessage: string,
-    options: NetErrorOptions & { code?: string; retryAfterSecs?: number } = {},
+    options: IndexerRequestErrorOptions,
   ) {
-    super(shortMessage, options);
-    this.reason = reason;
+    super(reason, shortMessage, options);
     this.code = options.code ?? reason;
     this.retryAfterSecs = options.retryAfterSecs;
   }

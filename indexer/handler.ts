@@ -1,20 +1,23 @@
 /**
- * The indexer's request handler: a pure function of the current {@linkcode IndexerState} and
- * the clock. It never fetches anything; the refresher (`refresher.ts`) replaces the state.
+ * The indexer's HTTP service, on the project's HTTP layer (`http/`): four routes, each declared
+ * once with the schemas of its answers, from which the OpenAPI 3.1 document at
+ * `GET /openapi.json` is generated. The handlers are pure functions of the current
+ * {@linkcode IndexerState} and the clock: they never fetch anything; the refresher
+ * (`refresher.ts`) replaces the state.
  *
- * | path         | answer                                                                |
- * | ------------ | --------------------------------------------------------------------- |
- * | `/stats`     | the network summary ({@linkcode StatsView})                           |
- * | `/models`    | `{"models": [...]}` ({@linkcode ModelView})                           |
- * | `/providers` | `{"providers": [...]}` ({@linkcode ProviderView})                     |
- * | `/health`    | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
- * | `/openapi.json` | the OpenAPI 3.1 document of these endpoints ({@linkcode INDEXER_OPENAPI}) |
+ * | path            | answer                                                                |
+ * | --------------- | --------------------------------------------------------------------- |
+ * | `/stats`        | the network summary                                                   |
+ * | `/models`       | `{"models": [...]}`                                                   |
+ * | `/providers`    | `{"providers": [...]}`                                                |
+ * | `/health`       | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/openapi.json` | the generated OpenAPI 3.1 document of these endpoints                 |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
  * what is unreachable) before the first snapshot, after a failed refresh, and when the
  * snapshot is older than `staleAfterSecs` — never an older snapshot. Every answer carries
- * `Access-Control-Allow-Origin: *`; `OPTIONS` answers preflights with 204; `HEAD` works on
- * every path; other methods are 405, unknown paths 404.
+ * `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers preflights with 204;
+ * `HEAD` works on every path; other methods are 405, unknown paths 404 (`http_error.ts`).
  *
  * Bodies are serialized once per snapshot and reused.
  *
@@ -32,24 +35,25 @@
  * @module
  */
 
-import { ALLOWED_METHODS, baseHeaders, jsonResponse } from "./_response.ts";
+import { createService, defineRoute, json, type Route, type Service, type z } from "../http/mod.ts";
+import { VERSION } from "../version.ts";
+import { everyAnswer, jsonResponse } from "./_response.ts";
+import {
+  AllowHeaders,
+  ErrorSchema,
+  HealthSchema,
+  ModelsSchema,
+  ProvidersSchema,
+  RetryAfterHeaders,
+  StatsSchema,
+} from "./_schemas.ts";
 import { IndexerRequestError } from "./errors.ts";
-import { errorResponse } from "./http_error.ts";
-import { INDEXER_OPENAPI } from "./openapi.ts";
+import { errorResponse, retryAfter } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
-import {
-  modelsView,
-  type ModelView,
-  providersView,
-  type ProviderView,
-  snapshotView,
-  type StatsView,
-  statsView,
-  type ViewOptions,
-} from "./views.ts";
+import { healthView, modelsView, providersView, statsView, type ViewOptions } from "./views.ts";
 
-/** Options of {@linkcode createIndexerHandler}. */
+/** Options of {@linkcode createIndexerService} and {@linkcode createIndexerHandler}. */
 export interface IndexerHandlerOptions {
   /** Returns the current state (e.g. `() => refresher.state`). */
   state: () => IndexerState;
@@ -72,47 +76,6 @@ export interface IndexerHandlerOptions {
    */
   log?: (message: string, error: unknown) => void;
 }
-
-/** The `/health` body. */
-export interface HealthView {
-  /** `ok` (serving), `starting` (no snapshot yet), `unavailable` (last refresh failed), `stale`. */
-  status: "ok" | "starting" | "unavailable" | "stale";
-  /** The process answers: always `true`. */
-  live: true;
-  /** Whether the data endpoints answer 200 now. */
-  serving: boolean;
-  /** Why they do not (the same code and message as their 503), else `null`. */
-  error: { code: string; message: string } | null;
-  /** When the last successful snapshot was taken (RFC 3339), even if no longer served. */
-  last_snapshot_at: string | null;
-  /** When the last refresh started. */
-  last_attempt_at: string | null;
-  /** The most recent refresh failure, kept after later successes. */
-  last_error: { code: string; message: string; at: string } | null;
-  /** The snapshot being served, with its age in seconds; `null` when not serving. */
-  snapshot: (ReturnType<typeof snapshotView> & { age_secs: number }) | null;
-  /** Routers of the served snapshot. */
-  routers: { total: number; reachable: number } | null;
-  /** The refresh interval, seconds. */
-  refresh_secs: number;
-  /** The freshness bound, seconds. */
-  stale_after_secs: number;
-  /** When the next refresh is due, when the loop runs. */
-  next_refresh_at: string | null;
-  /** Whether a refresh runs now. */
-  refreshing: boolean;
-  /** The settlement index: last block counted, rescans from the start block. */
-  settlements: {
-    scanned_to_block: string | null;
-    rescans: number;
-    last_rescan: { at: string; reason: string } | null;
-  };
-}
-
-type DataPath = "/stats" | "/models" | "/providers";
-const DATA_PATHS: ReadonlySet<string> = new Set(["/stats", "/models", "/providers"]);
-const encoder = new TextEncoder();
-const OPENAPI_BODY = encoder.encode(JSON.stringify(INDEXER_OPENAPI));
 
 /** Why the data endpoints cannot answer now, or `null` when they can. */
 function refusal(state: IndexerState, now: Date): IndexerRequestError | null {
@@ -147,139 +110,181 @@ function refusal(state: IndexerState, now: Date): IndexerRequestError | null {
   return null;
 }
 
-function healthView(
-  state: IndexerState,
-  now: Date,
-  refused: IndexerRequestError | null,
-): HealthView {
-  const serving = refused === null ? state.snapshot : null;
-  const iso = (date: Date | null) => (date ? date.toISOString() : null);
-  return {
-    status: refused === null
-      ? "ok"
-      : refused.reason === "stale"
-      ? "stale"
-      : refused.reason === "no_snapshot"
-      ? "starting"
-      : "unavailable",
-    live: true,
-    serving: refused === null,
-    error: refused ? { code: refused.code, message: refused.shortMessage } : null,
-    last_snapshot_at: iso(state.lastSnapshotAt),
-    last_attempt_at: iso(state.lastAttemptAt),
-    last_error: state.lastError
-      ? {
-        code: state.lastError.code,
-        message: state.lastError.message,
-        at: state.lastError.at.toISOString(),
-      }
-      : null,
-    snapshot: serving
-      ? {
-        ...snapshotView(serving),
-        age_secs: Math.max(0, Math.floor((now.getTime() - serving.takenAt.getTime()) / 1000)),
-      }
-      : null,
-    routers: serving
-      ? {
-        total: serving.routers.length,
-        reachable: serving.routers.filter((r) => r.reachable).length,
-      }
-      : null,
-    refresh_secs: state.refreshSecs,
-    stale_after_secs: state.staleAfterSecs,
-    next_refresh_at: iso(state.nextRefreshAt),
-    refreshing: state.refreshing,
-    settlements: {
-      scanned_to_block: serving?.settlements.scannedTo != null
-        ? String(serving.settlements.scannedTo)
-        : null,
-      rescans: state.rescans.count,
-      last_rescan: state.rescans.last
-        ? { at: state.rescans.last.at.toISOString(), reason: state.rescans.last.reason }
-        : null,
-    },
+const UNAVAILABLE = {
+  description: "No fresh snapshot: before the first refresh (`no_snapshot`), after a failed " +
+    "refresh (`chain_unreachable`, `chain_error`, `routers_unreachable`, `internal`) or when " +
+    "the snapshot is older than the freshness bound (`stale`). Never stale data.",
+  headers: RetryAfterHeaders,
+  content: json(ErrorSchema),
+};
+
+/** The answers the layer gives on any path, documented on every operation. */
+const COMMON_RESPONSES = {
+  404: { description: "No such path.", content: json(ErrorSchema) },
+  405: {
+    description: "The path exists; only GET, HEAD and OPTIONS do.",
+    headers: AllowHeaders,
+    content: json(ErrorSchema),
+  },
+  414: { description: "The URL is too long.", content: json(ErrorSchema) },
+  431: { description: "The headers are too large.", content: json(ErrorSchema) },
+  500: {
+    description: "An unexpected failure, logged; the message is generic.",
+    content: json(ErrorSchema),
+  },
+};
+
+const INFO = {
+  title: "net-consumer indexer",
+  version: VERSION,
+  description: "Read-only statistics of the network: supply, stake, emission, settled volume.\n\n" +
+    "Every listed provider is bonded on chain and served by a router with an ad whose " +
+    "keccak256(JCS(ad)) equals its on-chain commitment. When no fresh snapshot exists the " +
+    "data endpoints answer 503 with `Retry-After`, never stale numbers.\n\n" +
+    "Conventions: token amounts, prices, block numbers, epochs and timestamps read from " +
+    "chain are decimal strings; counts are JSON numbers; addresses and hashes are lower-case " +
+    "0x hex; times are RFC 3339 UTC.\n\n" +
+    "Every answer carries `Access-Control-Allow-Origin: *`, `Cache-Control: no-store` and " +
+    "`X-Content-Type-Options: nosniff`. `HEAD` answers like `GET` without a body; `OPTIONS` " +
+    "on a known path is a CORS preflight (204). An unknown path is answered with the " +
+    "`NotFound` response, another method on a known path with `MethodNotAllowed`.",
+};
+
+type DataPath = "/stats" | "/models" | "/providers";
+
+/** The routes, over the state and a per-snapshot body cache. */
+function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+  const clock = options.clock ?? (() => new Date());
+  const viewOptions = options.views ?? {};
+  const encoder = new TextEncoder();
+  const cache = new WeakMap<Snapshot, Map<DataPath, Uint8Array<ArrayBuffer>>>();
+  const body = (snapshot: Snapshot, path: DataPath, view: (s: Snapshot) => unknown) => {
+    let bodies = cache.get(snapshot);
+    if (!bodies) cache.set(snapshot, bodies = new Map());
+    let bytes = bodies.get(path);
+    if (!bytes) bodies.set(path, bytes = encoder.encode(JSON.stringify(view(snapshot))));
+    return bytes;
   };
+  // The view's type is the declared schema's: the document and the body cannot drift.
+  const data = <S extends z.ZodType>(
+    path: DataPath,
+    text: { summary: string; description: string },
+    schema: S,
+    view: (snapshot: Snapshot) => z.infer<S>,
+  ) =>
+    defineRoute({
+      method: "get",
+      path,
+      ...text,
+      responses: {
+        200: { description: "The current snapshot's view.", content: json(schema) },
+        503: UNAVAILABLE,
+      },
+      handler: () => {
+        const state = options.state();
+        const refused = refusal(state, clock());
+        if (refused) throw refused;
+        return jsonResponse(body(state.snapshot!, path, view), 200);
+      },
+    });
+  return [
+    data(
+      "/stats",
+      {
+        summary: "Network summary",
+        description: "Providers registered, bonded and live-verified; stake; routers and their " +
+          "reports; TEE measurements; emission; capacity; rejected ads; settled volume.",
+      },
+      StatsSchema,
+      statsView,
+    ),
+    data(
+      "/models",
+      {
+        summary: "Models offered",
+        description: "One entry per model id served by live-verified providers, sorted by id.",
+      },
+      ModelsSchema,
+      (snapshot) => modelsView(snapshot, viewOptions),
+    ),
+    data(
+      "/providers",
+      {
+        summary: "Live-verified providers",
+        description: "One entry per live-verified provider, sorted by address.",
+      },
+      ProvidersSchema,
+      (snapshot) => providersView(snapshot, viewOptions),
+    ),
+    defineRoute({
+      method: "get",
+      path: "/health",
+      summary: "Readiness",
+      description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
+        "when not. The body is the same shape either way; `live: true` says the process is up.",
+      responses: {
+        200: { description: "Serving fresh data.", content: json(HealthSchema) },
+        503: {
+          description: "Not serving now; the body says why.",
+          headers: RetryAfterHeaders,
+          content: json(HealthSchema),
+        },
+      },
+      handler: () => {
+        const state = options.state();
+        const now = clock();
+        const refused = refusal(state, now);
+        const health = JSON.stringify(healthView(state, now, refused));
+        if (!refused) return jsonResponse(health, 200);
+        return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
+      },
+    }),
+  ];
+}
+
+/** The document's responses for answers no operation owns (unknown paths and methods). */
+function registerUnownedResponses(service: Service): void {
+  const error = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+  const registry = service.app.openAPIRegistry;
+  registry.registerComponent("responses", "NotFound", {
+    description: "No such path.",
+    content: error,
+  });
+  registry.registerComponent("responses", "MethodNotAllowed", {
+    description: "The path exists; only GET, HEAD and OPTIONS do.",
+    headers: {
+      Allow: {
+        description: "The methods of the path.",
+        required: true,
+        schema: { type: "string", const: "GET, HEAD, OPTIONS" },
+      },
+    },
+    content: error,
+  });
 }
 
 /**
- * Builds the indexer's request handler over the current state.
+ * Builds the indexer's service over the current state: its route table, its generated
+ * OpenAPI document and its `fetch`.
  */
+export function createIndexerService(options: IndexerHandlerOptions): Service {
+  const routes = indexerRoutes(options);
+  const paths = [...routes.map((route) => route.path), "/openapi.json"];
+  const service = createService({
+    info: INFO,
+    routes,
+    middleware: [everyAnswer],
+    commonResponses: COMMON_RESPONSES,
+    renderError: (error, c) => errorResponse(error, c.req.raw, { paths, log: options.log }),
+  });
+  registerUnownedResponses(service);
+  return service;
+}
+
+/** Builds the indexer's request handler over the current state. */
 export function createIndexerHandler(
   options: IndexerHandlerOptions,
 ): (req: Request) => Promise<Response> {
-  const clock = options.clock ?? (() => new Date());
-  const viewOptions = options.views ?? {};
-  const cache = new WeakMap<Snapshot, Map<DataPath, Uint8Array<ArrayBuffer>>>();
-  const render = (snapshot: Snapshot, path: DataPath): Uint8Array<ArrayBuffer> => {
-    let bodies = cache.get(snapshot);
-    if (!bodies) cache.set(snapshot, bodies = new Map());
-    let body = bodies.get(path);
-    if (!body) {
-      const view: StatsView | { models: ModelView[] } | { providers: ProviderView[] } =
-        path === "/stats"
-          ? statsView(snapshot)
-          : path === "/models"
-          ? modelsView(snapshot, viewOptions)
-          : providersView(snapshot, viewOptions);
-      body = encoder.encode(JSON.stringify(view));
-      bodies.set(path, body);
-    }
-    return body;
-  };
-
-  const answer = (req: Request): Response => {
-    const path = new URL(req.url).pathname;
-    const known = path === "/health" || path === "/openapi.json" || DATA_PATHS.has(path);
-    if (!known) {
-      throw new IndexerRequestError(
-        "not_found",
-        `No such path: ${path.length > 100 ? `${path.slice(0, 100)}…` : path}; the indexer ` +
-          "serves GET /stats, /models, /providers, /health and /openapi.json",
-      );
-    }
-    if (req.method === "OPTIONS") {
-      const headers = baseHeaders();
-      headers.set("allow", ALLOWED_METHODS);
-      headers.set("access-control-allow-methods", ALLOWED_METHODS);
-      headers.set(
-        "access-control-allow-headers",
-        req.headers.get("access-control-request-headers") ?? "*",
-      );
-      headers.set("access-control-max-age", "86400");
-      return new Response(null, { status: 204, headers });
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      throw new IndexerRequestError(
-        "method_not_allowed",
-        `Method ${req.method} is not allowed on ${path}; use GET`,
-      );
-    }
-    if (path === "/openapi.json") return jsonResponse(OPENAPI_BODY, 200);
-    const state = options.state();
-    const now = clock();
-    const refused = refusal(state, now);
-    if (path === "/health") {
-      const headers = baseHeaders();
-      if (refused) headers.set("retry-after", String(Math.ceil(refused.retryAfterSecs ?? 1)));
-      const health = healthView(state, now, refused);
-      return jsonResponse(JSON.stringify(health), refused ? 503 : 200, headers);
-    }
-    if (refused) throw refused;
-    return jsonResponse(render(state.snapshot!, path as DataPath), 200);
-  };
-
-  return (req: Request): Promise<Response> => {
-    let response: Response;
-    try {
-      response = answer(req);
-    } catch (error) {
-      response = errorResponse(error, { log: options.log });
-    }
-    if (req.method === "HEAD" && response.body) {
-      void response.body.cancel();
-      response = new Response(null, { status: response.status, headers: response.headers });
-    }
-    return Promise.resolve(response);
-  };
+  const service = createIndexerService(options);
+  return (req) => service.fetch(req);
 }

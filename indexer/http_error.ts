@@ -1,17 +1,19 @@
 /**
- * Errors become HTTP answers in exactly this one place. The body is the network's error shape
- * (`docs/protocol.md` §0): `{"error": {"code": "<snake_case>", "message": "…"}}`.
+ * Errors become HTTP answers in exactly this one place (the service's `renderError`). The body
+ * is the network's error shape (`docs/protocol.md` §0):
+ * `{"error": {"code": "<snake_case>", "message": "…"}}`.
  *
- * | reason               | status | code                                                        |
- * | -------------------- | ------ | ----------------------------------------------------------- |
- * | `not_found`          | 404    | `not_found`                                                 |
- * | `method_not_allowed` | 405    | `method_not_allowed` (with `Allow`)                         |
- * | `no_snapshot`        | 503    | `no_snapshot` (with `Retry-After`)                          |
- * | `unavailable`        | 503    | the refresh failure: `chain_unreachable`, `chain_error`, `routers_unreachable`, `internal` (with `Retry-After`) |
- * | `stale`              | 503    | `stale` (with `Retry-After`)                                |
+ * | error                                       | status | code                                |
+ * | ------------------------------------------- | ------ | ----------------------------------- |
+ * | `HttpRequestError` `not_found`              | 404    | `not_found` (naming the served paths) |
+ * | `HttpRequestError` `method_not_allowed`     | 405    | `method_not_allowed` (with `Allow`) |
+ * | `HttpRequestError` `url_too_long`, `headers_too_large`, … | 414, 431, … | the reason |
+ * | `IndexerRequestError` `no_snapshot`         | 503    | `no_snapshot` (with `Retry-After`)  |
+ * | `IndexerRequestError` `unavailable`         | 503    | the refresh failure: `chain_unreachable`, `chain_error`, `routers_unreachable`, `internal` (with `Retry-After`) |
+ * | `IndexerRequestError` `stale`               | 503    | `stale` (with `Retry-After`)        |
  *
  * Anything else is logged and becomes a 500 `internal_error` with a generic message:
- * internals never leak.
+ * internals never leak. Every answer carries the headers of `_response.ts` (CORS included).
  *
  * @example
  * ```ts
@@ -23,6 +25,7 @@
  *     code: "chain_unreachable",
  *     retryAfterSecs: 30,
  *   }),
+ *   new Request("http://127.0.0.1:8088/stats"),
  * );
  * console.assert(response.status === 503 && response.headers.get("retry-after") === "30");
  * ```
@@ -30,21 +33,18 @@
  * @module
  */
 
-import { ALLOWED_METHODS, baseHeaders, jsonResponse } from "./_response.ts";
-import { IndexerRequestError, type IndexerRequestFailure } from "./errors.ts";
-
-/** The HTTP status of each request failure. */
-export const REQUEST_ERROR_STATUS: Readonly<Record<IndexerRequestFailure, number>> = Object
-  .freeze({
-    not_found: 404,
-    method_not_allowed: 405,
-    no_snapshot: 503,
-    unavailable: 503,
-    stale: 503,
-  });
+import { HttpRequestError } from "../http/mod.ts";
+import { ALLOWED_METHODS, jsonResponse } from "./_response.ts";
+import { IndexerRequestError } from "./errors.ts";
 
 /** Options of {@linkcode errorResponse}. */
 export interface ErrorResponseOptions {
+  /**
+   * The paths the indexer serves, named by the 404 message.
+   *
+   * @default {["/stats", "/models", "/providers", "/health", "/openapi.json"]}
+   */
+  paths?: readonly string[];
   /**
    * Receives every error that becomes a 500.
    *
@@ -52,6 +52,8 @@ export interface ErrorResponseOptions {
    */
   log?: (message: string, error: unknown) => void;
 }
+
+const PATHS = ["/stats", "/models", "/providers", "/health", "/openapi.json"];
 
 /** The JSON error body of the network's services. */
 export function errorBody(
@@ -61,29 +63,54 @@ export function errorBody(
   return { error: { code, message } };
 }
 
-/** Renders any thrown value as the indexer's HTTP answer (CORS header included). */
-export function errorResponse(error: unknown, options: ErrorResponseOptions = {}): Response {
-  const headers = baseHeaders();
-  if (!(error instanceof IndexerRequestError)) {
-    (options.log ?? ((message, e) => console.error(message, e)))(
-      "indexer: unexpected failure while answering a request",
-      error,
-    );
-    return jsonResponse(
-      JSON.stringify(
-        errorBody("internal_error", "The indexer failed unexpectedly; the details are in its log"),
-      ),
-      500,
-      headers,
-    );
+/** `Retry-After` in whole seconds, at least 1. */
+export function retryAfter(secs: number): string {
+  return String(Math.max(1, Math.ceil(secs)));
+}
+
+function shortPath(path: string): string {
+  return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+}
+
+function served(paths: readonly string[]): string {
+  return paths.length > 1
+    ? `GET ${paths.slice(0, -1).join(", ")} and ${paths.at(-1)}`
+    : `GET ${paths.join("")}`;
+}
+
+function layerError(error: HttpRequestError, request: Request, paths: readonly string[]) {
+  const path = shortPath(new URL(request.url).pathname);
+  const headers: Record<string, string> = {};
+  let message = error.shortMessage;
+  if (error.reason === "not_found") {
+    message = `No such path: ${path}; the indexer serves ${served(paths)}`;
+  } else if (error.reason === "method_not_allowed") {
+    headers.allow = error.allow.length ? [...error.allow, "OPTIONS"].join(", ") : ALLOWED_METHODS;
+    message = `Method ${request.method} is not allowed on ${path}; use GET`;
   }
-  if (error.reason === "method_not_allowed") headers.set("allow", ALLOWED_METHODS);
-  if (error.retryAfterSecs !== undefined) {
-    headers.set("retry-after", String(Math.max(1, Math.ceil(error.retryAfterSecs))));
+  return jsonResponse(JSON.stringify(errorBody(error.reason, message)), error.status, headers);
+}
+
+/** Renders any thrown value as the indexer's HTTP answer to `request`. */
+export function errorResponse(
+  error: unknown,
+  request: Request,
+  options: ErrorResponseOptions = {},
+): Response {
+  if (error instanceof HttpRequestError) return layerError(error, request, options.paths ?? PATHS);
+  if (error instanceof IndexerRequestError) {
+    return jsonResponse(JSON.stringify(errorBody(error.code, error.shortMessage)), 503, {
+      "retry-after": retryAfter(error.retryAfterSecs),
+    });
   }
+  (options.log ?? ((message, e) => console.error(message, e)))(
+    "indexer: unexpected failure while answering a request",
+    error,
+  );
   return jsonResponse(
-    JSON.stringify(errorBody(error.code, error.shortMessage)),
-    REQUEST_ERROR_STATUS[error.reason],
-    headers,
+    JSON.stringify(
+      errorBody("internal_error", "The indexer failed unexpectedly; the details are in its log"),
+    ),
+    500,
   );
 }

@@ -6,14 +6,12 @@
  * is too old, the data endpoints answer 503 — never stale or invented numbers.
  *
  * - {@linkcode Refresher}: the snapshot loop (chain pinned to one block, routers' ads in
- *   parallel, settlements indexed incrementally); single flight.
- * - {@linkcode createIndexerHandler}: the pure request handler over the refresher's state.
- * - {@linkcode buildSnapshot}, {@linkcode verifyEntry}, {@linkcode fetchRouterAds}: the
- *   steps of a refresh, usable on their own.
- * - {@linkcode statsView}, {@linkcode modelsView}, {@linkcode providersView}: the JSON bodies.
- * - {@linkcode reputation}: the reputation rule.
+ *   parallel, settlements indexed incrementally); single flight. Its
+ *   {@linkcode IndexerState} holds the current {@linkcode Snapshot}.
+ * - {@linkcode createIndexerHandler}: the pure request handler over the refresher's state;
+ *   {@linkcode createIndexerService}: the same service with its route table and its OpenAPI
+ *   3.1 document (generated from the route declarations, served at `GET /openapi.json`).
  * - {@linkcode parseIndexerConfig}: flags and environment (`indexer/main.ts` runs it all).
- * - {@linkcode INDEXER_OPENAPI}: the OpenAPI 3.1 document, served at `GET /openapi.json`.
  *
  * `docs/indexer.md` documents every field, the error rules and the reputation formula.
  *
@@ -50,15 +48,26 @@
  * @module
  */
 
-export * from "./config.ts";
-export * from "./errors.ts";
-export * from "./handler.ts";
-export * from "./http_error.ts";
-export * from "./openapi.ts";
-export * from "./refresher.ts";
-export * from "./reputation.ts";
-export * from "./router_ads.ts";
-export * from "./snapshot.ts";
-export * from "./state.ts";
-export * from "./verify_entry.ts";
-export * from "./views.ts";
+export {
+  type BindAddress,
+  type IndexerConfig,
+  type ParsedIndexerArgs,
+  parseIndexerConfig,
+} from "./config.ts";
+export type { RouterAdsFailure, SnapshotFailure } from "./errors.ts";
+export {
+  createIndexerHandler,
+  createIndexerService,
+  type IndexerHandlerOptions,
+} from "./handler.ts";
+export { Refresher, type RefresherOptions } from "./refresher.ts";
+export type {
+  LiveProvider,
+  RejectionExample,
+  RouterReport,
+  SettlementIndex,
+  Snapshot,
+} from "./snapshot.ts";
+export { type IndexerState, initialState, type RefreshFailure, type Rescan } from "./state.ts";
+export type { Capacity, Metrics, RejectionReason } from "./verify_entry.ts";
+export type { ViewOptions } from "./views.ts";

@@ -1,6 +1,8 @@
 /**
- * The JSON bodies of `/stats`, `/models` and `/providers`, rendered from a {@linkcode Snapshot}
- * by pure functions. Field names are the contract (`docs/indexer.md` documents each one).
+ * The JSON bodies of `/stats`, `/models`, `/providers` (rendered from a {@linkcode Snapshot})
+ * and `/health` (from the indexer's state), by pure functions. Field names are the contract
+ * (`docs/indexer.md` documents each one); the types are inferred from the schemas the routes
+ * declare (`_schemas.ts`), so the generated OpenAPI document and the bodies cannot drift.
  *
  * Conventions (`docs/protocol.md` §0): token amounts, prices, block numbers, epochs, times and
  * every other `uint256` read from chain are decimal strings; counts the indexer makes
@@ -17,12 +19,25 @@
  * @module
  */
 
+import type { z } from "zod";
 import { comparePrices } from "../chain/ad.ts";
 import type { SettlementBucket } from "../chain/settlements.ts";
 import type { ProviderTier } from "../chain/types.ts";
+import type {
+  EpochVolumeSchema,
+  HealthSchema,
+  ModelSchema,
+  ModelsSchema,
+  ProviderSchema,
+  ProvidersSchema,
+  RouterSchema,
+  SnapshotSchema,
+  StatsSchema,
+} from "./_schemas.ts";
+import type { IndexerRequestError } from "./errors.ts";
 import { meanReputation, reputation, REPUTATION_EPOCHS } from "./reputation.ts";
 import type { Snapshot } from "./snapshot.ts";
-import type { Capacity, Metrics, RejectionReason } from "./verify_entry.ts";
+import type { IndexerState } from "./state.ts";
 
 /** The default number of epochs (the current one included) in a provider's `settled.epochs`. */
 export const RECENT_EPOCHS = 8;
@@ -44,149 +59,23 @@ export interface ViewOptions {
 }
 
 /** Which block and when: the `snapshot` object of every data body. */
-export interface SnapshotView {
-  /** Block number, decimal. */
-  block_number: string;
-  /** Block hash. */
-  block_hash: string;
-  /** Block timestamp, Unix seconds, decimal. */
-  block_timestamp: string;
-  /** When the refresh that took the snapshot started, RFC 3339. */
-  taken_at: string;
-}
-
+export type SnapshotView = z.infer<typeof SnapshotSchema>;
 /** One router in `/stats`. */
-export interface RouterView {
-  /** Router id (address). */
-  id: string;
-  /** URL as stored on chain. */
-  url: string;
-  /** Answered with a valid envelope. */
-  reachable: boolean;
-  /** Why not (`unreachable`, `timeout`, `status`, `too_large`, ...), else `null`. */
-  error: { code: string; message: string } | null;
-  /** Entries listed. */
-  entries: number;
-  /** Entries verified. */
-  accepted: number;
-  /** Rejected entries by reason. */
-  rejected: Record<RejectionReason, number>;
-  /** The first few rejections with their messages. */
-  rejected_examples: { provider: string | null; reason: RejectionReason; message: string }[];
-}
-
+export type RouterView = z.infer<typeof RouterSchema>;
 /** The `/stats` body. */
-export interface StatsView {
-  /** Registered, bonded and live-verified provider counts. */
-  providers: { registered: number; bonded: number; live_verified: number };
-  /** Validator count. */
-  validators: number;
-  /** Total stake in the Staking contract, decimal. */
-  staked_security: string;
-  /** The minimum bond of a provider, decimal. */
-  min_provider_bond: string;
-  /** Router counts and each router's report. */
-  routers: { total: number; reachable: number; list: RouterView[] };
-  /** Approved TEE measurement ids. */
-  tee_measurements: string[];
-  /** Emission totals and schedule. */
-  emission: {
-    total_emitted: string;
-    cap: string;
-    current_epoch: string;
-    current_epoch_reward: string;
-    emitted_epochs: string;
-    schedule: {
-      rule: "halving";
-      genesis_time: string;
-      epoch_length: string;
-      initial_reward: string;
-      halving_interval: string;
-    };
-  };
-  /** Sum of the live-verified providers' capacity. */
-  capacity: Capacity;
-  /** Distinct models served by live-verified providers. */
-  models: number;
-  /** Rejected router entries. */
-  rejected_ads: { total: number; by_reason: Record<RejectionReason, number> };
-  /** The settlement index. */
-  settlements: {
-    scanned_to_block: string | null;
-    confirmations: number;
-    amount: string;
-    tokens: string;
-    count: number;
-  };
-  /** Which block and when. */
-  snapshot: SnapshotView;
-}
-
-/** A price pair (smallest token unit per 1M tokens, decimal). */
-export interface PriceView {
-  /** Input price. */
-  input: string;
-  /** Output price. */
-  output: string;
-}
-
+export type StatsView = z.infer<typeof StatsSchema>;
 /** One entry of `/models`. */
-export interface ModelView {
-  /** `maker/model`. */
-  model: string;
-  /** The cheapest offer (`docs/protocol.md` §1 rule) and who makes it. */
-  cheapest_price: PriceView & { provider: string; tier: ProviderTier };
-  /** Live-verified providers serving it. */
-  providers: number;
-  /** Of those, per tier. */
-  tiers: Record<ProviderTier, number>;
-  /** Mean reputation of those providers, or `null`. */
-  reputation: number | null;
-  /** Mean observed tokens/sec of those providers, 2 decimals. */
-  tokens_per_sec: number;
-  /** Largest context length offered. */
-  context_length: number;
-}
-
+export type ModelView = z.infer<typeof ModelSchema>;
+/** The `/models` body. */
+export type ModelsView = z.infer<typeof ModelsSchema>;
 /** Settled volume of one epoch. */
-export interface EpochVolumeView {
-  /** The epoch, decimal. */
-  epoch: string;
-  /** Settled amount, decimal. */
-  amount: string;
-  /** Settled tokens, decimal. */
-  tokens: string;
-  /** Number of settlements. */
-  settlements: number;
-}
-
+export type EpochVolumeView = z.infer<typeof EpochVolumeSchema>;
 /** One entry of `/providers`. */
-export interface ProviderView {
-  /** Provider address. */
-  provider: string;
-  /** Tier. */
-  tier: ProviderTier;
-  /** Stake in the Staking contract, decimal. */
-  stake: string;
-  /** The serving key (the Registry's trust root). */
-  serving_key: string;
-  /** The on-chain ad commitment the ad matched. */
-  ad_commitment: string;
-  /** Where gateways reach it. */
-  endpoint: string;
-  /** Its models, in ad order. */
-  models: { model: string; prices: PriceView; context_length: number }[];
-  /** Live capacity. */
-  capacity: Capacity;
-  /** Live metrics. */
-  metrics: Metrics;
-  /** Routers that verified it. */
-  routers: string[];
-  /** Recent settled volume per epoch (oldest first, zeros included) and the all-time total. */
-  settled: { epochs: EpochVolumeView[]; total: Omit<EpochVolumeView, "epoch"> };
-  /** Reputation (`reputation.ts`), or `null`. */
-  reputation: number | null;
-}
+export type ProviderView = z.infer<typeof ProviderSchema>;
+/** The `/providers` body. */
+export type ProvidersView = z.infer<typeof ProvidersSchema>;
+/** The `/health` body. */
+export type HealthView = z.infer<typeof HealthSchema>;
 
 /** The `snapshot` object. */
 export function snapshotView(snapshot: Snapshot): SnapshotView {
@@ -287,7 +176,7 @@ function providerReputation(
 }
 
 /** The `/models` body: one entry per model id, sorted by id. */
-export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): { models: ModelView[] } {
+export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): ModelsView {
   interface Offer {
     provider: string;
     tier: ProviderTier;
@@ -359,7 +248,7 @@ function volume(buckets: readonly SettlementBucket[]): Omit<EpochVolumeView, "ep
 export function providersView(
   snapshot: Snapshot,
   options: ViewOptions = {},
-): { providers: ProviderView[] } {
+): ProvidersView {
   const recent = BigInt(options.recentEpochs ?? RECENT_EPOCHS);
   const current = snapshot.chain.emission.currentEpoch;
   const first = current - recent + 1n > 0n ? current - recent + 1n : 0n;
@@ -390,5 +279,61 @@ export function providersView(
         reputation: providerReputation(snapshot, address, options),
       };
     }),
+  };
+}
+
+function healthStatus(refused: IndexerRequestError | null): HealthView["status"] {
+  if (refused === null) return "ok";
+  if (refused.reason === "stale") return "stale";
+  return refused.reason === "no_snapshot" ? "starting" : "unavailable";
+}
+
+/**
+ * The `/health` body: the state, and why the data paths cannot answer now (`refused`, or
+ * `null` when they can).
+ */
+export function healthView(
+  state: IndexerState,
+  now: Date,
+  refused: IndexerRequestError | null,
+): HealthView {
+  const serving = refused === null ? state.snapshot : null;
+  const iso = (date: Date | null) => (date ? date.toISOString() : null);
+  const { lastError, rescans } = state;
+  return {
+    status: healthStatus(refused),
+    live: true,
+    serving: refused === null,
+    error: refused ? { code: refused.code, message: refused.shortMessage } : null,
+    last_snapshot_at: iso(state.lastSnapshotAt),
+    last_attempt_at: iso(state.lastAttemptAt),
+    last_error: lastError
+      ? { code: lastError.code, message: lastError.message, at: lastError.at.toISOString() }
+      : null,
+    snapshot: serving
+      ? {
+        ...snapshotView(serving),
+        age_secs: Math.max(0, Math.floor((now.getTime() - serving.takenAt.getTime()) / 1000)),
+      }
+      : null,
+    routers: serving
+      ? {
+        total: serving.routers.length,
+        reachable: serving.routers.filter((r) => r.reachable).length,
+      }
+      : null,
+    refresh_secs: state.refreshSecs,
+    stale_after_secs: state.staleAfterSecs,
+    next_refresh_at: iso(state.nextRefreshAt),
+    refreshing: state.refreshing,
+    settlements: {
+      scanned_to_block: serving?.settlements.scannedTo != null
+        ? String(serving.settlements.scannedTo)
+        : null,
+      rescans: rescans.count,
+      last_rescan: rescans.last
+        ? { at: rescans.last.at.toISOString(), reason: rescans.last.reason }
+        : null,
+    },
   };
 }

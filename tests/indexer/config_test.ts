@@ -1,6 +1,12 @@
+/**
+ * The indexer's settings: defaults, every flag and variable, precedence, the cross-field rules,
+ * a table of good and bad values per kind (each through its flag and its variable), and a
+ * `--help` generated from the declarations that lists every flag and variable.
+ */
+
 import assert from "node:assert/strict";
 import { INDEXER_HELP, type IndexerConfig, parseIndexerConfig } from "../../indexer/config.ts";
-import { IndexerConfigError } from "../../indexer/errors.ts";
+import { SettingError } from "../../settings/mod.ts";
 
 const CONTRACTS = {
   NET_EVM_ESCROW: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
@@ -24,8 +30,8 @@ function refuses(
   assert.throws(
     () => parseIndexerConfig(args, { ...CONTRACTS, ...env }),
     (error: unknown) => {
-      assert.ok(error instanceof IndexerConfigError, String(error));
-      assert.equal(error.name, "IndexerConfigError");
+      assert.ok(error instanceof SettingError, String(error));
+      assert.equal(error.name, "SettingError");
       assert.equal(error.setting, setting, error.message);
       for (const fragment of fragments) {
         assert.ok(error.shortMessage.includes(fragment), `${error.shortMessage} ∌ ${fragment}`);
@@ -124,7 +130,8 @@ Deno.test("config: a missing contract address stops start-up and names every mis
   assert.throws(
     () => parseIndexerConfig([], {}),
     (error: unknown) =>
-      error instanceof IndexerConfigError &&
+      error instanceof SettingError &&
+      error.setting === "NET_EVM_ESCROW" &&
       error.shortMessage.includes(
         "NET_EVM_ESCROW, NET_EVM_STAKING, NET_EVM_EMISSION, NET_EVM_REGISTRY are not set",
       ),
@@ -136,22 +143,25 @@ Deno.test("config: malformed values are refused with the value and what was expe
     [[], { NET_EVM_STAKING: "0x1234" }, "NET_EVM_STAKING", ['"0x1234"', "40 hex digits"]],
     [[], { NET_EVM_ESCROW: "escrow" }, "NET_EVM_ESCROW", ['"escrow"', "contract address"]],
     [[], { NET_EVM_MULTICALL: "0xzz" }, "NET_EVM_MULTICALL", ['"0xzz"']],
-    [[], { NET_EVM_RPC_URL: "ws://127.0.0.1:8545" }, "NET_EVM_RPC_URL", ["http: or https:"]],
+    [[], { NET_EVM_RPC_URL: "ws://127.0.0.1:8545" }, "NET_EVM_RPC_URL", [
+      "the scheme ws: is not accepted",
+      "an http or https URL",
+    ]],
     [[], { NET_EVM_RPC_URL: "localhost:8545" }, "NET_EVM_RPC_URL", ['"localhost:8545"']],
     [["--bind", "8088"], {}, "--bind", ['"8088"', "host:port"]],
     [["--bind", "127.0.0.1:70000"], {}, "--bind", ["above 65535"]],
     [[], { NET_STATS_BIND: "[127.0.0.1]:80" }, "NET_STATS_BIND", ["IPv6"]],
-    [["--refresh-secs", "0"], {}, "--refresh-secs", ['"0"', "from 1 to 86400"]],
+    [["--refresh-secs", "0"], {}, "--refresh-secs", ['"0"', "1 to 86400"]],
     [["--refresh-secs", "1.5"], {}, "--refresh-secs", ['"1.5"', "whole number"]],
     [[], { NET_STATS_REFRESH_SECS: "thirty" }, "NET_STATS_REFRESH_SECS", ['"thirty"']],
     [["--refresh-secs", "30", "--stale-after-secs", "20"], {}, "--stale-after-secs", [
       "shorter than the refresh interval",
       "at least 30",
     ]],
-    [["--router-timeout-ms", "5"], {}, "--router-timeout-ms", ["from 100 to 600000"]],
+    [["--router-timeout-ms", "5"], {}, "--router-timeout-ms", ["100 to 600000"]],
     [["--scan-from-block=-1"], {}, "--scan-from-block", ['"-1"', "block number"]],
     [["--scan-from-block", "0x10"], {}, "--scan-from-block", ['"0x10"']],
-    [["--confirmations", "10001"], {}, "--confirmations", ["from 0 to 10000"]],
+    [["--confirmations", "10001"], {}, "--confirmations", ["0 to 10000"]],
   ];
   for (const [args, env, setting, fragments] of table) refuses(args, env, setting, fragments);
 });
@@ -160,6 +170,133 @@ Deno.test("config: unknown flags and stray arguments are refused", () => {
   refuses(["--port", "80"], {}, "arguments", ["--port"]);
   refuses(["serve"], {}, "arguments", ["serve"]);
   refuses(["--refresh-secs"], {}, "arguments", ["--refresh-secs"]);
+});
+
+/** Good and bad values of each kind, with the value each good one becomes. */
+const KINDS: {
+  kind: string;
+  flag?: string;
+  env: string;
+  read: (config: IndexerConfig) => unknown;
+  good: [string, unknown][];
+  bad: [string, string][];
+}[] = [
+  {
+    kind: "bind address",
+    flag: "--bind",
+    env: "NET_STATS_BIND",
+    read: (c) => c.bind,
+    good: [
+      ["127.0.0.1:8088", { hostname: "127.0.0.1", port: 8088 }],
+      ["[::1]:0", { hostname: "::1", port: 0 }],
+      ["0.0.0.0:65535", { hostname: "0.0.0.0", port: 65535 }],
+      ["localhost:80", { hostname: "localhost", port: 80 }],
+    ],
+    bad: [
+      ["8088", "host:port"],
+      ["127.0.0.1:65536", "above 65535"],
+      ["[127.0.0.1]:80", "IPv6"],
+      ["127.0.0.1", "host:port"],
+    ],
+  },
+  {
+    kind: "seconds, 1 to 86400",
+    flag: "--refresh-secs",
+    env: "NET_STATS_REFRESH_SECS",
+    read: (c) => c.refreshSecs,
+    good: [["1", 1], ["30", 30], ["86400", 86400]],
+    bad: [["0", "1 to 86400"], ["86401", "1 to 86400"], ["1.5", "whole number"], ["-1", "whole"]],
+  },
+  {
+    kind: "seconds, at least the refresh interval",
+    flag: "--stale-after-secs",
+    env: "NET_STATS_STALE_AFTER_SECS",
+    read: (c) => c.staleAfterSecs,
+    good: [["30", 30], ["172800", 172800]],
+    bad: [["29", "shorter than the refresh interval"], ["172801", "1 to 172800"], ["x", "whole"]],
+  },
+  {
+    kind: "milliseconds, 100 to 600000",
+    flag: "--router-timeout-ms",
+    env: "NET_STATS_ROUTER_TIMEOUT_MS",
+    read: (c) => c.routerTimeoutMs,
+    good: [["100", 100], ["600000", 600000]],
+    bad: [["99", "100 to 600000"], ["600001", "100 to 600000"], ["5s", "whole number"]],
+  },
+  {
+    kind: "block number",
+    flag: "--scan-from-block",
+    env: "NET_STATS_SCAN_FROM_BLOCK",
+    read: (c) => c.scanFromBlock,
+    good: [["0", 0n], ["1234567", 1234567n], ["99999999999999999999", 99999999999999999999n]],
+    bad: [["-1", "block number"], ["0x10", "block number"], ["1e3", "block number"]],
+  },
+  {
+    kind: "blocks, 0 to 10000",
+    flag: "--confirmations",
+    env: "NET_STATS_CONFIRMATIONS",
+    read: (c) => c.confirmations,
+    good: [["0", 0], ["10000", 10000]],
+    bad: [["10001", "0 to 10000"], ["twelve", "whole number"]],
+  },
+  {
+    kind: "RPC URL (http or https)",
+    env: "NET_EVM_RPC_URL",
+    read: (c) => c.rpcUrl,
+    good: [
+      ["http://127.0.0.1:8545", "http://127.0.0.1:8545"],
+      ["https://rpc.example.org/v2/key", "https://rpc.example.org/v2/key"],
+      // Basic-auth credentials are kept: the chain client's fetch sends them.
+      ["https://user:secret@rpc.example.org/", "https://user:secret@rpc.example.org"],
+    ],
+    bad: [
+      ["ws://127.0.0.1:8545", "the scheme ws: is not accepted"],
+      ["wss://rpc.example.org", "the scheme wss: is not accepted"],
+      ["localhost:8545", "an http or https URL"],
+      ["ws://user:secret@rpc.example.org", "the scheme ws: is not accepted"],
+      ["not a url", "not an absolute URL"],
+    ],
+  },
+  {
+    kind: "contract address",
+    env: "NET_EVM_REGISTRY",
+    read: (c) => c.contracts.registry,
+    good: [
+      ["0x5FbDB2315678afecb367f032d93F642f64180aa3", "0x5fbdb2315678afecb367f032d93f642f64180aa3"],
+    ],
+    bad: [
+      ["0x1234", "40 hex digits"],
+      ["registry", "contract address"],
+      [`0x${"g".repeat(40)}`, "40 hex digits"],
+      [`0x${"a".repeat(41)}`, "40 hex digits"],
+    ],
+  },
+  {
+    kind: "optional contract address",
+    env: "NET_EVM_MULTICALL",
+    read: (c) => c.multicall,
+    good: [
+      ["0xcA11bde05977b3631167028862bE2a173976CA11", "0xca11bde05977b3631167028862be2a173976ca11"],
+      ["", null],
+    ],
+    bad: [["0xzz", "40 hex digits"]],
+  },
+];
+
+Deno.test("config: a table of good and bad values per kind, through flags and variables", () => {
+  for (const { kind, flag, env, read, good, bad } of KINDS) {
+    for (const [value, expected] of good) {
+      assert.deepEqual(read(config([], { [env]: value })), expected, `${kind}: ${env}=${value}`);
+      if (flag) {
+        assert.deepEqual(read(config([flag, value])), expected, `${kind}: ${flag} ${value}`);
+      }
+    }
+    for (const [value, fragment] of bad) {
+      // --stale-after-secs is checked against the default refresh interval (30 s).
+      refuses([], { [env]: value }, env, [JSON.stringify(value).slice(0, 20), fragment]);
+      if (flag) refuses([`${flag}=${value}`], {}, flag, [fragment]);
+    }
+  }
 });
 
 Deno.test("config: --help wins and documents every option", () => {
@@ -192,4 +329,17 @@ Deno.test("config: --help wins and documents every option", () => {
   ) {
     assert.ok(INDEXER_HELP.includes(name), `--help mentions ${name}`);
   }
+  // Every flag and variable of the table, and the endpoints the program serves.
+  for (const { flag, env } of KINDS) {
+    if (flag) assert.match(INDEXER_HELP, new RegExp(`^  ${flag} <`, "m"), `--help lists ${flag}`);
+    assert.ok(INDEXER_HELP.includes(env), `--help lists ${env}`);
+  }
+  assert.match(INDEXER_HELP, /^ {2}-h, --help/m);
+  // docs/indexer.md lists the settings as --help prints them.
+  const docs = Deno.readTextFileSync(new URL("../../docs/indexer.md", import.meta.url));
+  assert.ok(
+    docs.includes(`\`\`\`\n${INDEXER_HELP.trimEnd()}\n\`\`\``),
+    "docs/indexer.md shows --help",
+  );
+  assert.match(INDEXER_HELP, /GET \/stats, \/models, \/providers,\n\/health, and \/openapi\.json/);
 });
