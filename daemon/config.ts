@@ -50,9 +50,9 @@ import {
   defineSettings,
   integer,
   list,
+  rpcUrl,
   SettingError,
   text,
-  url,
 } from "../settings/mod.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
 import { parseOriginPatterns } from "./hygiene.ts";
@@ -227,7 +227,7 @@ const SETTINGS = defineSettings({
   },
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
-    kind: url(),
+    kind: rpcUrl(),
     help: "EVM JSON-RPC endpoint (http: or https:); with NET_EVM_REGISTRY and " +
       "NET_EVM_STAKING, the approved measurements, the providers' trust roots and ad " +
       "commitments (Registry) and their bonds (Staking) are read from the chain, and a " +

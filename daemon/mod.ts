@@ -91,6 +91,7 @@ export {
   type ParsedDaemonArgs,
 } from "./config.ts";
 export { SettingError } from "../settings/mod.ts";
+export type { OpenApiDocument, Service } from "../http/mod.ts";
 export { createDaemon, type CreateDaemonOptions, type Daemon } from "./daemon.ts";
 export {
   type AddGatewayOptions,

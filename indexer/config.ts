@@ -42,7 +42,6 @@
  */
 
 import type { Address } from "viem";
-import { z } from "zod";
 import type { ChainContracts } from "../chain/types.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import {
@@ -52,32 +51,11 @@ import {
   defineSettings,
   integer,
   type Kind,
+  rpcUrl,
   SettingError,
-  url,
 } from "../settings/mod.ts";
 
 export type { BindAddress };
-
-/** A whole number of `unit` in `[min, max]`, worded for the indexer's help and errors. */
-function whole(min: number, max: number, unit: string): Kind<number> {
-  return { ...integer({ min, max }), expected: `a whole number of ${unit}, ${min} to ${max}` };
-}
-
-/**
- * The RPC URL: the shared `url()` kind (http or https), except that credentials are kept, as
- * the indexer always accepted them: the chain client's `fetch` sends them as basic auth.
- */
-function rpcUrl(): Kind<string> {
-  const shared = url();
-  const schema = z.string().transform((text, ctx) => {
-    const withoutCredentials = text.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^@/?#]*@/, "$1");
-    const result = shared.schema.safeParse(withoutCredentials);
-    if (result.success) return text.replace(/\/+$/, "");
-    ctx.addIssue({ code: "custom", message: result.error.issues[0].message });
-    return z.NEVER;
-  });
-  return { ...shared, schema };
-}
 
 /** A contract address (the settings kind, worded for the indexer). */
 function contract(): Kind<Address> {
@@ -115,14 +93,14 @@ const SETTINGS = defineSettings({
   refreshSecs: {
     flag: "refresh-secs",
     env: "NET_STATS_REFRESH_SECS",
-    kind: whole(1, 86_400, "seconds"),
+    kind: integer({ min: 1, max: 86_400, unit: "seconds" }),
     default: "30",
     help: "Snapshot refresh interval in seconds, 1 to 86400.",
   },
   staleAfterSecs: {
     flag: "stale-after-secs",
     env: "NET_STATS_STALE_AFTER_SECS",
-    kind: whole(1, 2 * 86_400, "seconds"),
+    kind: integer({ min: 1, max: 2 * 86_400, unit: "seconds" }),
     defaultText: "twice the refresh interval.",
     help: "A snapshot older than this is refused with 503 (the refresh loop is stuck); " +
       "at least the refresh interval.",
@@ -130,7 +108,7 @@ const SETTINGS = defineSettings({
   routerTimeoutMs: {
     flag: "router-timeout-ms",
     env: "NET_STATS_ROUTER_TIMEOUT_MS",
-    kind: whole(100, 600_000, "milliseconds"),
+    kind: integer({ min: 100, max: 600_000, unit: "milliseconds" }),
     default: "5000",
     help: "Time allowed for one router's GET /v1/ads, 100 to 600000.",
   },
@@ -144,7 +122,7 @@ const SETTINGS = defineSettings({
   confirmations: {
     flag: "confirmations",
     env: "NET_STATS_CONFIRMATIONS",
-    kind: whole(0, 10_000, "blocks"),
+    kind: integer({ min: 0, max: 10_000, unit: "blocks" }),
     default: "12",
     help: "Settlements count once this many blocks deep, 0 to 10000.",
   },
@@ -220,7 +198,7 @@ export type ParsedIndexerArgs =
 function missingContracts(
   env: Readonly<Record<string, string | undefined>>,
 ): SettingError | undefined {
-  const missing = Object.entries(CONTRACTS).filter(([, name]) => (env[name] ?? "") === "");
+  const missing = Object.entries(CONTRACTS).filter(([, name]) => (env[name] ?? "").trim() === "");
   if (missing.length === 0) return undefined;
   const names = missing.map(([, name]) => name);
   const one = names.length === 1;
@@ -242,17 +220,13 @@ export function parseIndexerConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): ParsedIndexerArgs {
-  // A blank variable counts as unset, as an empty one does.
-  const set: Readonly<Record<string, string | undefined>> = Object.fromEntries(
-    Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ""),
-  );
   let parsed;
   try {
-    parsed = SETTINGS.parse(args, set);
+    parsed = SETTINGS.parse(args, env);
   } catch (error) {
     const contractVariables: readonly string[] = Object.values(CONTRACTS);
     if (error instanceof SettingError && contractVariables.includes(error.setting)) {
-      throw missingContracts(set) ?? error;
+      throw missingContracts(env) ?? error;
     }
     throw error;
   }

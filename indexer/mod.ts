@@ -61,6 +61,7 @@ export {
   type IndexerHandlerOptions,
 } from "./handler.ts";
 export { Refresher, type RefresherOptions } from "./refresher.ts";
+export type { OpenApiDocument, Service } from "../http/mod.ts";
 export type {
   LiveProvider,
   RejectionExample,

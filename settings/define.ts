@@ -2,7 +2,7 @@
  * Settings declared once — flag, environment variable, kind, default and help line — from which
  * come the command-line parser (`node:util` `parseArgs`), the environment reader, the typed
  * values and the `--help` text. A flag wins over its variable, which wins over the default;
- * an empty variable counts as unset. Every bad value is refused with the setting's name, the
+ * an empty or blank variable counts as unset. Every bad value is refused with the setting's name, the
  * value and what was expected.
  *
  * @example
@@ -252,7 +252,7 @@ export function defineSettings<S extends Record<string, Setting<unknown>>>(
       } else if (typeof fromFlag === "string") {
         values[key] = readSetting(spec, `--${spec.flag}`, fromFlag);
         sources[key] = { from: "flag", name: `--${spec.flag}` };
-      } else if (fromEnv !== undefined && fromEnv !== "") {
+      } else if (fromEnv !== undefined && fromEnv.trim() !== "") {
         values[key] = readSetting(spec, spec.env!, fromEnv);
         sources[key] = { from: "env", name: spec.env! };
       } else if (spec.default !== undefined) {

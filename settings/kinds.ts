@@ -71,6 +71,8 @@ export interface UrlOptions {
   schemes?: readonly string[];
   /** An example for errors. @default {"http://127.0.0.1:8545"} */
   example?: string;
+  /** Whether `user:password@` is accepted (sent as basic auth by `fetch`). @default {false} */
+  allowCredentials?: boolean;
 }
 
 /**
@@ -91,9 +93,19 @@ export function url(options: UrlOptions = {}): Kind<string> {
     if (!schemes.includes(parsed.protocol)) {
       throw new Error(`the scheme ${parsed.protocol} is not accepted`);
     }
-    if (parsed.username || parsed.password) throw new Error("credentials are not allowed in it");
+    if ((parsed.username || parsed.password) && !options.allowCredentials) {
+      throw new Error("credentials are not allowed in it");
+    }
     return text.replace(/\/+$/, "");
   });
+}
+
+/**
+ * An EVM JSON-RPC endpoint: what the chain client (viem's `http` transport) speaks, so
+ * `http:` or `https:` only, credentials allowed (sent as basic auth).
+ */
+export function rpcUrl(): Kind<string> {
+  return url({ allowCredentials: true });
 }
 
 /** A 20-byte EVM address, `0x` and 40 hex digits; returned in lower case. */

@@ -28,6 +28,7 @@ export {
   type IntegerOptions,
   type Kind,
   list,
+  rpcUrl,
   text,
   toggle,
   url,

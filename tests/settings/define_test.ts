@@ -54,6 +54,7 @@ Deno.test("a flag wins over its variable, which wins over the default", () => {
   assert.equal(both.values.bind.port, 2);
   assert.deepEqual(both.sources.bind, { from: "flag", name: "--bind" });
   assert.equal(values([], { T_BIND: "" }).values.bind.port, 8088, "an empty variable is unset");
+  assert.equal(values([], { T_BIND: "  " }).values.bind.port, 8088, "a blank variable is unset");
   assert.equal(values([]).values.refreshSecs, undefined);
   assert.equal(values([]).values.verbose, false);
   assert.equal(values(["--verbose"]).values.verbose, true);

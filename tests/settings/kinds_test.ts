@@ -13,6 +13,7 @@ import {
   integer,
   type Kind,
   list,
+  rpcUrl,
   text,
   toggle,
   url,
@@ -39,6 +40,12 @@ const cases: [string, Kind<any>, [string, unknown][], [string, RegExp][]][] = [
     ["127.0.0.1:8545", /not an absolute URL|scheme/],
     ["http://user:pw@rpc.example", /credentials/],
     ["not a url", /not an absolute URL/],
+  ]],
+  ["rpcUrl", rpcUrl(), [
+    ["https://user:key@rpc.example", "https://user:key@rpc.example"],
+    ["http://127.0.0.1:8545/", "http://127.0.0.1:8545"],
+  ], [
+    ["ws://127.0.0.1:8545", /scheme ws: is not accepted/],
   ]],
   ["address", address(), [
     ["0x5FbDB2315678afecb367f032d93F642f64180aa3", "0x5fbdb2315678afecb367f032d93f642f64180aa3"],
