@@ -34,6 +34,14 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0];
 }
 
+/** PostgreSQL's own words on why it stopped: its FATAL, PANIC and DETAIL lines. */
+function reasonLines(lines: readonly string[]): string {
+  const reasons = lines.filter((line) => /\b(FATAL|PANIC|DETAIL|ERROR):/.test(line));
+  return (reasons.length > 0 ? reasons : lines.slice(-3))
+    .map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, ""))
+    .join(" | ");
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await Deno.lstat(path);
@@ -175,7 +183,7 @@ export async function openEmbedded(
           firstLine(cause)
         }`,
         {
-          details: tail.lines.slice(-5).join(" | ") || undefined,
+          details: reasonLines(tail.lines) || undefined,
           hints: ["Rebuild it (the indexer's rebuild flag) to rescan the history from the chain."],
           cause,
         },

@@ -91,9 +91,9 @@ export async function readEpochs(
 ): Promise<Page<EpochTotals>> {
   const { limit, after, desc } = checkPage("read the epochs", page);
   const rows = await query(
-    `SELECT epoch::text AS epoch, ${SUMS}, providers::text AS providers FROM ${ctx.schema}.epoch_totals
-     WHERE $1::numeric IS NULL OR epoch ${desc ? "<" : ">"} $1::numeric
-     ORDER BY epoch ${desc ? "DESC" : "ASC"} LIMIT $2`,
+    `SELECT epoch::text AS epoch, ${SUMS}, providers::text AS providers FROM ${ctx.schema}.epoch_totals t
+     WHERE $1::numeric IS NULL OR t.epoch ${desc ? "<" : ">"} $1::numeric
+     ORDER BY t.epoch ${desc ? "DESC" : "ASC"} LIMIT $2`,
     [after === undefined ? null : String(after), String(limit + 1)],
   );
   return paged(
@@ -117,9 +117,9 @@ export async function readProviderHistory(
 ): Promise<Page<SettlementBucket>> {
   const { limit, after, desc } = checkPage("read a provider's history", page);
   const rows = await query(
-    `SELECT provider, epoch::text AS epoch, ${SUMS} FROM ${ctx.schema}.buckets
-     WHERE provider = $1 AND ($2::numeric IS NULL OR epoch ${desc ? "<" : ">"} $2::numeric)
-     ORDER BY epoch ${desc ? "DESC" : "ASC"} LIMIT $3`,
+    `SELECT provider, epoch::text AS epoch, ${SUMS} FROM ${ctx.schema}.buckets t
+     WHERE t.provider = $1 AND ($2::numeric IS NULL OR t.epoch ${desc ? "<" : ">"} $2::numeric)
+     ORDER BY t.epoch ${desc ? "DESC" : "ASC"} LIMIT $3`,
     [provider, after === undefined ? null : String(after), String(limit + 1)],
   );
   return paged(rows.map((row) => bucketOf(row, ctx.where)), limit);
@@ -135,7 +135,7 @@ export async function readProviderTotals(
   const rows = from === null && to === null
     ? await query(
       `SELECT provider, ${SUMS}, epochs::text AS epochs, first_epoch::text AS first_epoch,
-         last_epoch::text AS last_epoch FROM ${ctx.schema}.provider_totals ORDER BY provider`,
+         last_epoch::text AS last_epoch FROM ${ctx.schema}.provider_totals ORDER BY provider COLLATE "C"`,
     )
     : await query(
       `SELECT provider, sum(amount)::text AS amount, sum(tokens)::text AS tokens,
@@ -143,7 +143,7 @@ export async function readProviderTotals(
          min(epoch)::text AS first_epoch, max(epoch)::text AS last_epoch
        FROM ${ctx.schema}.buckets
        WHERE ($1::numeric IS NULL OR epoch >= $1::numeric) AND ($2::numeric IS NULL OR epoch <= $2::numeric)
-       GROUP BY provider ORDER BY provider`,
+       GROUP BY provider ORDER BY provider COLLATE "C"`,
       [from, to],
     );
   return rows.map((row) => ({
@@ -165,9 +165,9 @@ export async function readBuckets(
 ): Promise<SettlementBucket[]> {
   const { from, to } = checkRange("read the buckets", range);
   const rows = await query(
-    `SELECT provider, epoch::text AS epoch, ${SUMS} FROM ${ctx.schema}.buckets
-     WHERE ($1::numeric IS NULL OR epoch >= $1::numeric) AND ($2::numeric IS NULL OR epoch <= $2::numeric)
-     ORDER BY provider, epoch`,
+    `SELECT provider, epoch::text AS epoch, ${SUMS} FROM ${ctx.schema}.buckets t
+     WHERE ($1::numeric IS NULL OR t.epoch >= $1::numeric) AND ($2::numeric IS NULL OR t.epoch <= $2::numeric)
+     ORDER BY t.provider COLLATE "C", t.epoch`,
     [from, to],
   );
   return rows.map((row) => bucketOf(row, ctx.where));

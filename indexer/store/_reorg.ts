@@ -56,7 +56,7 @@ async function anchors(
   const rows = await query(`SELECT ${CURSOR_COLUMNS} FROM ${ctx.schema}.cursor`);
   const cursor = cursorOf(rows[0], ctx.where);
   const window = await query(
-    `SELECT block::text AS block, hash FROM ${ctx.schema}.window_blocks ORDER BY block`,
+    `SELECT block::text AS block, hash FROM ${ctx.schema}.window_blocks w ORDER BY w.block`,
   );
   const stored: BlockHash[] = cursor.confirmed ? [cursor.confirmed] : [];
   for (const row of window) {

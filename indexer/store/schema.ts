@@ -79,14 +79,14 @@ export const MIGRATIONS: readonly Migration[] = [
         ${u256("amount")},
         ${u256("tokens")},
         settlements bigint NOT NULL CHECK (settlements > 0),
-        providers integer NOT NULL CHECK (providers > 0)
+        providers integer NOT NULL CHECK (providers >= 0)
       )`,
       `CREATE TABLE ${s}.provider_totals (
         provider ${ADDRESS} PRIMARY KEY,
         ${u256("amount")},
         ${u256("tokens")},
         settlements bigint NOT NULL CHECK (settlements > 0),
-        epochs integer NOT NULL CHECK (epochs > 0),
+        epochs integer NOT NULL CHECK (epochs >= 0),
         ${u256("first_epoch")},
         ${u256("last_epoch")}
       )`,

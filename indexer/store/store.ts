@@ -166,11 +166,13 @@ async function openBackend(
     let wiped: string | undefined;
     let embedded;
     try {
-      embedded = await openEmbedded(where, { wipe: rebuild === "always" });
+      embedded = await openEmbedded(where);
     } catch (error) {
-      if (
-        !(error instanceof StoreError) || error.reason !== "corrupt" || rebuild !== "if_unusable"
-      ) throw error;
+      // Files PGlite cannot start on: the only case where the directory itself is replaced;
+      // every other rebuild drops the schema, the same on both backends.
+      if (!(error instanceof StoreError) || error.reason !== "corrupt" || rebuild === "never") {
+        throw error;
+      }
       wiped = error.shortMessage;
       embedded = await openEmbedded(where, { wipe: true });
     }
