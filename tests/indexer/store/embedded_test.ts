@@ -151,3 +151,30 @@ Deno.test("embedded store: a data directory that is a file, and a half-made stor
   await assertConfirmed(store, new SyntheticChain().range(100n, 130n));
   assert.ok(!(await Deno.stat(`${dir}/pgdata.new`).then(() => true, () => false)));
 });
+
+Deno.test("embedded store: the WAL stays bounded however much is committed", async () => {
+  await using backend = await embeddedBackend();
+  // A store the store made itself (not the suite's template): its WAL settings are the store's.
+  const dir = `${dataDirOf(await backend.fresh())}-own`;
+  const wide = new SyntheticChain({
+    seed: 2,
+    providers: 1000,
+    maxPerBlock: 100,
+    blocksPerEpoch: 200,
+  });
+  await using store = await open({ dataDir: dir }, { confirmations: 0 });
+  let next = 100n;
+  let settlements = 0;
+  while (settlements < 200_000) { // about 64 MiB of WAL: 80 MiB in pg_wal without checkpoints
+    const chunk = wide.chunk(next, next + 39n, next + 39n, 0);
+    await store.commitChunk(chunk);
+    settlements += chunk.settlements.length;
+    next += 40n;
+  }
+  let wal = 0;
+  for (const entry of Deno.readDirSync(`${dir}/pgdata/pg_wal`)) {
+    if (entry.isFile) wal += (await Deno.stat(`${dir}/pgdata/pg_wal/${entry.name}`)).size;
+  }
+  assert.ok(wal <= 64 * 2 ** 20, `pg_wal holds ${wal} bytes after ${settlements} settlements`);
+  await assertConfirmed(store, wide.range(100n, next - 1n));
+});
