@@ -9,7 +9,7 @@
 import { abbreviate } from "../../errors.ts";
 import { address, big, bigOrNull, CURSOR_COLUMNS, cursorOf, int } from "./_codec.ts";
 import { invalid } from "./_codec.ts";
-import type { SqlQuery, SqlRow } from "./_sql.ts";
+import type { SqlParam, SqlQuery, SqlRow } from "./_sql.ts";
 import type {
   EpochRange,
   EpochTotals,
@@ -125,6 +125,32 @@ export async function readProviderHistory(
   return paged(rows.map((row) => bucketOf(row, ctx.where)), limit);
 }
 
+/**
+ * Runs a large read as one JSON text (`json_agg` of one array per row) and returns its rows
+ * keyed by `columns`: PGlite decodes one big value far faster than many rows (80,000 buckets:
+ * about 0.27 s instead of 0.65 s), and a server sends one message instead of many.
+ */
+async function bulk(
+  query: SqlQuery,
+  columns: Record<string, string>,
+  from: string,
+  order: string,
+  params: SqlParam[],
+): Promise<SqlRow[]> {
+  const names = Object.keys(columns);
+  const rows = await query(
+    `SELECT coalesce(json_agg(json_build_array(${
+      Object.values(columns).join(", ")
+    }) ORDER BY ${order}), '[]')::text AS j ${from}`,
+    params,
+  );
+  const arrays = JSON.parse(rows[0]?.j ?? "[]") as (string | null)[][];
+  return arrays.map((values) => Object.fromEntries(names.map((name, i) => [name, values[i]])));
+}
+
+const IN_RANGE = "($1::numeric IS NULL OR t.epoch >= $1::numeric) AND " +
+  "($2::numeric IS NULL OR t.epoch <= $2::numeric)";
+
 /** Every provider's confirmed totals over a range of epochs (all time without one). */
 export async function readProviderTotals(
   query: SqlQuery,
@@ -132,20 +158,28 @@ export async function readProviderTotals(
   range: EpochRange,
 ): Promise<ProviderTotals[]> {
   const { from, to } = checkRange("read the provider totals", range);
-  const rows = from === null && to === null
-    ? await query(
-      `SELECT provider, ${SUMS}, epochs::text AS epochs, first_epoch::text AS first_epoch,
-         last_epoch::text AS last_epoch FROM ${ctx.schema}.provider_totals ORDER BY provider COLLATE "C"`,
-    )
-    : await query(
-      `SELECT provider, sum(amount)::text AS amount, sum(tokens)::text AS tokens,
-         sum(settlements)::text AS settlements, count(*)::text AS epochs,
-         min(epoch)::text AS first_epoch, max(epoch)::text AS last_epoch
-       FROM ${ctx.schema}.buckets
-       WHERE ($1::numeric IS NULL OR epoch >= $1::numeric) AND ($2::numeric IS NULL OR epoch <= $2::numeric)
-       GROUP BY provider ORDER BY provider COLLATE "C"`,
-      [from, to],
-    );
+  const columns = {
+    provider: "t.provider",
+    amount: "t.amount::text",
+    tokens: "t.tokens::text",
+    settlements: "t.settlements::text",
+    epochs: "t.epochs::text",
+    first_epoch: "t.first_epoch::text",
+    last_epoch: "t.last_epoch::text",
+  };
+  const source = from === null && to === null
+    ? `FROM ${ctx.schema}.provider_totals t`
+    : `FROM (SELECT t.provider, sum(t.amount) AS amount, sum(t.tokens) AS tokens,
+         sum(t.settlements) AS settlements, count(*) AS epochs, min(t.epoch) AS first_epoch,
+         max(t.epoch) AS last_epoch
+       FROM ${ctx.schema}.buckets t WHERE ${IN_RANGE} GROUP BY t.provider) t`;
+  const rows = await bulk(
+    query,
+    columns,
+    source,
+    `t.provider COLLATE "C"`,
+    from === null && to === null ? [] : [from, to],
+  );
   return rows.map((row) => ({
     provider: address(row, "provider", ctx.where),
     amount: big(row, "amount", ctx.where),
@@ -164,10 +198,18 @@ export async function readBuckets(
   range: EpochRange,
 ): Promise<SettlementBucket[]> {
   const { from, to } = checkRange("read the buckets", range);
-  const rows = await query(
-    `SELECT provider, epoch::text AS epoch, ${SUMS} FROM ${ctx.schema}.buckets t
-     WHERE ($1::numeric IS NULL OR t.epoch >= $1::numeric) AND ($2::numeric IS NULL OR t.epoch <= $2::numeric)
-     ORDER BY t.provider COLLATE "C", t.epoch`,
+  const columns = {
+    provider: "t.provider",
+    epoch: "t.epoch::text",
+    amount: "t.amount::text",
+    tokens: "t.tokens::text",
+    settlements: "t.settlements::text",
+  };
+  const rows = await bulk(
+    query,
+    columns,
+    `FROM ${ctx.schema}.buckets t WHERE ${IN_RANGE}`,
+    `t.provider COLLATE "C", t.epoch`,
     [from, to],
   );
   return rows.map((row) => bucketOf(row, ctx.where));

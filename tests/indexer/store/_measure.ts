@@ -65,6 +65,22 @@ async function relationBytes(store: HistoryStore): Promise<string> {
   return `${buckets} buckets, ${epochs} epochs`;
 }
 
+/** Times the reads a snapshot would make: one epochs page, all-time totals, 8 epochs of buckets. */
+async function timeReads(store: HistoryStore): Promise<string> {
+  const time = async (work: () => Promise<unknown>) => {
+    const started = performance.now();
+    await work();
+    return `${(performance.now() - started).toFixed(1)} ms`;
+  };
+  const last = (await store.epochs({ limit: 1, order: "desc" })).items[0].epoch;
+  return [
+    `epochs page of 100 ${await time(() => store.epochs({ limit: 100, order: "desc" }))}`,
+    `providerTotals() ${await time(() => store.providerTotals())}`,
+    `buckets(8 epochs) ${await time(() => store.buckets({ fromEpoch: last - 7n, toEpoch: last }))}`,
+    `state() ${await time(() => store.state())}`,
+  ].join(", ");
+}
+
 await using server = await startPostgres({ fsync: true });
 const root = await Deno.makeTempDir({ prefix: "net-store-measure-" });
 const open = (location: StoreLocation) =>
@@ -87,9 +103,19 @@ for (const mode of MODES) {
             (result.ms / result.commits).toFixed(1)
           } ms/commit`,
       );
+      if (mode.lead > 0n && round === 1) {
+        console.log(`  ${backend} reads: ${await timeReads(store)}`);
+      }
       if (backend === "embedded" && mode.lead > 0n && round === 1) {
         const shape = await relationBytes(store);
         await store.close();
+        const started = performance.now();
+        await (await open(location)).close();
+        console.log(
+          `  embedded reopen (restart) with ${result.settlements} settlements: ${
+            Math.round(performance.now() - started)
+          } ms`,
+        );
         const bytes = await duBytes((location as { dataDir: string }).dataDir);
         const wal = await duBytes(`${(location as { dataDir: string }).dataDir}/pgdata/pg_wal`);
         sizeLine =
