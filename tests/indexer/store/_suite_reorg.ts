@@ -20,6 +20,12 @@ function asking(target: SyntheticChain, head: bigint) {
 
 /** The reorg cases, as steps of `t`. */
 export async function reorgCases(t: Deno.TestContext, backend: SuiteBackend): Promise<void> {
+  await windowCases(t, backend);
+  await edgeCases(t, backend);
+}
+
+/** Reconcile on an unchanged chain, and a fork inside the window. */
+async function windowCases(t: Deno.TestContext, backend: SuiteBackend): Promise<void> {
   await t.step(
     "reconcile on an unchanged chain asks for one hash and changes nothing",
     async () => {
@@ -65,7 +71,11 @@ export async function reorgCases(t: Deno.TestContext, backend: SuiteBackend): Pr
     await assertConfirmed(store, fork.range(100n, 160n));
     assert.notDeepEqual(fork.range(148n, 150n), chain.range(148n, 150n));
   });
+}
 
+/** Forks at the edges: right above the confirmed block, before anything is confirmed, below
+ * the window, with no confirmations, and a callback that answers wrongly. */
+async function edgeCases(t: Deno.TestContext, backend: SuiteBackend): Promise<void> {
   await t.step("a fork right above the confirmed block undoes the whole window", async () => {
     await using store = await open(await backend.fresh());
     await store.commitChunk(chain.chunk(100n, 150n, 150n, 5));

@@ -46,15 +46,10 @@ async function takeOver(store: HistoryStore, timeoutMs = 15_000): Promise<number
   return attempts;
 }
 
-Deno.test("PostgreSQL store", async (t) => {
-  await using server = await startPostgres();
-  const backend: SuiteBackend = {
-    fresh: async () => ({ databaseUrl: await server.createDatabase() }),
-    raw: async (location, statement) => void await rawSql(urlOf(location), statement),
-  };
+type Server = Awaited<ReturnType<typeof startPostgres>>;
 
-  await t.step("the shared store suite", (t) => storeSuite(t, backend));
-
+/** Several processes and stores on one database: one writer, takeover, rebuild rules. */
+async function writerCases(t: Deno.TestContext, server: Server, backend: SuiteBackend) {
   await t.step(
     "one writer per database: the next takes over when the writer is killed",
     async () => {
@@ -123,7 +118,10 @@ Deno.test("PostgreSQL store", async (t) => {
     await rejectsWith(open(location, { chainId: 5, rebuild: "if_unusable" }), "locked");
     await assertConfirmed(writer, chain.range(100n, 120n));
   });
+}
 
+/** Migrations under a running writer, schemas side by side, connection failures. */
+async function serverCases(t: Deno.TestContext, server: Server, backend: SuiteBackend) {
   await t.step("a newer process migrated the store: the old writer stops writing", async () => {
     const location = await backend.fresh();
     await using writer = await open(location);
@@ -187,4 +185,15 @@ Deno.test("PostgreSQL store", async (t) => {
       );
     },
   );
+}
+
+Deno.test("PostgreSQL store", async (t) => {
+  await using server = await startPostgres();
+  const backend: SuiteBackend = {
+    fresh: async () => ({ databaseUrl: await server.createDatabase() }),
+    raw: async (location, statement) => void await rawSql(urlOf(location), statement),
+  };
+  await t.step("the shared store suite", (t) => storeSuite(t, backend));
+  await writerCases(t, server, backend);
+  await serverCases(t, server, backend);
 });
