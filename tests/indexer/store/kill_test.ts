@@ -1,0 +1,109 @@
+/**
+ * `kill -9` of a writing process at random points, 22 times per backend: after each kill the
+ * store reopens and its confirmed figures equal an independent recount of exactly the blocks
+ * its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
+ * the writer reported as committed is missing — no loss, no double count. A last commit then
+ * folds the whole window and the totals equal a recount of everything scanned.
+ */
+
+import assert from "node:assert/strict";
+import type { HistoryStore, StoreLocation } from "../../../indexer/store/mod.ts";
+import { startPostgres } from "../../_postgres.ts";
+import { SyntheticChain } from "./_chain.ts";
+import { assertConfirmed } from "./_helpers.ts";
+import { spawnChild } from "./_spawn.ts";
+import { open } from "./_suite.ts";
+
+const KILLS = 22;
+const CONFIRMATIONS = 6;
+const SEED = 21;
+/** The child's chain (`_child.ts`): the same seed and settlements per block. */
+const chain = new SyntheticChain({ seed: SEED, maxPerBlock: 8 });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Checks the store against the recount; returns its next block. */
+async function verify(store: HistoryStore, label: string): Promise<bigint> {
+  const { cursor, window } = await store.state();
+  const confirmedTo = cursor.confirmed?.number ?? 99n;
+  await assertConfirmed(store, chain.range(100n, confirmedTo));
+  const last = cursor.lastBlock?.number ?? 99n;
+  assert.equal(cursor.nextBlock, last + 1n, label);
+  if (cursor.lastBlock) assert.equal(cursor.lastBlock.hash, chain.hash(last), label);
+  if (cursor.confirmed) assert.equal(cursor.confirmed.hash, chain.hash(confirmedTo), label);
+  assert.equal(BigInt(window.blocks), last - confirmedTo, `${label}: window blocks`);
+  assert.equal(window.settlements, chain.range(confirmedTo + 1n, last).length, `${label}: window`);
+  return cursor.nextBlock;
+}
+
+async function killRepeatedly(
+  location: StoreLocation,
+  takeLock: (s: HistoryStore) => Promise<void>,
+) {
+  let committed = 100n;
+  let midRun = 0;
+  for (let run = 1; run <= KILLS; run++) {
+    const child = spawnChild("write", location, {
+      seed: SEED,
+      confirmations: CONFIRMATIONS,
+      lastBlock: String(1n << 40n),
+      run,
+    });
+    // Mostly while it commits; every fifth kill anywhere from start-up on.
+    if (run % 5 === 0) await sleep(Math.random() * 1500);
+    else {
+      await child.waitFor(/^committed /);
+      await sleep(Math.random() * 400);
+    }
+    await child.kill();
+    const printed = child.lines.filter((l) => l.startsWith("committed ")).map((l) =>
+      BigInt(l.slice(10))
+    );
+    if (printed.length > 0) midRun++;
+    const reported = printed.length > 0 ? printed[printed.length - 1] : committed;
+    await using store = await open(location, { confirmations: CONFIRMATIONS });
+    const next = await verify(store, `after kill ${run}`);
+    assert.ok(
+      next >= reported,
+      `kill ${run}: the store is at ${next}, the writer reported ${reported} committed`,
+    );
+    assert.ok(
+      next <= reported + 30n,
+      `kill ${run}: the store is at ${next}, more than one chunk past ${reported}`,
+    );
+    committed = next;
+  }
+  assert.ok(midRun >= (KILLS * 3) / 4, `only ${midRun} of ${KILLS} kills landed after a commit`);
+  assert.ok(committed > 200n, `the writers only got to block ${committed}`);
+  await using store = await open(location, { confirmations: CONFIRMATIONS });
+  await takeLock(store);
+  const { cursor } = await store.state();
+  await store.commitChunk(
+    chain.chunk(cursor.nextBlock, cursor.nextBlock, cursor.nextBlock + 100n, CONFIRMATIONS),
+  );
+  await assertConfirmed(store, chain.range(100n, cursor.nextBlock));
+  assert.equal((await store.state()).window.blocks, 0);
+}
+
+Deno.test("kill -9 of the writer never loses or double-counts a chunk: embedded store", async () => {
+  const root = await Deno.makeTempDir({ prefix: "net-store-kill-" });
+  try {
+    await killRepeatedly(
+      { dataDir: `${root}/store` },
+      (store) => Promise.resolve(assert.ok(store.writer)),
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("kill -9 of the writer never loses or double-counts a chunk: PostgreSQL", async () => {
+  await using server = await startPostgres();
+  const databaseUrl = await server.createDatabase();
+  await killRepeatedly({ databaseUrl }, async (store) => {
+    for (let i = 0; !(await store.tryBecomeWriter()); i++) {
+      assert.ok(i < 300, "the killed writer's lock was never released");
+      await sleep(50);
+    }
+  });
+});
