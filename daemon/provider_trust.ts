@@ -49,6 +49,12 @@ export interface RegistryRecord {
   adCommitment: Hex;
   /** Registry-active and staked at least the minimum bond (Staking). */
   bonded: boolean;
+  /**
+   * Set when the record is not a fresh read (the chain could not be read and an older read
+   * within the grace period stands in): shown in the verdict, e.g. `read 4 min ago, chain
+   * unreachable`.
+   */
+  note?: string;
 }
 
 /** Options of {@linkcode trustProvider}. */
@@ -143,7 +149,7 @@ export async function trustProvider(
     if (problem) {
       throw refuse("attestation_failed", `Cannot trust provider ${provider}: ${problem}`);
     }
-    onChain = ", on-chain trust root";
+    onChain = `, on-chain trust root${record?.note ? ` (${record.note})` : ""}`;
   }
 
   if (candidate.tier === "verified") {
