@@ -250,7 +250,9 @@ export function parseNetworkProfile(text: string, source: string): NetworkProfil
   if (typeof contracts !== "object" || contracts === null || Array.isArray(contracts)) {
     invalid(source, "contracts must be an object with registry, staking, emission and escrow");
   }
-  const extra = Object.keys(contracts).find((key) => !(CONTRACT_KEYS as readonly string[]).includes(key));
+  const extra = Object.keys(contracts).find((key) =>
+    !(CONTRACT_KEYS as readonly string[]).includes(key)
+  );
   if (extra !== undefined) invalid(source, `unknown contract ${JSON.stringify(extra)}`);
   const addresses = {} as Record<keyof ChainContracts, `0x${string}`>;
   for (const key of CONTRACT_KEYS) {
