@@ -154,8 +154,13 @@ export async function trustProvider(
 
   if (candidate.tier === "verified") {
     const commitment = adCommitment(ad);
+    // Without the chain, the serving key is the one in the ad the gateway listed: say so. A
+    // cached key says where its trust comes from now (the chain may be unreachable since).
+    const verdict = `endorsed-key by ${abbreviate(servingKey, 12)}${
+      onChain || ", gateway-listed key"
+    }`;
     const cached = options.keyCache?.get(provider, commitment, options.clock());
-    if (cached) return cached;
+    if (cached) return cached.verdict === verdict ? cached : { ...cached, verdict };
     let keyConfig: Uint8Array;
     let expiresAt: Date;
     try {
@@ -175,11 +180,7 @@ export async function trustProvider(
         error,
       );
     }
-    const trusted = {
-      keyConfig,
-      // Without the chain, the serving key is the one in the ad the gateway listed: say so.
-      verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain || ", gateway-listed key"}`,
-    };
+    const trusted = { keyConfig, verdict };
     options.keyCache?.set(provider, commitment, trusted, expiresAt, options.clock());
     return trusted;
   }
