@@ -44,6 +44,8 @@ export interface CreateDaemonOptions {
    * @default {resolveApiKey(config.auth, config.dataDir)}
    */
   apiKey?: string;
+  /** How long a chain read (Registry record, approved set) is reused, ms. @default {15000} */
+  chainReuseMs?: number;
   /** How long one provider attempt may wait for its first chunk, ms. @default {60000} */
   attemptTimeoutMs?: number;
   /** The fetch implementation. @default {globalThis.fetch} */
@@ -142,7 +144,12 @@ function trustOptions(
   };
   if (config.evm) {
     const getClient = chainClientGetter(config.evm, options.fetch);
-    const sources = { clock, graceMs: config.chainGraceSecs * 1000, log };
+    const sources = {
+      clock,
+      graceMs: config.chainGraceSecs * 1000,
+      ttlMs: options.chainReuseMs,
+      log,
+    };
     const { registry, staking } = config.evm;
     trust.registry = registryRecords(getClient, { registry, staking }, sources);
     trust.measurements = chainMeasurements(getClient, registry, sources);

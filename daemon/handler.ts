@@ -31,12 +31,7 @@
  */
 
 import { createService, type ResponseSpec, type Route, type Service } from "../http/mod.ts";
-import {
-  apiKeyAuth,
-  authRefusalHeaders,
-  type FailureThrottle,
-  isOpenRequest,
-} from "./auth.ts";
+import { apiKeyAuth, authRefusalHeaders, type FailureThrottle, isOpenRequest } from "./auth.ts";
 import type { ChatBackend } from "./backend.ts";
 import { type Dialect, dialectOf, type ErrorLogger, errorResponse } from "./http_error.ts";
 import { hygiene, parseOriginPatterns } from "./hygiene.ts";
