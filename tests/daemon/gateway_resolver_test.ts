@@ -4,6 +4,7 @@ import { GatewayResolver } from "../../daemon/gateway_resolver.ts";
 import { GatewaySetError } from "../../daemon/gateway_url.ts";
 import type { NetError } from "../../errors.ts";
 import { closedPort, serve } from "../_http.ts";
+import { startDaemon } from "./_e2e.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
 const clock = () => now;
@@ -337,4 +338,24 @@ Deno.test("temporary files of interrupted cache writes are removed at start", as
   assert.deepEqual(names, ["other.tmp"]);
   assert.match(lines.join("\n"), /removed 2 temporary file/);
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a running daemon (Daemon.start) serves on /v1/gateways a gateway that appeared after it started", async () => {
+  let peers: { url: string; last_seen: string }[] = [];
+  await using first = serve(() => Response.json({ gateways: peers }));
+  await using daemon = await startDaemon({ bootstrap: [first.url], gossipIntervalMs: 20 });
+  const listed = async () =>
+    ((await (await fetch(`${daemon.url}/v1/gateways`)).json()).gateways as { url: string }[])
+      .map((g) => g.url);
+  daemon.daemon.start();
+  try {
+    while (!daemon.daemon.resolver.known.entries().some((e) => e.reached)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await using later = gossipGateway();
+    peers = [{ url: later.url, last_seen: new Date().toISOString() }];
+    while (!(await listed()).includes(later.url)) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    daemon.daemon.close();
+  }
 });
