@@ -10,6 +10,8 @@
  *   viem's deployless mode).
  * - {@linkcode readProvider}, {@linkcode readApprovedMeasurements}: the small reads the
  *   daemon needs.
+ * - {@linkcode resolveNetworkProfile}: a network by name (the built-in `devnet`) or profile file
+ *   — chain id, RPC URLs, contracts, deployment block, bootstrap gateways.
  * - {@linkcode checkNetworkContracts}: the given addresses have code, answer their contract's
  *   interface and name each other (Registry → Staking, Emission, Escrow; Escrow → Emission).
  * - {@linkcode scanSettlements}: settled volume per provider per epoch from `Settled` logs,
@@ -99,6 +101,19 @@ export {
   type ReadApprovedMeasurementsOptions,
 } from "./measurements.ts";
 export { readNetworkState, type ReadNetworkStateOptions } from "./network_state.ts";
+export {
+  BUILTIN_NETWORKS,
+  DEFAULT_NETWORK,
+  DEVNET_PROFILE,
+  type NetworkProfile,
+  NetworkProfileError,
+  type NetworkProfileFailure,
+  type NetworkProfileJson,
+  networkProfileJson,
+  parseNetworkProfile,
+  resolveNetworkProfile,
+  type ResolveNetworkProfileOptions,
+} from "./network_profile.ts";
 export {
   type ProviderBond,
   type ProviderReading,
