@@ -2,8 +2,8 @@
  * Gateway resolution, exactly as the seed's §4 says:
  *
  * 1. If a gateway is pinned (`--gateway` / `NET_GATEWAY`), use it.
- * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list compiled
- *    into the daemon, the `gateways.json` cache in the data directory, and gateways learned by
+ * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list (the network
+ *    profile's gateways), the `gateways.json` cache in the data directory, and gateways learned by
  *    gossip — in the {@linkcode GatewaySet} order: gateways this daemon reached itself (most
  *    recently reached first), then the bootstrap list, then hearsay. A gossiping peer can
  *    neither evict the bootstrap list nor rank its own entries above gateways this daemon has
@@ -26,6 +26,7 @@
  * @module
  */
 
+import { DEVNET_PROFILE } from "../chain/network_profile.ts";
 import { removeStaleTemporaryFiles } from "../io/atomic_write.ts";
 import { loadGatewayCache, saveGatewayCache } from "./gateway_cache.ts";
 import { askPeer } from "./gateway_list.ts";
@@ -34,13 +35,10 @@ import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 import { DaemonError } from "./daemon_error.ts";
 
 /**
- * The bootstrap list compiled into the daemon: the reference network's gateways
- * (`deno task devnet`). A build for another network replaces this list.
+ * The default bootstrap list: the built-in devnet profile's gateways (`deno task devnet`). The
+ * daemon passes its network profile's gateways instead (`DaemonConfig.bootstrap`).
  */
-export const BOOTSTRAP_GATEWAYS: readonly string[] = Object.freeze([
-  "http://127.0.0.1:8701",
-  "http://127.0.0.1:8702",
-]);
+export const BOOTSTRAP_GATEWAYS: readonly string[] = DEVNET_PROFILE.gateways;
 
 /** How often a running daemon asks its gateway for peers again: 5 minutes. */
 export const DEFAULT_GOSSIP_INTERVAL_MS = 5 * 60_000;

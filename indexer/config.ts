@@ -155,21 +155,25 @@ const SETTINGS = defineSettings({
   escrow: {
     env: CONTRACTS.escrow,
     kind: contract(),
+    defaultText: "required, unless --network gives it.",
     help: "Escrow contract address (settled volume).",
   },
   staking: {
     env: CONTRACTS.staking,
     kind: contract(),
+    defaultText: "required, unless --network gives it.",
     help: "Canonical Staking contract address (stake).",
   },
   emission: {
     env: CONTRACTS.emission,
     kind: contract(),
+    defaultText: "required, unless --network gives it.",
     help: "Emission contract address (schedule and totals).",
   },
   registry: {
     env: CONTRACTS.registry,
     kind: contract(),
+    defaultText: "required, unless --network gives it.",
     help: "Registry contract address (providers, validators, routers, approved TEE measurements).",
   },
   multicall: {
