@@ -53,12 +53,7 @@
  * @module
  */
 
-import {
-  DEFAULT_NETWORK,
-  type NetworkProfile,
-  NetworkProfileError,
-  resolveNetworkProfile,
-} from "../chain/network_profile.ts";
+import { DEFAULT_NETWORK } from "../chain/network_profile.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import { hostScope } from "../io/host_scope.ts";
 import {
@@ -74,6 +69,7 @@ import {
   toggle,
 } from "../settings/mod.ts";
 import { checkApiKey } from "./auth.ts";
+import { networkFor } from "./_network_settings.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
 import { parseOriginPatterns } from "./hygiene.ts";
 import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
@@ -348,59 +344,6 @@ const SETTINGS = defineSettings({
 /** The `--help` text, generated from the declarations. */
 export const DAEMON_HELP: string = SETTINGS.help();
 
-type Values = Extract<ReturnType<typeof SETTINGS.parse>, { help: false }>;
-
-/** The network profile the settings select, with its single fields overridden. */
-function networkFor(
-  values: Values["values"],
-  sources: Values["sources"],
-): { network: DaemonConfig["network"]; evm: EvmConfig | null; gateways: readonly string[] } {
-  const overridden = (["rpcUrl", "registry", "staking"] as const).filter((k) => values[k]);
-  if (values.insecureGatewayKeys) {
-    if (overridden.length > 0) {
-      const name = sources[overridden[0]].name;
-      throw new SettingError(
-        name,
-        `Cannot use ${sources.insecureGatewayKeys.name} with ${name}: it runs without any ` +
-          "chain; unset one of them",
-      );
-    }
-    return { network: null, evm: null, gateways: profileOf(values, sources).gateways };
-  }
-  const profile = profileOf(values, sources);
-  return {
-    network: { name: profile.name, source: profile.source },
-    evm: {
-      rpcUrls: values.rpcUrl ? [values.rpcUrl] : profile.rpcUrls,
-      chainId: values.rpcUrl ? null : profile.chainId,
-      registry: values.registry ?? profile.contracts.registry,
-      staking: values.staking ?? profile.contracts.staking,
-    },
-    gateways: profile.gateways,
-  };
-}
-
-function profileOf(values: Values["values"], sources: Values["sources"]): NetworkProfile {
-  try {
-    return resolveNetworkProfile(values.network);
-  } catch (error) {
-    if (!(error instanceof NetworkProfileError)) throw error;
-    throw new SettingError(sources.network.name, error.shortMessage, { cause: error });
-  }
-}
-
-/** The profile's gateways, normalized; a bad one is a configuration error naming the profile. */
-function bootstrapOf(gateways: readonly string[], where: string): string[] {
-  return gateways.map((url) => {
-    try {
-      return normalizeGatewayUrl(url);
-    } catch (error) {
-      if (!(error instanceof GatewaySetError)) throw error;
-      throw new SettingError(where, `Cannot use the network's gateway: ${error.shortMessage}`);
-    }
-  });
-}
-
 /** Whether a bind address only accepts connections from this machine. */
 export function isLoopbackBind(bind: BindAddress): boolean {
   return hostScope(bind.hostname.replace(/^\[(.*)\]$/, "$1")) === "loopback";
@@ -480,7 +423,20 @@ export function parseDaemonConfig(
   const parsed = SETTINGS.parse(args, env);
   if (parsed.help) return { help: true, text: parsed.text };
   const { values, sources } = parsed;
-  const { network, evm, gateways } = networkFor(values, sources);
+  const { network, evm, bootstrap } = networkFor({
+    network: values.network,
+    rpcUrl: values.rpcUrl,
+    registry: values.registry,
+    staking: values.staking,
+    insecureGatewayKeys: values.insecureGatewayKeys,
+    names: {
+      network: sources.network.name,
+      rpcUrl: sources.rpcUrl.name,
+      registry: sources.registry.name,
+      staking: sources.staking.name,
+      insecureGatewayKeys: sources.insecureGatewayKeys.name,
+    },
+  });
   return {
     help: false,
     config: {
@@ -488,7 +444,7 @@ export function parseDaemonConfig(
       gateway: values.gateway ?? null,
       dataDir: values.dataDir ?? defaultDataDir(env, options.os ?? Deno.build.os),
       network,
-      bootstrap: bootstrapOf(gateways, sources.network.name),
+      bootstrap,
       evm,
       insecureGatewayKeys: values.insecureGatewayKeys,
       chainGraceSecs: values.chainGraceSecs,
