@@ -171,11 +171,20 @@ function base64url(bytes: Uint8Array): string {
  * bytes and every byte of the digests is compared.
  */
 export function keysMatch(given: string, expected: string): boolean {
-  const encoder = new TextEncoder();
-  const a = sha256(encoder.encode(given));
-  const b = sha256(encoder.encode(expected));
+  return matchesDigest(given, digest(expected));
+}
+
+const encoder = new TextEncoder();
+
+function digest(key: string): Uint8Array {
+  return sha256(encoder.encode(key));
+}
+
+/** Whether `given` hashes to `expected`, comparing every byte (no early exit). */
+function matchesDigest(given: string, expected: Uint8Array): boolean {
+  const actual = digest(given);
   let difference = 0;
-  for (let i = 0; i < a.length; i++) difference |= a[i] ^ b[i];
+  for (let i = 0; i < actual.length; i++) difference |= actual[i] ^ expected[i];
   return difference === 0;
 }
 
@@ -333,8 +342,9 @@ export function isOpenRequest(method: string, path: string): boolean {
 export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
   const throttle = options.throttle ?? new FailureThrottle();
   const clock = options.clock ?? (() => new Date());
-  const key = Promise.resolve(options.key);
-  key.catch(() => {}); // reported by whoever created it; requests then fail closed below
+  // The key's digest, computed once: each request then hashes only what it sent.
+  const expected = Promise.resolve(options.key).then(digest);
+  expected.catch(() => {}); // reported by whoever created it; requests then fail closed below
   return async (c, next) => {
     if (isOpenRequest(c.req.method, c.req.path)) return await next();
     const client = clientKey(c.env);
@@ -352,7 +362,7 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
     }
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    if (match && keysMatch(match[1], await key)) {
+    if (match && matchesDigest(match[1], await expected)) {
       throttle.succeed(client);
       return await next();
     }

@@ -42,7 +42,7 @@ async function daemonFrom(args: string[]): Promise<TestServer & { dataDir: strin
   });
 }
 
-Deno.test("with no variable set, only the network profile, a substituted serving key is refused", () => {
+Deno.test("with no setting at all, the verified tier is checked on the devnet profile's chain", () => {
   // What a user gets with no settings at all: the devnet's profile, its chain, checked.
   const parsed = parseDaemonConfig([], { HOME: "/home/ada" }, { os: "linux" });
   assert.ok(!parsed.help);
