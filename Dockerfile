@@ -70,7 +70,8 @@ COPY . .
 RUN deno cache --frozen indexer/main.ts daemon/main.ts devnet/main.ts packaging/healthcheck.ts
 
 # The indexer (NET_STATS_BIND), the daemon (NET_DAEMON_BIND, set it to 0.0.0.0:11435 to
-# publish it), the devnet's chain, routers, gateways and providers.
+# publish it; beyond loopback it requires an API key: NET_DAEMON_API_KEY, or the one it
+# generates into $NET_DATA_DIR/api-key), the devnet's chain, routers, gateways and providers.
 EXPOSE 8088 11435 8545 8601 8602 8701 8702 8801 8802 8803
 
 # Readiness of the indexer (200 while it serves fresh data, 503 otherwise). compose.yaml

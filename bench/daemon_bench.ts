@@ -108,7 +108,13 @@ const config: DaemonConfig = {
   bind: { hostname: "127.0.0.1", port: daemonServer.port },
   gateway: gateway.url,
   dataDir: await Deno.makeTempDir(),
+  network: null,
+  bootstrap: [],
+  // No chain here: the keys are the gateway's listing, as this benchmark always measured.
   evm: null,
+  insecureGatewayKeys: true,
+  chainGraceSecs: 600,
+  auth: { required: false, apiKey: null, apiKeyFile: null },
   measurementsFile: await measurementsFile([tee.measurementId]),
   allowedOrigins: [],
   allowedHosts: [],

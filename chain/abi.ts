@@ -120,6 +120,16 @@ export const registryAbi = [
   },
   {
     "anonymous": false,
+    "inputs": [
+      { "indexed": true, "internalType": "address", "name": "staking", "type": "address" },
+      { "indexed": true, "internalType": "address", "name": "emission", "type": "address" },
+      { "indexed": true, "internalType": "address", "name": "escrow", "type": "address" },
+    ],
+    "name": "NetworkContractsSet",
+    "type": "event",
+  },
+  {
+    "anonymous": false,
     "inputs": [{
       "indexed": true,
       "internalType": "address",
@@ -293,6 +303,20 @@ export const registryAbi = [
     "name": "approveMeasurement",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "emission",
+    "outputs": [{ "internalType": "address", "name": "", "type": "address" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "escrow",
+    "outputs": [{ "internalType": "address", "name": "", "type": "address" }],
+    "stateMutability": "view",
     "type": "function",
   },
   {
@@ -512,6 +536,17 @@ export const registryAbi = [
     "type": "function",
   },
   {
+    "inputs": [{ "internalType": "address", "name": "staking_", "type": "address" }, {
+      "internalType": "address",
+      "name": "emission_",
+      "type": "address",
+    }, { "internalType": "address", "name": "escrow_", "type": "address" }],
+    "name": "setNetworkContracts",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "router", "type": "address" }, {
       "internalType": "string",
       "name": "url",
@@ -542,6 +577,13 @@ export const registryAbi = [
     "name": "setTrustRoot",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "staking",
+    "outputs": [{ "internalType": "address", "name": "", "type": "address" }],
+    "stateMutability": "view",
     "type": "function",
   },
   {

@@ -62,3 +62,47 @@ export class SettlementScanError extends ReasonError<SettlementScanFailure> {
   /** The error's name, a literal to tell it apart. */
   override readonly name = "SettlementScanError" as const;
 }
+
+/** Why the network's contracts were refused (see `checkNetworkContracts`). */
+export type ContractCheckFailure =
+  /** An address has no code: an account, not a contract. */
+  | "no_code"
+  /** An address does not answer the interface of the contract it was given for. */
+  | "wrong_interface"
+  /** The contracts name other contracts than the addresses given (not one network). */
+  | "mismatch";
+
+/** One refused address of a {@linkcode ContractCheckError}. */
+export interface ContractCheckProblem {
+  /** The role it was given for: `registry`, `staking`, `emission` or `escrow`. */
+  readonly role: "registry" | "staking" | "emission" | "escrow";
+  /** The address, lower case. */
+  readonly address: `0x${string}`;
+  /** What is wrong: the reasons above. */
+  readonly kind: ContractCheckFailure;
+  /** One sentence naming the address and what it answered. */
+  readonly message: string;
+}
+
+/** Thrown by `checkNetworkContracts`: the addresses are not one network's contracts. */
+export class ContractCheckError extends ReasonError<ContractCheckFailure> {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "ContractCheckError" as const;
+  /** Every problem found, the first one in the message. */
+  readonly problems: readonly ContractCheckProblem[];
+
+  /** Creates the error with every problem found. */
+  constructor(
+    reason: ContractCheckFailure,
+    shortMessage: string,
+    options: {
+      problems: readonly ContractCheckProblem[];
+      details?: string;
+      hints?: readonly string[];
+      cause?: unknown;
+    },
+  ) {
+    super(reason, shortMessage, options);
+    this.problems = options.problems;
+  }
+}

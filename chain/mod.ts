@@ -10,12 +10,17 @@
  *   viem's deployless mode).
  * - {@linkcode readProvider}, {@linkcode readApprovedMeasurements}: the small reads the
  *   daemon needs.
+ * - {@linkcode resolveNetworkProfile}: a network by name (the built-in `devnet`) or profile file
+ *   — chain id, RPC URLs, contracts, deployment block, bootstrap gateways.
+ * - {@linkcode checkNetworkContracts}: the given addresses have code, answer their contract's
+ *   interface and name each other (Registry → Staking, Emission, Escrow; Escrow → Emission).
  * - {@linkcode scanSettlements}: settled volume per provider per epoch from `Settled` logs,
  *   adaptive chunks, resumable cursor, confirmation depth.
  * - {@linkcode parseAd}, {@linkcode adCommitment}: provider ads (`docs/protocol.md` §1).
  * - The typed ABIs (`registryAbi`, `stakingAbi`, `emissionAbi`, `escrowAbi`, `multicallAbi`).
  *
  * Failures are {@linkcode ChainConfigError}, {@linkcode ChainReadError},
+ * {@linkcode ContractCheckError},
  * {@linkcode SettlementScanError} and {@linkcode AdError}, each with a `reason`.
  *
  * @example Read the network at one block (needs an RPC endpoint)
@@ -74,10 +79,19 @@ export {
 } from "./ad.ts";
 export { type ChainClient, type ChainClientOptions, createChainClient } from "./client.ts";
 export {
+  checkNetworkContracts,
+  type CheckNetworkContractsOptions,
+  type ContractRole,
+  type ContractsToCheck,
+} from "./contract_check.ts";
+export {
   ChainConfigError,
   type ChainConfigFailure,
   ChainReadError,
   type ChainReadFailure,
+  ContractCheckError,
+  type ContractCheckFailure,
+  type ContractCheckProblem,
   SettlementScanError,
   type SettlementScanFailure,
 } from "./errors.ts";
@@ -87,6 +101,19 @@ export {
   type ReadApprovedMeasurementsOptions,
 } from "./measurements.ts";
 export { readNetworkState, type ReadNetworkStateOptions } from "./network_state.ts";
+export {
+  BUILTIN_NETWORKS,
+  DEFAULT_NETWORK,
+  DEVNET_PROFILE,
+  type NetworkProfile,
+  NetworkProfileError,
+  type NetworkProfileFailure,
+  type NetworkProfileJson,
+  networkProfileJson,
+  parseNetworkProfile,
+  resolveNetworkProfile,
+  type ResolveNetworkProfileOptions,
+} from "./network_profile.ts";
 export {
   type ProviderBond,
   type ProviderReading,

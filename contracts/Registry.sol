@@ -9,6 +9,9 @@ import {AddressSet, Bytes32Set} from "./Sets.sol";
 /// validators, routers with their URLs, and the approved TEE measurements. The owner
 /// (governance) manages every set; a provider may update its own ad commitment. Each set has
 /// a count and a paged getter, so a reader needs O(n / page) calls, not O(n).
+///
+/// It also names the network's other contracts (`staking`, `emission`, `escrow`), so a reader
+/// given four addresses can check that they belong together (zero until the owner sets them).
 contract Registry is Ownable {
     using AddressSet for AddressSet.Set;
     using Bytes32Set for Bytes32Set.Set;
@@ -46,6 +49,13 @@ contract Registry is Ownable {
     mapping(address => string) private _routerUrl;
     Bytes32Set.Set private _measurements;
 
+    /// @notice The network's canonical Staking contract (stake and the provider bond).
+    address public staking;
+    /// @notice The network's Emission contract (the reward schedule and its epoch clock).
+    address public emission;
+    /// @notice The network's Escrow contract (deposits and settlements).
+    address public escrow;
+
     event ProviderRegistered(
         address indexed provider,
         address indexed trustRoot,
@@ -65,6 +75,9 @@ contract Registry is Ownable {
     event RouterRemoved(address indexed router);
     event MeasurementApproved(bytes32 indexed measurement);
     event MeasurementRevoked(bytes32 indexed measurement);
+    event NetworkContractsSet(
+        address indexed staking, address indexed emission, address indexed escrow
+    );
 
     error ProviderAlreadyRegistered(address provider);
     error ProviderNotRegistered(address provider);
@@ -80,6 +93,23 @@ contract Registry is Ownable {
     error ZeroMeasurement();
 
     constructor(address initialOwner) Ownable(initialOwner) {}
+
+    // ---------------------------------------------------------------- network
+
+    /// @notice Names the network's Staking, Emission and Escrow contracts (the owner may move
+    /// the network to new ones; readers check that the addresses they were given agree).
+    function setNetworkContracts(address staking_, address emission_, address escrow_)
+        external
+        onlyOwner
+    {
+        if (staking_ == address(0) || emission_ == address(0) || escrow_ == address(0)) {
+            revert ZeroAddress();
+        }
+        staking = staking_;
+        emission = emission_;
+        escrow = escrow_;
+        emit NetworkContractsSet(staking_, emission_, escrow_);
+    }
 
     // ---------------------------------------------------------------- providers
 

@@ -7,20 +7,31 @@
  *
  * | flag                         | environment                 | default                     |
  * | ---------------------------- | --------------------------- | --------------------------- |
- * | `--bind <host:port>`         | `NET_DAEMON_BIND`           | `127.0.0.1:11435`           |
- * | `--gateway <url>`            | `NET_GATEWAY`               | unset: discover             |
- * | `--data-dir <dir>`           | `NET_DATA_DIR`              | per user (see below)        |
- * | —                            | `NET_EVM_RPC_URL`           | unset                       |
- * | —                            | `NET_EVM_REGISTRY`          | unset                       |
- * | —                            | `NET_EVM_STAKING`           | unset                       |
- * | `--measurements <file>`      | `NET_MEASUREMENTS`          | unset                       |
- * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`       | none                        |
- * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`         | none                        |
- * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES` | `4194304` (4 MiB)           |
- * | `--help`, `-h`               |                             |                             |
+ * | flag                         | environment                  | default                    |
+ * | ---------------------------- | ---------------------------- | -------------------------- |
+ * | `--bind <host:port>`         | `NET_DAEMON_BIND`            | `127.0.0.1:11435`          |
+ * | `--network <name\|file>`     | `NET_NETWORK`                | `devnet` (built in)        |
+ * | `--gateway <url>`            | `NET_GATEWAY`                | unset: discover            |
+ * | `--data-dir <dir>`           | `NET_DATA_DIR`               | per user (see below)       |
+ * | —                            | `NET_EVM_RPC_URL`            | the profile's              |
+ * | —                            | `NET_EVM_REGISTRY`           | the profile's              |
+ * | —                            | `NET_EVM_STAKING`            | the profile's              |
+ * | `--chain-grace-secs <n>`     | `NET_CHAIN_GRACE_SECS`       | `600`                      |
+ * | `--insecure-gateway-keys`    | `NET_INSECURE_GATEWAY_KEYS`  | off                        |
+ * | `--measurements <file>`      | `NET_MEASUREMENTS`           | unset                      |
+ * | `--api-key-file <file>`      | `NET_DAEMON_API_KEY_FILE`    | unset                      |
+ * | —                            | `NET_DAEMON_API_KEY`         | unset                      |
+ * | `--require-api-key`          | `NET_DAEMON_REQUIRE_API_KEY` | off (on beyond loopback)   |
+ * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`        | none                       |
+ * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`          | none                       |
+ * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES`  | `4194304` (4 MiB)          |
+ * | `--help`, `-h`               |                              |                            |
  *
- * `NET_EVM_RPC_URL` is an `http:` or `https:` URL (what the chain client speaks); the three
- * `NET_EVM_*` are set all together or not at all.
+ * The network profile (`chain/network_profile.ts`) gives the chain (id, RPC URLs), the Registry
+ * and Staking addresses and the bootstrap gateways; each `NET_EVM_*` variable overrides its one
+ * field. `NET_EVM_RPC_URL` is an `http:` or `https:` URL (what the chain client speaks); when it
+ * is set the profile's chain id is not enforced (the contracts are checked instead).
+ * `--insecure-gateway-keys` runs without any chain: it cannot be combined with `NET_EVM_*`.
  *
  * The per-user data directory is `$XDG_DATA_HOME/net-consumer` (else
  * `~/.local/share/net-consumer`) on Linux and other Unix systems,
@@ -42,7 +53,9 @@
  * @module
  */
 
+import { DEFAULT_NETWORK } from "../chain/network_profile.ts";
 import type { BindAddress } from "../io/bind_address.ts";
+import { hostScope } from "../io/host_scope.ts";
 import {
   address,
   bindAddress,
@@ -53,7 +66,10 @@ import {
   rpcUrl,
   SettingError,
   text,
+  toggle,
 } from "../settings/mod.ts";
+import { checkApiKey } from "./auth.ts";
+import { networkFor } from "./_network_settings.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
 import { parseOriginPatterns } from "./hygiene.ts";
 import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
@@ -68,12 +84,30 @@ export type { BindAddress };
 
 /** The chain the daemon reads trust roots and measurements from. */
 export interface EvmConfig {
-  /** JSON-RPC endpoint URL (`http:` or `https:`). */
-  readonly rpcUrl: string;
+  /** JSON-RPC endpoint URLs (`http:` or `https:`), tried in order. */
+  readonly rpcUrls: readonly string[];
+  /**
+   * The chain id the endpoint must serve: the profile's, or `null` when `NET_EVM_RPC_URL`
+   * replaced the profile's endpoints (then any chain whose contracts check out is used).
+   */
+  readonly chainId: number | null;
   /** The Registry contract address, lower case. */
   readonly registry: `0x${string}`;
   /** The Staking contract address, lower case (a provider must be bonded). */
   readonly staking: `0x${string}`;
+}
+
+/** Who must present the API key (`auth.ts`). */
+export interface AuthConfig {
+  /**
+   * Whether every request but the discovery endpoints needs `Authorization: Bearer <key>`:
+   * always when the daemon listens beyond loopback, and on loopback with `--require-api-key`.
+   */
+  readonly required: boolean;
+  /** The key from `NET_DAEMON_API_KEY`, or `null`. */
+  readonly apiKey: string | null;
+  /** The file to read the key from (`--api-key-file`), or `null`. */
+  readonly apiKeyFile: string | null;
 }
 
 /** The daemon's configuration. */
@@ -82,10 +116,29 @@ export interface DaemonConfig {
   readonly bind: BindAddress;
   /** The pinned gateway URL (normalized, no trailing slash), or `null` to discover. */
   readonly gateway: string | null;
-  /** The data directory (holds `gateways.json`). */
+  /** The data directory (holds `gateways.json` and a generated `api-key`). */
   readonly dataDir: string;
-  /** The chain to read, or `null`. */
+  /** The network profile's name and where it came from, or `null` without a chain. */
+  readonly network: { readonly name: string; readonly source: string } | null;
+  /** The bootstrap gateways (the profile's), normalized. */
+  readonly bootstrap: readonly string[];
+  /**
+   * The chain to read trust roots, commitments, bonds and measurements from. `null` only with
+   * `insecureGatewayKeys`.
+   */
   readonly evm: EvmConfig | null;
+  /**
+   * `--insecure-gateway-keys`: no chain at all; verified-tier keys are the ones the gateway
+   * lists, and every verdict says so. Never implied.
+   */
+  readonly insecureGatewayKeys: boolean;
+  /**
+   * How long on-chain facts stay usable while the chain cannot be read, in seconds (0: never);
+   * anything older is refused.
+   */
+  readonly chainGraceSecs: number;
+  /** Who must present the API key. */
+  readonly auth: AuthConfig;
   /** Path of the approved-measurements file, or `null`. */
   readonly measurementsFile: string | null;
   /** Allowed browser origin patterns. */
@@ -175,12 +228,21 @@ const SETTINGS = defineSettings({
     default: DEFAULT_BIND,
     help: "Listen address. Use port 0 for any free port.",
   },
+  network: {
+    flag: "network",
+    env: "NET_NETWORK",
+    kind: text("<name|file>"),
+    default: DEFAULT_NETWORK,
+    help: "The network to join: a built-in name (devnet) or a profile file (JSON: chain id, " +
+      "RPC URLs, contracts, bootstrap gateways). Providers' serving keys, ads and bonds are " +
+      "checked on its chain.",
+  },
   gateway: {
     flag: "gateway",
     env: "NET_GATEWAY",
     kind: gatewayUrl,
-    defaultText: "the first reachable of the known set (compiled-in list, gateways.json in " +
-      "the data directory, gossip).",
+    defaultText: "the first reachable of the known set (the profile's gateways, " +
+      "gateways.json in the data directory, gossip).",
     help: "Use only this gateway (http: or https: URL).",
   },
   dataDir: {
@@ -190,7 +252,23 @@ const SETTINGS = defineSettings({
     defaultText: `$XDG_DATA_HOME/${DATA_DIR_NAME} or ~/.local/share/${DATA_DIR_NAME} (Linux), ` +
       `~/Library/Application Support/${DATA_DIR_NAME} (macOS), %APPDATA%\\${DATA_DIR_NAME} ` +
       "(Windows).",
-    help: "Where gateways.json is kept.",
+    help: "Where gateways.json (and a generated api-key) is kept.",
+  },
+  chainGraceSecs: {
+    flag: "chain-grace-secs",
+    env: "NET_CHAIN_GRACE_SECS",
+    kind: integer({ min: 0, max: 86_400, unit: "seconds" }),
+    default: "600",
+    help: "While the chain cannot be read, a provider verified on chain at most this long ago " +
+      "is still trusted; older checks are refused (0: never).",
+  },
+  insecureGatewayKeys: {
+    flag: "insecure-gateway-keys",
+    env: "NET_INSECURE_GATEWAY_KEYS",
+    kind: toggle(),
+    default: "false",
+    help: "Run without any chain: verified-tier keys are whatever the gateway lists, so a " +
+      'malicious gateway can read your prompts. Every verdict says "gateway-listed key".',
   },
   measurements: {
     flag: "measurements",
@@ -198,6 +276,20 @@ const SETTINGS = defineSettings({
     kind: text("<file>"),
     help: "JSON file of approved TEE measurement ids (bytes32 hex). Without it and without " +
       "the chain, TEE-tier requests are refused.",
+  },
+  apiKeyFile: {
+    flag: "api-key-file",
+    env: "NET_DAEMON_API_KEY_FILE",
+    kind: text("<file>"),
+    defaultText: "NET_DAEMON_API_KEY, else <data-dir>/api-key (generated on first need).",
+    help: "File holding the API key that clients send as Authorization: Bearer <key>.",
+  },
+  requireApiKey: {
+    flag: "require-api-key",
+    env: "NET_DAEMON_REQUIRE_API_KEY",
+    kind: toggle(),
+    default: "false",
+    help: "Require the API key on loopback too. Beyond loopback it is always required.",
   },
   allowedOrigins: {
     flag: "allowed-origins",
@@ -225,34 +317,36 @@ const SETTINGS = defineSettings({
     default: String(DEFAULT_MAX_BODY_BYTES),
     help: "Largest accepted request body, in bytes (4194304 is 4 MiB).",
   },
+  apiKey: {
+    env: "NET_DAEMON_API_KEY",
+    kind: text("<key>"),
+    help: "The API key itself (at least 16 characters).",
+  },
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
     kind: rpcUrl(),
-    help: "EVM JSON-RPC endpoint (http: or https:); with NET_EVM_REGISTRY and " +
-      "NET_EVM_STAKING, the approved measurements, the providers' trust roots and ad " +
-      "commitments (Registry) and their bonds (Staking) are read from the chain, and a " +
-      "provider must be bonded to be used. Set all three or none.",
+    help: "EVM JSON-RPC endpoint (http: or https:) instead of the profile's. The approved " +
+      "measurements, the providers' trust roots and ad commitments (Registry) and their " +
+      "bonds (Staking) are read from the chain, and a provider must be bonded to be used.",
   },
-  registry: { env: "NET_EVM_REGISTRY", kind: address(), help: "The Registry contract." },
-  staking: { env: "NET_EVM_STAKING", kind: address(), help: "The Staking contract." },
+  registry: {
+    env: "NET_EVM_REGISTRY",
+    kind: address(),
+    help: "The Registry contract instead of the profile's.",
+  },
+  staking: {
+    env: "NET_EVM_STAKING",
+    kind: address(),
+    help: "The Staking contract instead of the profile's.",
+  },
 });
 
 /** The `--help` text, generated from the declarations. */
 export const DAEMON_HELP: string = SETTINGS.help();
 
-const EVM_NAMES = ["NET_EVM_RPC_URL", "NET_EVM_REGISTRY", "NET_EVM_STAKING"] as const;
-
-/** The three `NET_EVM_*` go together: all or none. */
-function checkEvmComplete(env: Readonly<Record<string, string | undefined>>): void {
-  const set = EVM_NAMES.filter((name) => env[name]);
-  const missing = EVM_NAMES.filter((name) => !env[name]);
-  if (set.length === 0 || missing.length === 0) return;
-  throw new SettingError(
-    missing[0],
-    `Cannot read the chain: ${set.join(" and ")} ${set.length === 1 ? "is" : "are"} set but ${
-      missing.join(" and ")
-    } ${missing.length === 1 ? "is" : "are"} not; set all three or none`,
-  );
+/** Whether a bind address only accepts connections from this machine. */
+export function isLoopbackBind(bind: BindAddress): boolean {
+  return hostScope(bind.hostname.replace(/^\[(.*)\]$/, "$1")) === "loopback";
 }
 
 const UNSPECIFIC = new Set(["0.0.0.0", "::", "127.0.0.1", "localhost", "::1"]);
@@ -328,16 +422,37 @@ export function parseDaemonConfig(
 ): ParsedDaemonArgs {
   const parsed = SETTINGS.parse(args, env);
   if (parsed.help) return { help: true, text: parsed.text };
-  const { values } = parsed;
-  checkEvmComplete(env);
-  const { rpcUrl, registry, staking } = values;
+  const { values, sources } = parsed;
+  const { network, evm, bootstrap } = networkFor({
+    network: values.network,
+    rpcUrl: values.rpcUrl,
+    registry: values.registry,
+    staking: values.staking,
+    insecureGatewayKeys: values.insecureGatewayKeys,
+    names: {
+      network: sources.network.name,
+      rpcUrl: sources.rpcUrl.name,
+      registry: sources.registry.name,
+      staking: sources.staking.name,
+      insecureGatewayKeys: sources.insecureGatewayKeys.name,
+    },
+  });
   return {
     help: false,
     config: {
       bind: values.bind,
       gateway: values.gateway ?? null,
       dataDir: values.dataDir ?? defaultDataDir(env, options.os ?? Deno.build.os),
-      evm: rpcUrl && registry && staking ? { rpcUrl, registry, staking } : null,
+      network,
+      bootstrap,
+      evm,
+      insecureGatewayKeys: values.insecureGatewayKeys,
+      chainGraceSecs: values.chainGraceSecs,
+      auth: {
+        required: values.requireApiKey || !isLoopbackBind(values.bind),
+        apiKey: values.apiKey ? checkApiKey(values.apiKey, "NET_DAEMON_API_KEY") : null,
+        apiKeyFile: values.apiKeyFile ?? null,
+      },
       measurementsFile: values.measurements ?? null,
       allowedOrigins: values.allowedOrigins ?? [],
       allowedHosts: allowedHostsFor(values.bind, values.allowedHosts ?? []),

@@ -24,7 +24,9 @@ import { NetError } from "../errors.ts";
 /**
  * Every error code a client can receive, with its default HTTP status.
  *
- * Raised by the surface itself: `invalid_request_error` (400), `forbidden_host` (403),
+ * Raised by the surface itself: `invalid_request_error` (400), `invalid_api_key` (401: a key
+ * is required and none or a wrong one was sent), `too_many_auth_failures` (429: this address
+ * sent too many wrong keys; wait `Retry-After`), `forbidden_host` (403),
  * `forbidden_origin` (403), `not_found` (404), `method_not_allowed` (405), `request_too_large`
  * (413), `url_too_long` (414), `headers_too_large` (431), `internal_error` (500).
  *
@@ -37,6 +39,7 @@ import { NetError } from "../errors.ts";
  */
 export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Object.freeze({
   invalid_request_error: 400,
+  invalid_api_key: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
   not_found: 404,
@@ -44,6 +47,7 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   method_not_allowed: 405,
   request_too_large: 413,
   url_too_long: 414,
+  too_many_auth_failures: 429,
   headers_too_large: 431,
   internal_error: 500,
   attestation_failed: 502,
@@ -60,6 +64,7 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
 /** A client-visible error code; see {@linkcode DAEMON_ERROR_STATUS} for the meaning of each. */
 export type DaemonErrorCode =
   | "invalid_request_error"
+  | "invalid_api_key"
   | "forbidden_host"
   | "forbidden_origin"
   | "not_found"
@@ -67,6 +72,7 @@ export type DaemonErrorCode =
   | "method_not_allowed"
   | "request_too_large"
   | "url_too_long"
+  | "too_many_auth_failures"
   | "headers_too_large"
   | "internal_error"
   | "attestation_failed"

@@ -2,14 +2,22 @@
  * Gateway resolution, exactly as the seed's §4 says:
  *
  * 1. If a gateway is pinned (`--gateway` / `NET_GATEWAY`), use it.
- * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list compiled
- *    into the daemon, the `gateways.json` cache in the data directory, and gateways learned by
+ * 2. Otherwise use the first reachable gateway of the known set: the bootstrap list (the network
+ *    profile's gateways), the `gateways.json` cache in the data directory, and gateways learned by
  *    gossip — in the {@linkcode GatewaySet} order: gateways this daemon reached itself (most
  *    recently reached first), then the bootstrap list, then hearsay. A gossiping peer can
  *    neither evict the bootstrap list nor rank its own entries above gateways this daemon has
  *    reached, across restarts too (the cache keeps each entry's own reach time and source).
  * 3. On connect, ask the gateway reached for its peers (`GET /v1/gateways`), merge them into
  *    the known set and persist the union in the cache file (atomically).
+ * 4. Then ask again every {@linkcode DEFAULT_GOSSIP_INTERVAL_MS} (5 minutes;
+ *    {@linkcode GatewayResolver.startGossip}): the current gateway is asked for its peers, and
+ *    the answer is merged under the same rules (bounded hearsay per peer, this node's own
+ *    reach history first). A gateway that does not answer stops being the current one; the
+ *    next round connects to the first reachable of the known set.
+ *
+ * The cache is written atomically; temporary files that a killed daemon left next to it are
+ * removed when the cache is first read.
  *
  * "Reachable" means the gateway answered its gossip endpoint sensibly; that request is the
  * connect. A gateway that fails later (before the first byte of a reply) is reported with
@@ -18,6 +26,8 @@
  * @module
  */
 
+import { DEVNET_PROFILE } from "../chain/network_profile.ts";
+import { removeStaleTemporaryFiles } from "../io/atomic_write.ts";
 import { loadGatewayCache, saveGatewayCache } from "./gateway_cache.ts";
 import { askPeer } from "./gateway_list.ts";
 import { GatewaySet } from "./gateway_set.ts";
@@ -25,13 +35,13 @@ import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 import { DaemonError } from "./daemon_error.ts";
 
 /**
- * The bootstrap list compiled into the daemon: the reference network's gateways
- * (`deno task devnet`). A build for another network replaces this list.
+ * The default bootstrap list: the built-in devnet profile's gateways (`deno task devnet`). The
+ * daemon passes its network profile's gateways instead (`DaemonConfig.bootstrap`).
  */
-export const BOOTSTRAP_GATEWAYS: readonly string[] = Object.freeze([
-  "http://127.0.0.1:8701",
-  "http://127.0.0.1:8702",
-]);
+export const BOOTSTRAP_GATEWAYS: readonly string[] = DEVNET_PROFILE.gateways;
+
+/** How often a running daemon asks its gateway for peers again: 5 minutes. */
+export const DEFAULT_GOSSIP_INTERVAL_MS = 5 * 60_000;
 
 /** Options of {@linkcode GatewayResolver}. */
 export interface GatewayResolverOptions {
@@ -58,6 +68,12 @@ export interface GatewayResolverOptions {
   log?: (message: string) => void;
 }
 
+/** Options of {@linkcode GatewayResolver.startGossip}. */
+export interface GossipOptions {
+  /** Time between two rounds, ms. @default {DEFAULT_GOSSIP_INTERVAL_MS} */
+  intervalMs?: number;
+}
+
 /** Finds and remembers the gateway the daemon talks to. */
 export class GatewayResolver {
   readonly #options: GatewayResolverOptions;
@@ -69,6 +85,8 @@ export class GatewayResolver {
   #current: string | undefined;
   #loaded: Promise<void> | undefined;
   #connecting: Promise<string> | undefined;
+  #gossipTimer: ReturnType<typeof setInterval> | undefined;
+  #gossiping: Promise<void> | undefined;
 
   /**
    * Creates the resolver. Nothing is read or fetched until {@linkcode resolve}.
@@ -126,6 +144,69 @@ export class GatewayResolver {
     if (this.#current === url) this.#current = undefined;
   }
 
+  /**
+   * One gossip round: asks the current gateway for its peers again, merges the answer into the
+   * known set and persists it. Without a current gateway (none reached yet, or the last one
+   * failed), connects instead, which asks the gateway it reaches. A gateway that does not
+   * answer is reported ({@linkcode reportFailure}). Never rejects: problems are logged.
+   * Concurrent calls share one round.
+   */
+  gossip(): Promise<void> {
+    return this.#gossiping ??= this.#gossipRound().finally(() => (this.#gossiping = undefined));
+  }
+
+  /**
+   * Starts asking for peers periodically ({@linkcode gossip} every `intervalMs`). Idempotent;
+   * {@linkcode stopGossip} (or `using`) stops it. The timer does not keep the process alive.
+   */
+  startGossip(options: GossipOptions = {}): Disposable {
+    const interval = options.intervalMs ?? DEFAULT_GOSSIP_INTERVAL_MS;
+    if (!Number.isSafeInteger(interval) || interval < 1) {
+      throw new RangeError(
+        `Cannot start gossip: intervalMs must be a positive integer, found ${interval}`,
+      );
+    }
+    if (this.#gossipTimer === undefined) {
+      this.#gossipTimer = setInterval(() => void this.gossip(), interval);
+      Deno.unrefTimer(this.#gossipTimer);
+    }
+    return { [Symbol.dispose]: () => this.stopGossip() };
+  }
+
+  /** Stops the periodic gossip; a round under way finishes. */
+  stopGossip(): void {
+    clearInterval(this.#gossipTimer);
+    this.#gossipTimer = undefined;
+  }
+
+  async #gossipRound(): Promise<void> {
+    const url = this.#current;
+    if (url === undefined) {
+      await this.resolve().catch((error) =>
+        this.#log(
+          `daemon: gossip: ${error instanceof Error ? error.message.split("\n")[0] : error}`,
+        )
+      );
+      return;
+    }
+    try {
+      const { added } = await askPeer(this.#set, url, {
+        fetch: this.#options.fetch,
+        timeoutMs: this.#options.timeoutMs ?? 3000,
+      });
+      if (added > 0) this.#log(`daemon: gossip: ${url} named ${added} new gateway(s)`);
+    } catch (error) {
+      this.#log(
+        `daemon: gossip: ${
+          error instanceof GatewaySetError ? error.shortMessage : String(error)
+        }; it is no longer the current gateway`,
+      );
+      this.reportFailure(url);
+      return;
+    }
+    await this.#persist();
+  }
+
   async #load(): Promise<void> {
     const now = this.#clock();
     // Permanent entries first: the bootstrap list and the pinned gateway are never evicted.
@@ -138,6 +219,7 @@ export class GatewayResolver {
       }
     }
     if (this.#options.cachePath) {
+      await this.#removeDebris(this.#options.cachePath);
       const { entries, problem } = await loadGatewayCache(this.#options.cachePath, { now });
       if (problem) this.#log(`daemon: ${problem}; it will be rewritten`);
       for (const entry of entries) {
@@ -201,6 +283,20 @@ export class GatewayResolver {
       (failed !== undefined && now - failed < coolDown ? cooling : fresh).push(url);
     }
     return [...fresh, ...cooling];
+  }
+
+  /** Removes the temporary files of cache writes that a killed daemon left behind. */
+  async #removeDebris(cachePath: string): Promise<void> {
+    try {
+      const removed = await removeStaleTemporaryFiles(cachePath);
+      if (removed.length > 0) {
+        this.#log(
+          `daemon: removed ${removed.length} temporary file(s) of an interrupted cache write`,
+        );
+      }
+    } catch (error) {
+      this.#log(`daemon: ${(error as Error).message}`);
+    }
   }
 
   async #persist(): Promise<void> {

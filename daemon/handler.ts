@@ -6,7 +6,8 @@
  * with a `Request`.
  *
  * Every request goes through, in order: the layer's size limits, the `Host` allowlist, the
- * `Origin` check (CORS for allowed origins), routing (404 for unknown paths, 405 with `Allow`
+ * `Origin` check (CORS for allowed origins), the API key when one is required (`auth.ts`:
+ * every path but `GET /`, `/api/version` and `/v1/gateways`), routing (404 for unknown paths, 405 with `Allow`
  * for wrong methods, `OPTIONS`, `HEAD` for every `GET`), the body size limit and strict JSON
  * parsing, the route's schema, then the endpoint. Every error is rendered in the dialect of the
  * path: `/v1/…` speaks OpenAI, everything else Ollama. `GET /openapi.json` serves the OpenAPI
@@ -29,15 +30,16 @@
  * @module
  */
 
-import { createService, type Service } from "../http/mod.ts";
+import { createService, type ResponseSpec, type Route, type Service } from "../http/mod.ts";
+import { apiKeyAuth, authRefusalHeaders, type FailureThrottle, isOpenRequest } from "./auth.ts";
 import type { ChatBackend } from "./backend.ts";
-import { dialectOf, type ErrorLogger, errorResponse } from "./http_error.ts";
+import { type Dialect, dialectOf, type ErrorLogger, errorResponse } from "./http_error.ts";
 import { hygiene, parseOriginPatterns } from "./hygiene.ts";
 import type { GatewayLister } from "./transparency.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
 import { daemonRoutes, SHARED_ERROR_RESPONSES } from "./_routes.ts";
-import { errorResponses } from "./_schemas.ts";
+import { errorResponses, errorSchema } from "./_schemas.ts";
 
 /** Default request body limit: 4 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -80,6 +82,16 @@ export interface DaemonHandlerOptions {
   allowedOrigins?: readonly string[];
   /** Largest accepted request body, in bytes. @default {4 MiB} */
   maxBodyBytes?: number;
+  /**
+   * The API key every request but `GET /`, `GET /api/version` and `GET /v1/gateways` must
+   * present as `Authorization: Bearer <key>` (a promise is awaited before the first check; if
+   * it rejects, those requests are refused). Without it nothing is checked (loopback).
+   *
+   * @default {undefined}
+   */
+  apiKey?: string | Promise<string>;
+  /** Counts failed keys per client address. @default {a new FailureThrottle} */
+  authThrottle?: FailureThrottle;
   /** How long to wait for the first chunk of a reply or for a model list. @default {300000} */
   firstByteTimeoutMs?: number;
   /** How long to wait between two chunks of a reply. @default {120000} */
@@ -157,7 +169,41 @@ const DESCRIPTION =
   "method with `method_not_allowed` (405, with `Allow`) in the dialect of the path " +
   "(`components.responses`). `HEAD` is answered for every `GET`; `OPTIONS` lists the methods, " +
   "or answers a CORS preflight for an allowed origin. Every request must carry an allowed " +
-  "`Host` (DNS-rebinding protection) and, from a browser, an allowed `Origin`.";
+  "`Host` (DNS-rebinding protection) and, from a browser, an allowed `Origin`. When the " +
+  "daemon listens beyond loopback (or was started with `--require-api-key`), every request " +
+  "but `GET /`, `GET /api/version` and `GET /v1/gateways` must also carry " +
+  "`Authorization: Bearer <key>`: without it, `invalid_api_key` (401); after repeated wrong " +
+  "keys from one address, `too_many_auth_failures` (429, `Retry-After`).";
+
+/** The API key's answers (401, 429) in `dialect`; `busy` is an operation's own 429, kept. */
+function authAnswers(dialect: Dialect, busy?: string): Record<number, ResponseSpec> {
+  const content = { "application/json": { schema: errorSchema(dialect) } };
+  return {
+    401: {
+      description: "`invalid_api_key`: a key is required (the daemon listens beyond loopback, " +
+        "or `--require-api-key`) and none or a wrong one was sent.",
+      content,
+    },
+    429: {
+      description: `${busy ? `${busy} Or ` : ""}\`too_many_auth_failures\`: too many wrong ` +
+        "keys from this address; retry after `Retry-After` seconds.",
+      content,
+    },
+  };
+}
+
+/** Adds the API key's answers to every route that needs the key, in its dialect. */
+function withAuthAnswers(routes: readonly Route[]): Route[] {
+  return routes.map((route) =>
+    isOpenRequest(route.method.toUpperCase(), route.path) ? route : {
+      ...route,
+      responses: {
+        ...route.responses,
+        ...authAnswers(dialectOf(route.path), route.responses[429]?.description),
+      },
+    }
+  );
+}
 
 /**
  * Builds the daemon's service: its live route table (`app.routes`), its generated OpenAPI
@@ -181,22 +227,42 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   );
   const origins = parseOriginPatterns(options.allowedOrigins ?? []);
   const context = surfaceContext(options);
+  const middleware = [hygiene({ port, hostnames: options.hostnames, origins })];
+  if (options.apiKey !== undefined) {
+    middleware.push(apiKeyAuth({
+      key: options.apiKey,
+      throttle: options.authThrottle,
+      clock: options.clock,
+    }));
+  }
   const service = createService({
     info: { title: "net-consumer daemon", version: options.version, description: DESCRIPTION },
-    routes: daemonRoutes({
+    routes: withAuthAnswers(daemonRoutes({
       context,
       version,
       gateways: options.gateways,
       verdicts: options.verdicts,
-    }),
-    middleware: [hygiene({ port, hostnames: options.hostnames, origins })],
+    })),
+    middleware,
     // The layer's own route (`/openapi.json`) answers errors like any other outside `/v1`;
     // every declared route lists its own, in its dialect.
     commonResponses: errorResponses("ollama", "local"),
     maxBodyBytes,
     tooLargeHint: "Start the daemon with a larger --max-body-bytes to accept it.",
-    renderError: (error, c) => errorResponse(error, dialectOf(c.req.path), { log: context.log }),
+    renderError: (error, c) => {
+      const response = errorResponse(error, dialectOf(c.req.path), { log: context.log });
+      for (const [name, value] of Object.entries(authRefusalHeaders(error))) {
+        response.headers.set(name, value);
+      }
+      return response;
+    },
   });
+  // The layer's own `GET /openapi.json` needs the key too: its documentation says so.
+  for (const definition of service.app.openAPIRegistry.definitions) {
+    if (definition.type === "route" && definition.route.path === "/openapi.json") {
+      Object.assign(definition.route.responses, authAnswers("ollama"));
+    }
+  }
   for (const [name, response] of Object.entries(SHARED_ERROR_RESPONSES)) {
     service.app.openAPIRegistry.registerComponent("responses", name, response);
   }
@@ -205,18 +271,19 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
 
 /**
  * Builds the daemon's request handler: {@linkcode createDaemonService}'s `fetch`, which never
- * rejects (whatever escapes is rendered like any error).
+ * rejects (whatever escapes is rendered like any error). Pass `Deno.serve`'s `info` as the
+ * second argument: failed API keys are counted per client address.
  *
  * @throws {RangeError} for an option out of range (port, limits, version), and
  * `OriginPatternError` for a malformed allowed origin.
  */
 export function createDaemonHandler(
   options: DaemonHandlerOptions,
-): (request: Request) => Promise<Response> {
+): (request: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   const service = createDaemonService(options);
   const log = options.log ?? ((message, error) => console.error(message, error));
-  return (request) =>
-    service.fetch(request).catch((error) =>
+  return (request, info) =>
+    service.fetch(request, info).catch((error) =>
       errorResponse(error, dialectOf(new URL(request.url).pathname), { log })
     );
 }

@@ -6,8 +6,43 @@
  * @module
  */
 
-import { parseDaemonConfig } from "./config.ts";
+import type { ApiKey } from "./auth.ts";
+import { type DaemonConfig, parseDaemonConfig } from "./config.ts";
 import { createDaemon } from "./daemon.ts";
+
+/** The start-up lines about trust: where keys are checked, or loudly that they are not. */
+function trustLine(config: DaemonConfig): string {
+  const measurements = config.measurementsFile ? `; measurements ${config.measurementsFile}` : "";
+  if (!config.evm) {
+    return "daemon: trust: NO CHAIN (--insecure-gateway-keys): verified-tier keys are whatever " +
+      "the gateway lists, so a malicious gateway can read your prompts; every verdict says " +
+      `"gateway-listed key"${measurements}`;
+  }
+  const { network, evm } = config;
+  return `daemon: trust: network ${network?.name} (${network?.source}): chain ${
+    evm.rpcUrls.join(", ")
+  }${
+    evm.chainId === null ? "" : ` (id ${evm.chainId})`
+  }, Registry ${evm.registry}, Staking ${evm.staking}; serving keys, ads and bonds are checked on chain (grace ${config.chainGraceSecs} s while ` +
+    `it is unreachable)${measurements}`;
+}
+
+/** The start-up line about the API key. */
+function authLine(config: DaemonConfig, key: ApiKey | null): string {
+  if (!key) {
+    return config.auth.apiKey || config.auth.apiKeyFile
+      ? "daemon: an API key is configured but not required on loopback (add --require-api-key " +
+        "to require it)"
+      : "daemon: no API key required (loopback only)";
+  }
+  const where = key.source === "NET_DAEMON_API_KEY"
+    ? "the value of NET_DAEMON_API_KEY"
+    : key.source;
+  return `daemon: API key required on every endpoint but GET /, /api/version and /v1/gateways ` +
+    `(Authorization: Bearer <key>); ${
+      key.generated ? `generated a new key in ${where} (mode 0600)` : `the key is ${where}`
+    }`;
+}
 
 if (import.meta.main) {
   let parsed;
@@ -22,7 +57,7 @@ if (import.meta.main) {
     Deno.exit(0);
   }
   const { config } = parsed;
-  let handler: (req: Request) => Promise<Response> = () =>
+  let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
     Promise.resolve(new Response("starting", { status: 503 }));
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
@@ -30,7 +65,7 @@ if (import.meta.main) {
       hostname: config.bind.hostname,
       port: config.bind.port,
       onListen: () => {},
-    }, (req) => handler(req));
+    }, (req, info) => handler(req, info));
   } catch (error) {
     console.error(
       `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
@@ -48,6 +83,14 @@ if (import.meta.main) {
     await server.shutdown();
     Deno.exit(2);
   }
+  let apiKey: ApiKey | null;
+  try {
+    apiKey = await daemon.apiKey;
+  } catch (error) {
+    console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
+    await server.shutdown();
+    Deno.exit(2);
+  }
   handler = daemon.handler;
   const host = config.bind.hostname.includes(":")
     ? `[${config.bind.hostname}]`
@@ -55,22 +98,24 @@ if (import.meta.main) {
   console.log(`daemon: listening on http://${host}:${port}`);
   console.log(`daemon:   OpenAI clients: OPENAI_BASE_URL=http://${host}:${port}/v1`);
   console.log(`daemon:   Ollama clients: OLLAMA_HOST=${host}:${port}`);
+  console.log(authLine(config, apiKey));
   console.log(
-    `daemon: gateways: ${config.gateway ? `pinned ${config.gateway}` : "discovered"}; trust: ${
-      config.evm
-        ? `chain ${config.evm.rpcUrl}, Registry ${config.evm.registry}`
-        : "serving keys as the gateway lists them (set NET_EVM_RPC_URL, NET_EVM_REGISTRY and NET_EVM_STAKING to check them on chain)"
-    }${config.measurementsFile ? `; measurements ${config.measurementsFile}` : ""}`,
+    `daemon: gateways: ${
+      config.gateway ? `pinned ${config.gateway}` : "discovered"
+    } (peers asked again every 5 min)`,
   );
-  // Connect in the background so the first request does not wait for it.
+  console.log(trustLine(config));
+  // Connect in the background so the first request does not wait for it; then gossip.
   daemon.resolver.resolve().then(
     (url) => console.log(`daemon: connected to gateway ${url}`),
     (error) =>
       console.warn(`daemon: ${error instanceof Error ? error.message.split("\n")[0] : error}`),
   );
+  daemon.start();
   // Graceful: stop accepting, let replies in flight finish (at most 30 s), then exit.
   const stop = () => {
     console.log("daemon: stopping…");
+    daemon.close();
     server.shutdown();
     Deno.unrefTimer(setTimeout(() => {
       console.warn("daemon: replies still running after 30 s; exiting anyway");

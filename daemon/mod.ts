@@ -83,6 +83,17 @@ export {
 export type { GatewayLister, ListedGateway } from "./transparency.ts";
 export { createDaemonHandler, createDaemonService, type DaemonHandlerOptions } from "./handler.ts";
 export {
+  type ApiKey,
+  apiKeyAuth,
+  type ApiKeyAuthOptions,
+  FailureThrottle,
+  type FailureThrottleOptions,
+  OPEN_ENDPOINTS,
+  resolveApiKey,
+  type ResolveApiKeyOptions,
+} from "./auth.ts";
+export {
+  type AuthConfig,
   type BindAddress,
   type DaemonConfig,
   type EvmConfig,
@@ -104,7 +115,12 @@ export {
 } from "./gateway_set.ts";
 export { askPeer, type AskPeerOptions } from "./gateway_list.ts";
 export { GatewaySetError, type GatewaySetFailure, normalizeGatewayUrl } from "./gateway_url.ts";
-export { GatewayResolver, type GatewayResolverOptions } from "./gateway_resolver.ts";
+export {
+  DEFAULT_GOSSIP_INTERVAL_MS,
+  GatewayResolver,
+  type GatewayResolverOptions,
+  type GossipOptions,
+} from "./gateway_resolver.ts";
 export { NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
 export { ProviderReputation, type ProviderReputationOptions } from "./provider_reputation.ts";
 export { type ProviderTrustOptions, type RegistryRecord } from "./provider_trust.ts";

@@ -49,6 +49,12 @@ export interface RegistryRecord {
   adCommitment: Hex;
   /** Registry-active and staked at least the minimum bond (Staking). */
   bonded: boolean;
+  /**
+   * Set when the record is not a fresh read (the chain could not be read and an older read
+   * within the grace period stands in): shown in the verdict, e.g. `read 4 min ago, chain
+   * unreachable`.
+   */
+  note?: string;
 }
 
 /** Options of {@linkcode trustProvider}. */
@@ -143,13 +149,18 @@ export async function trustProvider(
     if (problem) {
       throw refuse("attestation_failed", `Cannot trust provider ${provider}: ${problem}`);
     }
-    onChain = ", on-chain trust root";
+    onChain = `, on-chain trust root${record?.note ? ` (${record.note})` : ""}`;
   }
 
   if (candidate.tier === "verified") {
     const commitment = adCommitment(ad);
+    // Without the chain, the serving key is the one in the ad the gateway listed: say so. A
+    // cached key says where its trust comes from now (the chain may be unreachable since).
+    const verdict = `endorsed-key by ${abbreviate(servingKey, 12)}${
+      onChain || ", gateway-listed key"
+    }`;
     const cached = options.keyCache?.get(provider, commitment, options.clock());
-    if (cached) return cached;
+    if (cached) return cached.verdict === verdict ? cached : { ...cached, verdict };
     let keyConfig: Uint8Array;
     let expiresAt: Date;
     try {
@@ -169,11 +180,7 @@ export async function trustProvider(
         error,
       );
     }
-    const trusted = {
-      keyConfig,
-      // Without the chain, the serving key is the one in the ad the gateway listed: say so.
-      verdict: `endorsed-key by ${abbreviate(servingKey, 12)}${onChain || ", gateway-listed key"}`,
-    };
+    const trusted = { keyConfig, verdict };
     options.keyCache?.set(provider, commitment, trusted, expiresAt, options.clock());
     return trusted;
   }

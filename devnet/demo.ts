@@ -1,8 +1,10 @@
 /**
  * `deno task demo`: the whole system on this machine — the reference network
  * (`network.ts`), then the indexer and the daemon, each started from its real entry point
- * (`indexer/main.ts`, `daemon/main.ts`) with the devnet's environment — and prints commands
- * to try that work at once. Ctrl-C stops everything.
+ * (`indexer/main.ts`, `daemon/main.ts`) with the network profile the devnet wrote
+ * (`<state-dir>/network.json`, `--network`) — and prints commands to try that work at once.
+ * The daemon checks every verified provider's serving key, ad and bond on the devnet's chain,
+ * as it would on any network. Ctrl-C stops everything.
  *
  * @module
  */
@@ -50,7 +52,7 @@ export const DEMO_SETTINGS = defineSettings({
     flag: "state-dir",
     kind: text("<dir>"),
     default: ".devnet",
-    help: "devnet.env and the daemon's data directory.",
+    help: "devnet.env, the network profile network.json and the daemon's data directory.",
   },
 });
 
@@ -167,13 +169,26 @@ function freePort(): number {
   return port;
 }
 
+/**
+ * The environment of the demo's children: the user's, without any `NET_*` variable (the
+ * network profile says everything; a stray `NET_EVM_REGISTRY` in a shell must not override it).
+ */
+function childEnv(): Record<string, string> {
+  return {
+    ...Object.fromEntries(
+      Object.entries(Deno.env.toObject()).filter(([name]) => !name.startsWith("NET_")),
+    ),
+    NO_COLOR: "1",
+  };
+}
+
 /** Starts the indexer, refreshing every 5 s and counting settlements at 2 confirmations. */
-function startIndexer(base: Record<string, string>, port: number): Child {
+function startIndexer(profile: string, port: number): Child {
   return {
     name: "indexer",
     url: `http://127.0.0.1:${port}/health`,
-    process: spawn("indexer", "indexer/main.ts", [], {
-      ...base,
+    process: spawn("indexer", "indexer/main.ts", ["--network", profile], {
+      ...childEnv(),
       NET_STATS_BIND: `127.0.0.1:${port}`,
       NET_STATS_REFRESH_SECS: "5",
       NET_STATS_CONFIRMATIONS: "2",
@@ -181,25 +196,15 @@ function startIndexer(base: Record<string, string>, port: number): Child {
   };
 }
 
-/** Starts the daemon on the devnet's chain and gateways. */
-function startDaemon(
-  devnet: Devnet,
-  base: Record<string, string>,
-  options: { port: number; fixed: boolean; stateDir: string },
-): Child {
-  const args = devnet.gateways.length > 0 && !options.fixed
-    ? ["--gateway", devnet.gateways[0]]
-    : [];
+/** Starts the daemon on the devnet's profile: its chain, contracts and gateways. */
+function startDaemon(profile: string, options: { port: number; stateDir: string }): Child {
   return {
     name: "daemon",
     url: `http://127.0.0.1:${options.port}/`,
-    process: spawn("daemon", "daemon/main.ts", args, {
-      ...base,
+    process: spawn("daemon", "daemon/main.ts", ["--network", profile], {
+      ...childEnv(),
       NET_DAEMON_BIND: `127.0.0.1:${options.port}`,
       NET_DATA_DIR: `${options.stateDir}/daemon`,
-      NET_EVM_RPC_URL: devnet.rpcUrl,
-      NET_EVM_REGISTRY: devnet.contracts.registry,
-      NET_EVM_STAKING: devnet.contracts.staking,
     }),
   };
 }
@@ -243,18 +248,14 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   console.log(describeDevnet(devnet, settings.stateDir));
   const indexerPort = fixed ? 8088 : freePort();
   const daemonPort = fixed ? 11435 : freePort();
-  const base = { ...Deno.env.toObject(), ...devnet.env, NO_COLOR: "1" };
+  const profile = devnet.profilePath!;
 
   console.log("demo: [3/4] starting the indexer…");
-  const indexer = startIndexer(base, indexerPort);
+  const indexer = startIndexer(profile, indexerPort);
   demo.children.push(indexer);
   await ready(indexer, 60_000);
   console.log("demo: [4/4] starting the daemon…");
-  const daemon = startDaemon(devnet, base, {
-    port: daemonPort,
-    fixed,
-    stateDir: settings.stateDir,
-  });
+  const daemon = startDaemon(profile, { port: daemonPort, stateDir: settings.stateDir });
   demo.children.push(daemon);
   await ready(daemon, 60_000);
 

@@ -1,6 +1,8 @@
 /**
  * Deploys the network's four contracts (and optionally the `aggregate3` Multicall) from the
- * committed artifacts in `contracts/artifacts/`.
+ * committed artifacts in `contracts/artifacts/`, and links them: the Registry names the
+ * Staking, Emission and Escrow of its network (`setNetworkContracts`), as the Escrow names its
+ * Emission, so readers can check that the addresses they were given belong together.
  *
  * @example
  * ```ts ignore
@@ -31,7 +33,7 @@ import {
   registryAbi,
   stakingAbi,
 } from "../chain/mod.ts";
-import { confirm, type DevnetSigner } from "./signer.ts";
+import { confirm, type DevnetSigner, sendAndConfirm } from "./signer.ts";
 
 /** Parameters of the Emission contract. */
 export interface EmissionParams {
@@ -117,7 +119,11 @@ async function deploy(
   return { address: receipt.contractAddress.toLowerCase() as Address, block: receipt.blockNumber };
 }
 
-/** Deploys Registry, Staking, Emission and Escrow (in that order), and optionally Multicall. */
+/**
+ * Deploys Registry, Staking, Emission and Escrow (in that order, so a fresh chain always gives
+ * them the same addresses), links them in the Registry (`setNetworkContracts`, by the owner
+ * when the signer is the owner), and optionally deploys Multicall.
+ */
 export async function deployContracts(
   signer: DevnetSigner,
   params: DeploymentParams,
@@ -145,6 +151,14 @@ export async function deployContracts(
     owner,
     emission.address,
   ]);
+  if (owner.toLowerCase() === signer.account.address.toLowerCase()) {
+    await sendAndConfirm(signer, {
+      address: registry.address,
+      abi: registryAbi,
+      functionName: "setNetworkContracts",
+      args: [staking.address, emission.address, escrow.address],
+    });
+  }
   const multicall = options.multicall
     ? (await deploy(signer, "Multicall", multicallAbi, multicallArtifact.bytecode, [])).address
     : null;

@@ -50,8 +50,9 @@ export const DEVNET_SETTINGS = defineSettings({
   usage: "Usage: deno task devnet [options]",
   summary: [
     "Starts the reference network on loopback: an anvil chain with the contracts deployed and",
-    "registered state, providers of both tiers, routers and gateways. Writes every NET_*",
-    "variable the indexer and the daemon need to <state-dir>/devnet.env. Ctrl-C stops it.",
+    "registered state, providers of both tiers, routers and gateways. Writes its network",
+    "profile to <state-dir>/network.json (for --network) and every NET_* variable to",
+    "<state-dir>/devnet.env. Ctrl-C stops it.",
   ].join("\n"),
 }, {
   ports: {
@@ -66,7 +67,7 @@ export const DEVNET_SETTINGS = defineSettings({
     flag: "state-dir",
     kind: text("<dir>"),
     default: ".devnet",
-    help: "Where devnet.env is written.",
+    help: "Where network.json and devnet.env are written.",
   },
   hostname: {
     flag: "host",
@@ -164,8 +165,16 @@ export function describeDevnet(devnet: Devnet, stateDir: string | undefined): st
       }]`
     ),
   ];
+  if (devnet.profilePath) {
+    lines.push(
+      "",
+      `Network profile: ${devnet.profilePath}`,
+      `  deno task daemon --network ${devnet.profilePath}`,
+      `  deno task indexer --network ${devnet.profilePath}`,
+    );
+  }
   if (stateDir) {
-    lines.push("", `Environment for the indexer and the daemon: ${stateDir}/devnet.env`);
+    lines.push(`Environment for the indexer and the daemon: ${stateDir}/devnet.env`);
   }
   return lines.join("\n");
 }

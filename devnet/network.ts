@@ -19,7 +19,9 @@
  * @module
  */
 
+import { resolve } from "node:path";
 import type { ChainContracts } from "../chain/mod.ts";
+import { type NetworkProfile, networkProfileJson } from "../chain/network_profile.ts";
 import type { GatewaySet } from "../daemon/mod.ts";
 import { writeFileAtomic } from "../io/atomic_write.ts";
 import { Loops, Teardown } from "./_lifecycle.ts";
@@ -86,7 +88,10 @@ export interface DevnetOptions {
   refreshIntervalMs?: number;
   /** Produces attestations for TEE provider `index` (tests). @default {mock bundles} */
   attester?: (index: number) => Attester;
-  /** Directory for `devnet.env` (written on start, removed on stop). */
+  /**
+   * Directory for `devnet.env` and the network profile `network.json` (both written on start,
+   * removed on stop).
+   */
   stateDir?: string;
   /** Progress lines. @default {() => {}} */
   log?: (line: string) => void;
@@ -136,6 +141,16 @@ export interface Devnet extends AsyncDisposable {
   readonly gatewayPeers: readonly GatewaySet[];
   /** Every `NET_*` variable the indexer and the daemon need (also written to `devnet.env`). */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * The network profile of this devnet (`chain/network_profile.ts`): its chain, contracts,
+   * deployment block and gateways, as advertised.
+   */
+  readonly profile: NetworkProfile;
+  /**
+   * Where the profile was written (`<stateDir>/network.json`, also `NET_NETWORK` in `env`), or
+   * `null` without a state directory.
+   */
+  readonly profilePath: string | null;
   /** Settles the usage served so far, now (the background loop does it periodically). */
   settleNow(): Promise<void>;
   /** Stops everything; idempotent. */
@@ -171,6 +186,37 @@ function devnetEnv(
     NET_DEVNET_ROUTERS: urls.routers.join(","),
     NET_DEVNET_PROVIDERS: urls.providers.join(","),
   };
+}
+
+/** The devnet's network profile: what `--network <file>` gives the daemon and the indexer. */
+function devnetProfile(
+  chain: DevnetChain,
+  deployment: Deployment,
+  gateways: readonly string[],
+): NetworkProfile {
+  return {
+    name: "devnet",
+    chainId: chain.chainId,
+    rpcUrls: [chain.publicRpcUrl],
+    contracts: deployment.contracts,
+    deployedAtBlock: deployment.fromBlock,
+    gateways,
+    source: "the running devnet",
+  };
+}
+
+/** Writes `<stateDir>/network.json`, removed by the teardown after everything else. */
+async function writeProfileFile(
+  stateDir: string,
+  profile: NetworkProfile,
+  teardown: Teardown,
+): Promise<string> {
+  const path = resolve(stateDir, "network.json");
+  await writeFileAtomic(path, JSON.stringify(networkProfileJson(profile), null, 2) + "\n", {
+    mode: 0o644,
+  });
+  teardown.addLast(() => Deno.remove(path).catch(() => {}));
+  return path;
 }
 
 /** Writes `<stateDir>/devnet.env`, removed by the teardown after everything else. */
@@ -272,14 +318,21 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       emit: () => emitFinishedEpochs(chain, deployment),
     }, () => refreshGateways(gateways));
 
-    // 5. The environment the indexer and the daemon need.
+    // 5. The network profile and the environment the indexer and the daemon need.
     const gatewayUrls = gateways.servers.map((g) => g.url);
+    const profile = devnetProfile(chain, deployment, gatewayUrls);
     const env = devnetEnv(chain, deployment, {
       gateways: gatewayUrls,
       routers: routerUrls,
       providers: providers.map((p) => p.url),
     });
-    if (options.stateDir) log(`wrote ${await writeEnvFile(options.stateDir, env, teardown)}`);
+    let profilePath: string | null = null;
+    if (options.stateDir) {
+      profilePath = await writeProfileFile(options.stateDir, profile, teardown);
+      env.NET_NETWORK = profilePath;
+      log(`wrote ${profilePath}`);
+      log(`wrote ${await writeEnvFile(options.stateDir, env, teardown)}`);
+    }
 
     return {
       rpcUrl: chain.publicRpcUrl,
@@ -291,6 +344,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       gateways: gatewayUrls,
       gatewayPeers: gateways.peers,
       env,
+      profile,
+      profilePath,
       settleNow,
       stop,
       [Symbol.asyncDispose]: stop,

@@ -7,22 +7,27 @@
  *
  * | flag                       | environment                   | default                     |
  * | -------------------------- | ----------------------------- | --------------------------- |
+ * | `--network <name\|file>`   | `NET_NETWORK`                 | unset                       |
  * | `--bind <host:port>`       | `NET_STATS_BIND`              | `127.0.0.1:8088`            |
  * | `--refresh-secs <n>`       | `NET_STATS_REFRESH_SECS`      | `30`                        |
  * | `--stale-after-secs <n>`   | `NET_STATS_STALE_AFTER_SECS`  | twice the refresh interval  |
  * | `--router-timeout-ms <n>`  | `NET_STATS_ROUTER_TIMEOUT_MS` | `5000`                      |
- * | `--scan-from-block <n>`    | `NET_STATS_SCAN_FROM_BLOCK`   | `0`                         |
+ * | `--scan-from-block <n>`    | `NET_STATS_SCAN_FROM_BLOCK`   | `0` (profile: its block)    |
  * | `--confirmations <n>`      | `NET_STATS_CONFIRMATIONS`     | `12`                        |
  * | —                          | `NET_EVM_RPC_URL`             | `http://127.0.0.1:8545`     |
- * | —                          | `NET_EVM_ESCROW`              | required                    |
- * | —                          | `NET_EVM_STAKING`             | required                    |
- * | —                          | `NET_EVM_EMISSION`            | required                    |
- * | —                          | `NET_EVM_REGISTRY`            | required                    |
+ * | —                          | `NET_EVM_ESCROW`              | required (or the profile's) |
+ * | —                          | `NET_EVM_STAKING`             | required (or the profile's) |
+ * | —                          | `NET_EVM_EMISSION`            | required (or the profile's) |
+ * | —                          | `NET_EVM_REGISTRY`            | required (or the profile's) |
  * | —                          | `NET_EVM_MULTICALL`           | unset: deployless multicall |
  * | `--help`, `-h`             |                               |                             |
  *
- * Beyond each value's own kind: `--stale-after-secs` is at least `--refresh-secs`, and every
- * missing contract address is named at once.
+ * With `--network` (a built-in name such as `devnet`, or a profile file,
+ * `chain/network_profile.ts`), the RPC URL, the four contracts, the scan's first block and the
+ * chain id come from the profile, and each variable overrides its one field (the chain id is
+ * then enforced only while the RPC URL is the profile's). Beyond each value's own kind:
+ * `--stale-after-secs` is at least `--refresh-secs`, and every missing contract address is
+ * named at once.
  *
  * @example
  * ```ts
@@ -42,6 +47,11 @@
  */
 
 import type { Address } from "viem";
+import {
+  type NetworkProfile,
+  NetworkProfileError,
+  resolveNetworkProfile,
+} from "../chain/network_profile.ts";
 import type { ChainContracts } from "../chain/types.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import {
@@ -53,6 +63,7 @@ import {
   type Kind,
   rpcUrl,
   SettingError,
+  text,
 } from "../settings/mod.ts";
 
 export type { BindAddress };
@@ -83,6 +94,15 @@ const SETTINGS = defineSettings({
     "See docs/indexer.md for every field and the error rules.",
   ].join("\n"),
 }, {
+  network: {
+    flag: "network",
+    env: "NET_NETWORK",
+    kind: text("<name|file>"),
+    defaultText: "unset: the NET_EVM_* variables name the chain and the contracts.",
+    help: "The network to index: a built-in name (devnet) or a profile file; it gives the RPC " +
+      "URL, the chain id, the four contracts and the first block to scan, and each variable " +
+      "below overrides its one field.",
+  },
   bind: {
     flag: "bind",
     env: "NET_STATS_BIND",
@@ -116,7 +136,7 @@ const SETTINGS = defineSettings({
     flag: "scan-from-block",
     env: "NET_STATS_SCAN_FROM_BLOCK",
     kind: blockNumber(),
-    default: "0",
+    defaultText: "0, or the profile's deployment block.",
     help: "First block of the settlement scan (the Escrow's deployment block).",
   },
   confirmations: {
@@ -129,31 +149,31 @@ const SETTINGS = defineSettings({
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
     kind: rpcUrl(),
-    default: "http://127.0.0.1:8545",
+    defaultText: "the profile's first, else http://127.0.0.1:8545.",
     help: "Any EVM JSON-RPC endpoint (http: or https:).",
   },
   escrow: {
     env: CONTRACTS.escrow,
     kind: contract(),
-    required: true,
+    defaultText: "required, unless --network gives it.",
     help: "Escrow contract address (settled volume).",
   },
   staking: {
     env: CONTRACTS.staking,
     kind: contract(),
-    required: true,
+    defaultText: "required, unless --network gives it.",
     help: "Canonical Staking contract address (stake).",
   },
   emission: {
     env: CONTRACTS.emission,
     kind: contract(),
-    required: true,
+    defaultText: "required, unless --network gives it.",
     help: "Emission contract address (schedule and totals).",
   },
   registry: {
     env: CONTRACTS.registry,
     kind: contract(),
-    required: true,
+    defaultText: "required, unless --network gives it.",
     help: "Registry contract address (providers, validators, routers, approved TEE measurements).",
   },
   multicall: {
@@ -183,6 +203,10 @@ export interface IndexerConfig {
   readonly confirmations: number;
   /** The JSON-RPC endpoint. */
   readonly rpcUrl: string;
+  /** The chain id the endpoint must serve (the profile's), or `null` for any. */
+  readonly chainId: number | null;
+  /** The network profile's name and where it came from, or `null` without one. */
+  readonly network: { readonly name: string; readonly source: string } | null;
   /** The four contract addresses, lower case. */
   readonly contracts: ChainContracts;
   /** A Multicall3-compatible contract, or `null` for deployless multicall. */
@@ -194,7 +218,7 @@ export type ParsedIndexerArgs =
   | { readonly help: true; readonly text: string }
   | { readonly help: false; readonly config: IndexerConfig };
 
-/** Every contract variable that is not set, named at once, or `undefined`. */
+/** Every contract variable that is not set (nor given by a profile), named at once. */
 function missingContracts(
   env: Readonly<Record<string, string | undefined>>,
 ): SettingError | undefined {
@@ -206,8 +230,17 @@ function missingContracts(
     names[0],
     `Cannot start the indexer: ${names.join(", ")} ${one ? "is" : "are"} not set; expected ` +
       `the ${missing.map(([what]) => what).join(", ")} contract address${one ? "" : "es"} ` +
-      "(0x and 40 hex digits)",
+      "(0x and 40 hex digits), or a network profile with --network",
   );
+}
+
+function profileOf(value: string, setting: string): NetworkProfile {
+  try {
+    return resolveNetworkProfile(value);
+  } catch (error) {
+    if (!(error instanceof NetworkProfileError)) throw error;
+    throw new SettingError(setting, error.shortMessage, { cause: error });
+  }
 }
 
 /**
@@ -220,18 +253,21 @@ export function parseIndexerConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): ParsedIndexerArgs {
-  let parsed;
-  try {
-    parsed = SETTINGS.parse(args, env);
-  } catch (error) {
-    const contractVariables: readonly string[] = Object.values(CONTRACTS);
-    if (error instanceof SettingError && contractVariables.includes(error.setting)) {
-      throw missingContracts(env) ?? error;
-    }
-    throw error;
-  }
+  const parsed = SETTINGS.parse(args, env);
   if (parsed.help) return parsed;
   const { values, sources } = parsed;
+  const profile = values.network === undefined
+    ? undefined
+    : profileOf(values.network, sources.network.name);
+  const contracts = {
+    escrow: values.escrow ?? profile?.contracts.escrow,
+    staking: values.staking ?? profile?.contracts.staking,
+    emission: values.emission ?? profile?.contracts.emission,
+    registry: values.registry ?? profile?.contracts.registry,
+  };
+  if (Object.values(contracts).some((address) => address === undefined)) {
+    throw missingContracts(env)!;
+  }
   const staleAfterSecs = values.staleAfterSecs ?? 2 * values.refreshSecs;
   if (staleAfterSecs < values.refreshSecs) {
     const name = sources.staleAfterSecs.name;
@@ -249,15 +285,12 @@ export function parseIndexerConfig(
       refreshSecs: values.refreshSecs,
       staleAfterSecs,
       routerTimeoutMs: values.routerTimeoutMs,
-      scanFromBlock: values.scanFromBlock,
+      scanFromBlock: values.scanFromBlock ?? profile?.deployedAtBlock ?? 0n,
       confirmations: values.confirmations,
-      rpcUrl: values.rpcUrl,
-      contracts: {
-        escrow: values.escrow,
-        staking: values.staking,
-        emission: values.emission,
-        registry: values.registry,
-      },
+      rpcUrl: values.rpcUrl ?? profile?.rpcUrls[0] ?? "http://127.0.0.1:8545",
+      chainId: profile && values.rpcUrl === undefined ? profile.chainId : null,
+      network: profile ? { name: profile.name, source: profile.source } : null,
+      contracts: contracts as ChainContracts,
       multicall: values.multicall ?? null,
     },
   };

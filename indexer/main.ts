@@ -4,8 +4,15 @@
  * serves the handler; SIGINT and SIGTERM shut it down gracefully (in-flight requests finish,
  * the running refresh is cancelled). `--help` prints every option.
  *
+ * Before it serves, it checks its contracts (`checkNetworkContracts`): each address has code,
+ * answers the interface of the contract it is given for, and the Registry and the Escrow name
+ * the others. Wrong contracts stop it with exit code 2 and a message naming the variable, the
+ * address and what it answered. When the chain cannot be reached at start, the indexer serves
+ * its 503 and checks before its first snapshot (and stops then, if they are wrong).
+ *
  * Exit codes: 0 after a graceful shutdown or `--help`, 2 for a configuration error (the
- * message names the flag or variable), 1 when the listen address cannot be bound.
+ * message names the flag or variable) or contracts that are not the network's, 1 when the
+ * listen address cannot be bound.
  *
  * @example
  * ```sh
@@ -16,13 +23,66 @@
  * @module
  */
 
+import { type ChainClientOptions, createChainClient } from "../chain/client.ts";
+import { checkNetworkContracts } from "../chain/contract_check.ts";
+import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { NetError } from "../errors.ts";
-import { parseIndexerConfig } from "./config.ts";
+import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { Refresher } from "./refresher.ts";
 
 /** How long a graceful shutdown waits for a running refresh to end, in milliseconds. */
 const SHUTDOWN_REFRESH_WAIT_MS = 3_000;
+
+const LABELS = {
+  registry: "NET_EVM_REGISTRY",
+  staking: "NET_EVM_STAKING",
+  emission: "NET_EVM_EMISSION",
+  escrow: "NET_EVM_ESCROW",
+} as const;
+
+/** The contract check, as the refresher runs it on every new chain client. */
+function contractCheck(config: IndexerConfig) {
+  return (client: Parameters<typeof checkNetworkContracts>[0]) =>
+    checkNetworkContracts(client, config.contracts, {
+      labels: LABELS,
+      multicallAddress: config.multicall ?? undefined,
+    });
+}
+
+/**
+ * Checks the contracts before listening. Returns `false` (after printing why) when they are
+ * not the network's; `true` when they are, or when the chain cannot be reached yet (the
+ * refresher then checks them before its first snapshot).
+ */
+async function checkAtStart(config: IndexerConfig, client: ChainClientOptions): Promise<boolean> {
+  try {
+    const chain = await createChainClient(config.rpcUrl, {
+      ...client,
+      timeoutMs: 5_000,
+      retryCount: 0,
+    });
+    await contractCheck(config)(chain);
+    return true;
+  } catch (error) {
+    if (error instanceof ContractCheckError) {
+      console.error(`indexer: Cannot start: ${error.message}`);
+      return false;
+    }
+    if (error instanceof ChainConfigError && error.reason === "wrong_chain") {
+      console.error(`indexer: Cannot start: ${error.shortMessage}`);
+      return false;
+    }
+    if (error instanceof ChainConfigError || error instanceof ChainReadError) {
+      console.error(
+        `indexer: cannot check the contracts yet (${error.shortMessage}); they are checked ` +
+          "before the first snapshot",
+      );
+      return true;
+    }
+    throw error;
+  }
+}
 
 /** Runs the indexer until SIGINT/SIGTERM; returns the process exit code. */
 export async function main(
@@ -42,6 +102,15 @@ export async function main(
     return 0;
   }
   const { config } = parsed;
+  const client: ChainClientOptions = {
+    ...(config.multicall ? { multicallAddress: config.multicall } : {}),
+    ...(config.chainId === null ? {} : { chainId: config.chainId }),
+  };
+  if (config.network) {
+    console.log(`indexer: network ${config.network.name} (${config.network.source})`);
+  }
+  if (!await checkAtStart(config, client)) return 2;
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<Deno.Signal | "refused">();
   const refresher = new Refresher({
     rpcUrl: config.rpcUrl,
     contracts: config.contracts,
@@ -50,7 +119,12 @@ export async function main(
     routerTimeoutMs: config.routerTimeoutMs,
     scanFromBlock: config.scanFromBlock,
     confirmations: config.confirmations,
-    client: config.multicall ? { multicallAddress: config.multicall } : {},
+    client,
+    checkContracts: contractCheck(config),
+    onContractsRefused: (error) => {
+      console.error(`indexer: Cannot continue: ${error.message}`);
+      stop("refused");
+    },
   });
   const handler = createIndexerHandler({ state: () => refresher.state });
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -73,7 +147,6 @@ export async function main(
   }
   refresher.start();
 
-  const { promise: stopped, resolve: stop } = Promise.withResolvers<Deno.Signal>();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   const listeners = signals.map((signal) => {
     const listener = () => stop(signal);
@@ -81,7 +154,7 @@ export async function main(
     return [signal, listener] as const;
   });
   const signal = await stopped;
-  console.log(`indexer: ${signal} received, shutting down`);
+  if (signal !== "refused") console.log(`indexer: ${signal} received, shutting down`);
   for (const [name, listener] of listeners) Deno.removeSignalListener(name, listener);
   // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
   // (its result would be discarded anyway).
@@ -94,7 +167,7 @@ export async function main(
     ]),
   ]);
   clearTimeout(timer);
-  return 0;
+  return signal === "refused" ? 2 : 0;
 }
 
 if (import.meta.main) {

@@ -12,7 +12,9 @@
  *   went backwards, e.g. a restarted devnet) resets the cursor and rescans from the start
  *   block once, in the same refresh; `/health` counts the rescans.
  * - The chain client is created on the first refresh that reaches the endpoint (a chain that
- *   is down at start-up is a 503, not a crash) and its chain id is then pinned.
+ *   is down at start-up is a 503, not a crash) and its chain id is then pinned. With
+ *   `checkContracts`, the contracts are checked before the client is first used (and after a
+ *   reconnect): a refusal is a `chain_error` 503 and goes to `onContractsRefused`.
  *
  * @example
  * ```ts ignore
@@ -28,7 +30,12 @@
  */
 
 import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
-import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import {
+  ChainConfigError,
+  ChainReadError,
+  ContractCheckError,
+  SettlementScanError,
+} from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
 import { scanSettlements, type SettlementCursor } from "../chain/settlements.ts";
 import type { ChainContracts, NetworkState } from "../chain/types.ts";
@@ -103,6 +110,21 @@ export interface RefresherOptions {
    * @default {() => new Date()}
    */
   clock?: () => Date;
+  /**
+   * Checks that the contracts are the network's, each time a chain client is created (before
+   * its first read), e.g. `(client) => checkNetworkContracts(client, contracts)`. Its
+   * {@linkcode ContractCheckError} fails the refresh.
+   *
+   * @default {undefined} (no check)
+   */
+  checkContracts?: (client: ChainClient) => Promise<void>;
+  /**
+   * Receives the {@linkcode ContractCheckError} of `checkContracts` (the indexer's `main` stops
+   * on it: wrong contracts do not get better by waiting).
+   *
+   * @default {undefined}
+   */
+  onContractsRefused?: (error: ContractCheckError) => void;
   /**
    * Receives one line at the first snapshot, when the indexer stops serving (and why), when
    * it serves again, and on rescans.
@@ -266,6 +288,9 @@ export class Refresher implements AsyncDisposable {
       }
       // Re-create the client (and re-check the chain id) once the endpoint is back.
       if (failure.reason === "chain_unreachable") this.#client = undefined;
+      if (failure.cause instanceof ContractCheckError) {
+        this.#options.onContractsRefused?.(failure.cause);
+      }
       const message = this.#redact(
         failure.details ? `${failure.shortMessage} (${failure.details})` : failure.shortMessage,
       );
@@ -299,12 +324,14 @@ export class Refresher implements AsyncDisposable {
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
     const options = this.#options.client ?? {};
-    this.#client = await createChainClient(this.#options.rpcUrl, {
+    const client = await createChainClient(this.#options.rpcUrl, {
       ...options,
       chainId: options.chainId ?? this.#chainId,
     });
-    this.#chainId = this.#client.chain.id;
-    return this.#client;
+    await this.#options.checkContracts?.(client);
+    this.#client = client;
+    this.#chainId = client.chain.id;
+    return client;
   }
 
   #fetchRouters(chain: NetworkState, signal: AbortSignal): Promise<RouterAnswer[]> {
@@ -380,6 +407,9 @@ export class Refresher implements AsyncDisposable {
   #classify(error: unknown): SnapshotError {
     if (error instanceof SnapshotError) return error;
     const where = `the chain at ${this.#rpcOrigin}`;
+    if (error instanceof ContractCheckError) {
+      return new SnapshotError("chain_error", error.shortMessage, { cause: error });
+    }
     if (error instanceof ChainConfigError) {
       return error.reason === "unreachable"
         ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {

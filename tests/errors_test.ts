@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { AdError } from "../chain/ad.ts";
-import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import {
+  ChainConfigError,
+  ChainReadError,
+  ContractCheckError,
+  SettlementScanError,
+} from "../chain/errors.ts";
+import { NetworkProfileError } from "../chain/network_profile.ts";
 import { BinaryHttpError } from "../crypto/bhttp/mod.ts";
 import { EndorsementError } from "../crypto/endorsement.ts";
 import { HpkeError } from "../crypto/hpke/mod.ts";
@@ -68,6 +74,7 @@ const REASON_ERRORS: [
   [ChainConfigError, "wrong_chain"],
   [ChainReadError, "block_not_found"],
   [SettlementScanError, "reorg"],
+  [NetworkProfileError, "invalid"],
 ];
 const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError];
 
@@ -115,6 +122,21 @@ Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError
     "http://x/",
     500,
   ]);
+  const problem = {
+    role: "staking",
+    address: `0x${"1".repeat(40)}`,
+    kind: "no_code",
+    message: "NET_EVM_STAKING 0x… has no code",
+  } as const;
+  const check = new ContractCheckError("no_code", "Cannot use the contracts", {
+    problems: [problem],
+  });
+  assert.ok(check instanceof ReasonError);
+  assert.deepEqual([check.name, check.reason, check.problems], [
+    "ContractCheckError",
+    "no_code",
+    [problem],
+  ]);
   const parse = new QuoteParseError("Cannot parse TDX quote: short", { offset: 4 });
   assert.ok(parse instanceof NetError && !(parse instanceof ReasonError));
   assert.deepEqual([parse.name, parse.offset], ["QuoteParseError", 4]);
@@ -127,6 +149,7 @@ Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError
     "AdError",
     "FetchJsonError",
     "QuoteParseError",
+    "ContractCheckError",
   ]);
   const declared: string[] = [];
   for (const dir of ["crypto", "chain", "io"]) {

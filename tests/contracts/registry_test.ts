@@ -146,6 +146,25 @@ Deno.test("Registry: governance, batch registration, paging, provider self-servi
     await reverts(write(owner, "revokeMeasurement", [id(1)]), "MeasurementNotApproved");
   });
 
+  await t.step("the network's other contracts: named by the owner, never zero", async () => {
+    // deployContracts linked the fixture's own deployment.
+    assert.equal((await read<string>("staking")).toLowerCase(), chain.contracts.staking);
+    assert.equal((await read<string>("emission")).toLowerCase(), chain.contracts.emission);
+    assert.equal((await read<string>("escrow")).toLowerCase(), chain.contracts.escrow);
+    await reverts(write(stranger, "setNetworkContracts", [addr(1), addr(2), addr(3)]), "NotOwner");
+    await reverts(write(owner, "setNetworkContracts", [addr(1), addr(0), addr(3)]), "ZeroAddress");
+    await write(owner, "setNetworkContracts", [addr(1), addr(2), addr(3)]);
+    assert.deepEqual(
+      await Promise.all(["staking", "emission", "escrow"].map((f) => read<string>(f))),
+      [addr(1), addr(2), addr(3)], // digits only: the checksum form is the same
+    );
+    await write(owner, "setNetworkContracts", [
+      chain.contracts.staking,
+      chain.contracts.emission,
+      chain.contracts.escrow,
+    ]);
+  });
+
   await t.step("ownership moves in two steps", async () => {
     const next = chain.accounts.consumer.address;
     await reverts(write(stranger, "transferOwnership", [next]), "NotOwner");

@@ -28,8 +28,15 @@ export interface RunningDaemon extends AsyncDisposable {
 export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
   /** Pin this gateway. */
   gateway?: string;
-  /** Read trust roots and measurements from this chain. */
-  evm?: DaemonConfig["evm"];
+  /**
+   * Read trust roots and measurements from this chain. Without it the daemon runs with
+   * `insecureGatewayKeys` (keys as the gateway lists them), as these tests always did.
+   */
+  evm?: { rpcUrl: string; registry: `0x${string}`; staking: `0x${string}` };
+  /** How long on-chain facts stay usable while the chain cannot be read, s. @default {600} */
+  chainGraceSecs?: number;
+  /** Require this API key. */
+  apiKey?: string;
   /** Approved measurements file. */
   measurementsFile?: string;
 }
@@ -39,11 +46,23 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
   let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
   const server: TestServer = serve((req) => handler(req));
+  const { evm } = options;
   const config: DaemonConfig = {
     bind: { hostname: "127.0.0.1", port: server.port },
     gateway: options.gateway ?? null,
     dataDir,
-    evm: options.evm ?? null,
+    network: evm ? { name: "test", source: "the test" } : null,
+    bootstrap: [],
+    evm: evm
+      ? { rpcUrls: [evm.rpcUrl], chainId: null, registry: evm.registry, staking: evm.staking }
+      : null,
+    insecureGatewayKeys: !evm,
+    chainGraceSecs: options.chainGraceSecs ?? 600,
+    auth: {
+      required: options.apiKey !== undefined,
+      apiKey: options.apiKey ?? null,
+      apiKeyFile: null,
+    },
     measurementsFile: options.measurementsFile ?? null,
     allowedOrigins: [],
     allowedHosts: [],

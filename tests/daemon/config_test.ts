@@ -36,12 +36,29 @@ function refuses(
   );
 }
 
-Deno.test("config: defaults", () => {
+/** What the built-in devnet profile gives, with no variable set. */
+const DEVNET = {
+  network: { name: "devnet", source: "built-in" },
+  bootstrap: ["http://127.0.0.1:8701", "http://127.0.0.1:8702"],
+  evm: {
+    rpcUrls: ["http://127.0.0.1:8545"],
+    chainId: 31337,
+    registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+    staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+  },
+  insecureGatewayKeys: false,
+  chainGraceSecs: 600,
+};
+
+const NO_KEY = { required: false, apiKey: null, apiKeyFile: null };
+
+Deno.test("config: defaults (the devnet profile: trust anchored on its chain, no key on loopback)", () => {
   assert.deepEqual(config([]), {
     bind: { hostname: "127.0.0.1", port: 11435 },
     gateway: null,
     dataDir: "/home/ada/.local/share/net-consumer",
-    evm: null,
+    ...DEVNET,
+    auth: NO_KEY,
     measurementsFile: null,
     allowedOrigins: [],
     allowedHosts: [],
@@ -65,12 +82,21 @@ Deno.test("config: every flag", () => {
       "Host.Docker.Internal,[fd00::1]",
       "--max-body-bytes",
       "1048576",
+      "--network",
+      "devnet",
+      "--chain-grace-secs",
+      "60",
+      "--api-key-file",
+      "/etc/net/key",
+      "--require-api-key",
     ]),
     {
       bind: { hostname: "::1", port: 0 },
       gateway: "https://gw.example:8443/base",
       dataDir: "/var/lib/net",
-      evm: null,
+      ...DEVNET,
+      chainGraceSecs: 60,
+      auth: { required: true, apiKey: null, apiKeyFile: "/etc/net/key" },
       measurementsFile: "approved.json",
       allowedOrigins: ["http://localhost:*", "app://*"],
       allowedHosts: ["host.docker.internal", "[fd00::1]"],
@@ -93,16 +119,25 @@ Deno.test("config: every environment variable", () => {
       NET_ALLOWED_ORIGINS: "*",
       NET_ALLOWED_HOSTS: "mybox.local",
       NET_DAEMON_MAX_BODY_BYTES: "2048",
+      NET_NETWORK: "devnet",
+      NET_CHAIN_GRACE_SECS: "0",
+      NET_DAEMON_API_KEY: "net_0123456789abcdef",
+      NET_DAEMON_REQUIRE_API_KEY: "yes",
     }),
     {
       bind: { hostname: "localhost", port: 8080 },
       gateway: "http://127.0.0.1:9201",
       dataDir: "/srv/net",
+      ...DEVNET,
       evm: {
-        rpcUrl: "http://127.0.0.1:8545",
+        // NET_EVM_RPC_URL replaces the profile's endpoints: its chain id is not enforced.
+        rpcUrls: ["http://127.0.0.1:8545"],
+        chainId: null,
         registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
         staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
       },
+      chainGraceSecs: 0,
+      auth: { required: true, apiKey: "net_0123456789abcdef", apiKeyFile: null },
       measurementsFile: "/etc/net/measurements.json",
       allowedOrigins: ["*"],
       allowedHosts: ["mybox.local"],
@@ -212,14 +247,17 @@ Deno.test("config: bad values are refused with the value shown", () => {
     [["--gateway", "http://gw.example/#top"], {}, "--gateway", "a fragment"],
     [[], { NET_GATEWAY: "gw.example" }, "NET_GATEWAY", "not an absolute URL"],
     [["--gateway", `http://x/${"a".repeat(2048)}`], {}, "--gateway", "longer than 2048"],
-    [[], { NET_EVM_RPC_URL: "http://127.0.0.1:8545" }, "NET_EVM_REGISTRY", "set all three or none"],
-    [[], { NET_EVM_REGISTRY: "0x" + "1".repeat(40) }, "NET_EVM_RPC_URL", "set all three or none"],
+    [["--network", "mainnet"], {}, "--network", "no built-in network has that name"],
+    [[], { NET_NETWORK: "/nowhere/net.json" }, "NET_NETWORK", "no such file"],
     [
-      [],
-      { NET_EVM_RPC_URL: "http://127.0.0.1:8545", NET_EVM_REGISTRY: "0x" + "1".repeat(40) },
-      "NET_EVM_STAKING",
-      "NET_EVM_RPC_URL and NET_EVM_REGISTRY are set but NET_EVM_STAKING is not",
+      ["--insecure-gateway-keys"],
+      { NET_EVM_REGISTRY: "0x" + "1".repeat(40) },
+      "NET_EVM_REGISTRY",
+      "Cannot use --insecure-gateway-keys with NET_EVM_REGISTRY: it runs without any chain",
     ],
+    [["--chain-grace-secs=-1"], {}, "--chain-grace-secs", '"-1"'],
+    [[], { NET_DAEMON_API_KEY: "short" }, "NET_DAEMON_API_KEY", "it is 5 characters"],
+    [[], { NET_DAEMON_API_KEY: "a key with spaces!" }, "NET_DAEMON_API_KEY", "printable ASCII"],
     [
       [],
       { ...CHAIN, NET_EVM_REGISTRY: "0x1234" },
@@ -289,4 +327,83 @@ Deno.test("config: the per-user data directory follows each platform's conventio
 Deno.test("config: docs/daemon.md shows --help as the daemon prints it", async () => {
   const doc = await Deno.readTextFile(new URL("../../docs/daemon.md", import.meta.url));
   assert.ok(doc.includes("```\n" + DAEMON_HELP + "```\n"), "regenerate the block from --help");
+});
+
+Deno.test("config: a profile file selects the network; single variables override single fields", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/other.json`;
+    await Deno.writeTextFile(
+      path,
+      JSON.stringify({
+        version: 1,
+        network: "other",
+        chain_id: 7,
+        rpc_urls: ["https://rpc-a.example", "https://rpc-b.example/key"],
+        contracts: {
+          registry: "0x" + "a".repeat(40),
+          staking: "0x" + "b".repeat(40),
+          emission: "0x" + "c".repeat(40),
+          escrow: "0x" + "d".repeat(40),
+        },
+        deployed_at_block: 100,
+        gateways: ["https://gw.example/"],
+      }),
+    );
+    const parsed = config(["--network", path]);
+    assert.deepEqual(parsed.network, { name: "other", source: path });
+    assert.deepEqual(parsed.bootstrap, ["https://gw.example"]);
+    assert.deepEqual(parsed.evm, {
+      rpcUrls: ["https://rpc-a.example", "https://rpc-b.example/key"],
+      chainId: 7,
+      registry: "0x" + "a".repeat(40),
+      staking: "0x" + "b".repeat(40),
+    });
+    const staking = "0x" + "e".repeat(40);
+    const overridden = config([], { ...HOME, NET_NETWORK: path, NET_EVM_STAKING: staking });
+    assert.deepEqual(overridden.evm, { ...parsed.evm, staking }, "only the Staking field changed");
+    // A profile whose gateway can never be one is refused, naming the setting.
+    await Deno.writeTextFile(
+      `${dir}/bad.json`,
+      (await Deno.readTextFile(path)).replace("https://gw.example/", "http://169.254.169.254"),
+    );
+    refuses(["--network", `${dir}/bad.json`], {}, "--network", "link-local");
+    await Deno.writeTextFile(`${dir}/broken.json`, '{"version":1,"network":"x","extra":1}');
+    refuses([], { NET_NETWORK: `${dir}/broken.json` }, "NET_NETWORK", 'unknown field "extra"');
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config: running without a chain is explicit, and keeps the profile's gateways", () => {
+  const insecure = config(["--insecure-gateway-keys"]);
+  assert.equal(insecure.evm, null);
+  assert.equal(insecure.network, null);
+  assert.equal(insecure.insecureGatewayKeys, true);
+  assert.deepEqual(insecure.bootstrap, DEVNET.bootstrap);
+  assert.equal(config([], { ...HOME, NET_INSECURE_GATEWAY_KEYS: "1" }).evm, null);
+  assert.notEqual(config([], { ...HOME, NET_INSECURE_GATEWAY_KEYS: "0" }).evm, null);
+});
+
+Deno.test("config: the API key is required beyond loopback, optional on it", () => {
+  for (const bind of ["0.0.0.0:11435", "[::]:11435", "192.0.2.2:11435", "[fd00::2]:11435"]) {
+    assert.equal(config(["--bind", bind]).auth.required, true, bind);
+  }
+  for (const bind of ["127.0.0.1:11435", "127.0.0.2:1", "localhost:11435", "[::1]:11435"]) {
+    assert.deepEqual(config(["--bind", bind]).auth, NO_KEY, bind);
+    assert.equal(config(["--bind", bind, "--require-api-key"]).auth.required, true, bind);
+  }
+  for (
+    const name of [
+      "--network",
+      "NET_NETWORK",
+      "--insecure-gateway-keys",
+      "--chain-grace-secs",
+      "--api-key-file",
+      "NET_DAEMON_API_KEY",
+      "--require-api-key",
+    ]
+  ) {
+    assert.ok(DAEMON_HELP.includes(name), name);
+  }
 });

@@ -4,6 +4,7 @@ import { GatewayResolver } from "../../daemon/gateway_resolver.ts";
 import { GatewaySetError } from "../../daemon/gateway_url.ts";
 import type { NetError } from "../../errors.ts";
 import { closedPort, serve } from "../_http.ts";
+import { startDaemon } from "./_e2e.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
 const clock = () => now;
@@ -281,5 +282,80 @@ Deno.test("a bootstrap gateway that was never reached survives floods from many 
     }
   } finally {
     await Promise.all(peers.map((p) => p.close()));
+  }
+});
+
+Deno.test("periodic gossip picks up a gateway that appears after start, and persists it", async () => {
+  let peers: { url: string; last_seen: string }[] = [];
+  await using first = serve(() => Response.json({ gateways: peers }));
+  const cachePath = `${await Deno.makeTempDir()}/gateways.json`;
+  const { log } = quiet();
+  const resolver = new GatewayResolver({ bootstrap: [first.url], cachePath, log });
+  assert.equal(await resolver.resolve(), first.url);
+  assert.equal(resolver.known.size, 1);
+  // A gateway that did not exist when the daemon connected.
+  await using later = gossipGateway();
+  peers = [{ url: later.url, last_seen: new Date().toISOString() }];
+  using _gossip = resolver.startGossip({ intervalMs: 20 });
+  while (!resolver.known.has(later.url)) await new Promise((r) => setTimeout(r, 10));
+  // Merged under the usual rules: hearsay from the gateway that named it, below it in rank.
+  const entry = resolver.known.entries().find((e) => e.url === later.url)!;
+  assert.equal(entry.reached, false);
+  assert.equal(entry.source, first.url);
+  resolver.stopGossip();
+  await resolver.gossip();
+  const cached = JSON.parse(await Deno.readTextFile(cachePath));
+  assert.ok(
+    cached.gateways.some((g: { url: string }) => g.url === later.url),
+    "the union is written back to gateways.json",
+  );
+});
+
+Deno.test("a gossip round with a gateway that stopped answering moves on to the next one", async () => {
+  await using next = gossipGateway();
+  const dying = gossipGateway();
+  const { log, lines } = quiet();
+  const resolver = new GatewayResolver({ bootstrap: [dying.url, next.url], log, timeoutMs: 1000 });
+  assert.equal(await resolver.resolve(), dying.url);
+  await dying.close();
+  await resolver.gossip(); // the current gateway does not answer: it is dropped
+  assert.match(lines.join("\n"), /no longer the current gateway/);
+  await resolver.gossip(); // no current gateway: connect to the first reachable one
+  assert.equal(await resolver.resolve(), next.url);
+  assert.throws(() => resolver.startGossip({ intervalMs: 0 }), RangeError);
+});
+
+Deno.test("temporary files of interrupted cache writes are removed at start", async () => {
+  const dir = await Deno.makeTempDir();
+  const cachePath = `${dir}/gateways.json`;
+  await Deno.writeTextFile(`${dir}/.gateways.json.0123456789ab.tmp`, '{"version":1,"gat');
+  await Deno.writeTextFile(`${dir}/.gateways.json.ffffffffffff.tmp`, "");
+  await Deno.writeTextFile(`${dir}/other.tmp`, "not ours");
+  const { log, lines } = quiet();
+  const resolver = new GatewayResolver({ bootstrap: [], cachePath, log });
+  await assert.rejects(resolver.resolve(), DaemonError);
+  const names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  assert.deepEqual(names, ["other.tmp"]);
+  assert.match(lines.join("\n"), /removed 2 temporary file/);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a running daemon (Daemon.start) serves on /v1/gateways a gateway that appeared after it started", async () => {
+  let peers: { url: string; last_seen: string }[] = [];
+  await using first = serve(() => Response.json({ gateways: peers }));
+  await using daemon = await startDaemon({ bootstrap: [first.url], gossipIntervalMs: 20 });
+  const listed = async () =>
+    ((await (await fetch(`${daemon.url}/v1/gateways`)).json()).gateways as { url: string }[])
+      .map((g) => g.url);
+  daemon.daemon.start();
+  try {
+    while (!daemon.daemon.resolver.known.entries().some((e) => e.reached)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await using later = gossipGateway();
+    peers = [{ url: later.url, last_seen: new Date().toISOString() }];
+    while (!(await listed()).includes(later.url)) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    daemon.daemon.close();
   }
 });

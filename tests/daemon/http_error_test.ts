@@ -23,6 +23,7 @@ function collector() {
 Deno.test("DaemonError: each code has its status; status overrides are validated", () => {
   const expected: Record<DaemonErrorCode, number> = {
     invalid_request_error: 400,
+    invalid_api_key: 401,
     forbidden_host: 403,
     forbidden_origin: 403,
     not_found: 404,
@@ -30,6 +31,7 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     method_not_allowed: 405,
     request_too_large: 413,
     url_too_long: 414,
+    too_many_auth_failures: 429,
     headers_too_large: 431,
     internal_error: 500,
     attestation_failed: 502,

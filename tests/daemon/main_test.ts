@@ -47,13 +47,16 @@ Deno.test("a bad configuration stops the daemon with exit code 2 and names the s
 });
 
 Deno.test("SIGTERM lets an in-flight streamed reply finish, then the daemon exits 0", async () => {
+  const stateDir = await Deno.makeTempDir();
   await using devnet = await startDevnet({
     tokenDelayMs: 40,
     verifiedProviders: 1,
     teeProviders: 0,
+    stateDir,
   });
   const dataDir = await Deno.makeTempDir();
-  const daemon = spawnDaemon(["--bind", "127.0.0.1:0"], {
+  // The devnet's own profile: trust is checked on its chain, as by default.
+  const daemon = spawnDaemon(["--bind", "127.0.0.1:0", "--network", devnet.profilePath!], {
     NET_GATEWAY: devnet.gateways[0],
     NET_DATA_DIR: dataDir,
   });
@@ -86,5 +89,6 @@ Deno.test("SIGTERM lets an in-flight streamed reply finish, then the daemon exit
     } catch { /* exited */ }
     await daemon.child.status;
     await Deno.remove(dataDir, { recursive: true });
+    await Deno.remove(stateDir, { recursive: true });
   }
 });

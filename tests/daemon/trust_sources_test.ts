@@ -165,9 +165,11 @@ Deno.test("registryRecords and chainMeasurements: one read per TTL, a failure ne
   await t.step("registryRecords", async () => {
     const source = getter(chain.client);
     const time = manualClock();
+    // Without a grace period: a failed read is refused even right after a good one.
     const records = registryRecords(source.get, { registry, staking }, {
       clock: time.clock,
       ttlMs: 1000,
+      graceMs: 0,
     });
     const first = await records(bonded.address);
     assert.deepEqual(first, {
@@ -226,6 +228,7 @@ Deno.test("registryRecords and chainMeasurements: one read per TTL, a failure ne
     const measurements = chainMeasurements(source.get, registry, {
       clock: time.clock,
       ttlMs: 1000,
+      graceMs: 0,
     });
     const set = await measurements();
     assert.deepEqual(set.list(), [...expected.approvedMeasurements].sort());
@@ -244,4 +247,63 @@ Deno.test("registryRecords and chainMeasurements: one read per TTL, a failure ne
     assert.deepEqual((await measurements()).list(), set.list());
     assert.equal(source.calls, 4, "the failure was not cached");
   });
+});
+
+Deno.test("chain down: a record read within the grace is used and says so; older is refused; chain back: fresh", async () => {
+  await using chain = await startChainFixture({
+    providers: 6,
+    settledEpochs: 1,
+    settlementsPerEpoch: 1,
+  });
+  const { registry, staking } = chain.contracts;
+  const bonded = chain.expected.state.providers.find((p) => p.bonded)!;
+  const other = chain.expected.state.providers.find((p) => p.bonded && p !== bonded)!;
+  const source = getter(chain.client);
+  const time = manualClock();
+  const lines: string[] = [];
+  const sources = {
+    clock: time.clock,
+    ttlMs: 15_000,
+    graceMs: 600_000,
+    log: (l: string) => lines.push(l),
+  };
+  const records = registryRecords(source.get, { registry, staking }, sources);
+  const measurements = chainMeasurements(source.get, registry, sources);
+  const fresh = await records(bonded.address);
+  assert.equal(fresh?.note, undefined, "a fresh read carries no note");
+  const approved = (await measurements()).list();
+
+  // The chain goes down 4 minutes later: what it said 4 minutes ago stands in, marked.
+  time.advance(240_000);
+  source.failure = new Error("connect ECONNREFUSED 127.0.0.1:8545");
+  const stale = await records(bonded.address);
+  assert.deepEqual({ ...stale, note: undefined }, { ...fresh, note: undefined });
+  assert.equal(stale?.note, "read 4 min ago, chain unreachable");
+  assert.deepEqual((await measurements()).list(), approved);
+  assert.match(
+    lines.join("\n"),
+    /the chain cannot be read \(.*ECONNREFUSED.*\); using what it said/,
+  );
+  // Never read before the outage: nothing to fall back on.
+  await noProvider(records(other.address), /Cannot read the Registry record of .* ECONNREFUSED/);
+
+  // Past the grace (10 minutes after the last good read): refused, saying how old it was.
+  time.advance(360_001);
+  const refused = await noProvider(
+    records(bonded.address),
+    /ECONNREFUSED.*; it was last read on chain 10 min ago, longer than the 10 min grace/,
+  );
+  assert.ok(refused.hints.some((h) => h.includes("--chain-grace-secs")));
+  await noProvider(measurements(), /approved TEE measurements.*longer than the 10 min grace/);
+
+  // The chain is back: fresh reads at once, no note.
+  source.failure = undefined;
+  const again = await records(bonded.address);
+  assert.equal(again?.note, undefined);
+  assert.deepEqual(again, fresh);
+  assert.match(lines.at(-1)!, /the chain answers again/);
+  // And a new outage starts a new grace from this read.
+  time.advance(30_000);
+  source.failure = new Error("timeout");
+  assert.equal((await records(bonded.address))?.note, "read 30 s ago, chain unreachable");
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { resolveNetworkProfile } from "../../chain/network_profile.ts";
 import { createChainClient, readNetworkState } from "../../chain/mod.ts";
 import { startAnvil } from "../../devnet/anvil.ts";
 import { parseDevnetArgs } from "../../devnet/main.ts";
@@ -140,6 +141,15 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
     ];
     assert.equal(env.NET_GATEWAY, gateways[0]);
     assert.equal((await fetch(`${gateways[0]}/v1/models`).then((r) => r.json())).models.length, 2);
+    // The network profile, for --network: the same chain, contracts and gateways.
+    assert.equal(env.NET_NETWORK, `${await Deno.realPath(stateDir)}/network.json`);
+    const profile = resolveNetworkProfile(env.NET_NETWORK);
+    assert.deepEqual(profile.rpcUrls, [env.NET_EVM_RPC_URL]);
+    assert.equal(profile.contracts.registry, env.NET_EVM_REGISTRY);
+    assert.equal(profile.contracts.escrow, env.NET_EVM_ESCROW);
+    assert.equal(profile.deployedAtBlock, BigInt(env.NET_STATS_SCAN_FROM_BLOCK));
+    assert.deepEqual(profile.gateways, gateways);
+    assert.match(output, /Network profile: .*network\.json/);
     child.kill("SIGTERM");
     while (true) {
       const { done, value } = await reader.read();
@@ -150,6 +160,7 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
     assert.equal(status.code, 0, output);
     assert.match(output, /devnet: stopped/);
     await assert.rejects(Deno.stat(`${stateDir}/devnet.env`), Deno.errors.NotFound);
+    await assert.rejects(Deno.stat(`${stateDir}/network.json`), Deno.errors.NotFound);
     for (const url of everything) {
       assert.ok(await refused(url), `${url} still answers after the devnet stopped`);
     }

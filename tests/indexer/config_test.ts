@@ -59,7 +59,40 @@ Deno.test("config: the seed's defaults", () => {
       registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
     },
     multicall: null,
+    chainId: null,
+    network: null,
   });
+});
+
+Deno.test("config: a network profile gives the chain, the contracts and the first block", () => {
+  const devnet = config(["--network", "devnet"], {});
+  assert.deepEqual(devnet.network, { name: "devnet", source: "built-in" });
+  assert.equal(devnet.rpcUrl, "http://127.0.0.1:8545");
+  assert.equal(devnet.chainId, 31337);
+  assert.equal(devnet.scanFromBlock, 1n);
+  assert.deepEqual(devnet.contracts, {
+    escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
+    staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+    emission: "0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0",
+    registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+  });
+  // Single variables override single fields; a replaced RPC URL drops the chain id check.
+  const escrow = `0x${"e".repeat(40)}`;
+  const overridden = config(["--scan-from-block", "9"], {
+    NET_NETWORK: "devnet",
+    NET_EVM_ESCROW: escrow,
+    NET_EVM_RPC_URL: "http://127.0.0.1:9545",
+  });
+  assert.deepEqual(overridden.contracts, { ...devnet.contracts, escrow });
+  assert.equal(overridden.rpcUrl, "http://127.0.0.1:9545");
+  assert.equal(overridden.chainId, null);
+  assert.equal(overridden.scanFromBlock, 9n);
+  assert.throws(
+    () => parseIndexerConfig(["--network", "nowhere"], {}),
+    (error: unknown) =>
+      error instanceof SettingError && error.setting === "--network" &&
+      /no built-in network has that name/.test(error.message),
+  );
 });
 
 Deno.test("config: every flag, and every variable", () => {

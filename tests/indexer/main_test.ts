@@ -125,3 +125,90 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     await stderr;
   }
 });
+
+Deno.test("main: contracts that are not the network's stop start-up, naming the address", async () => {
+  await using chain = await startChainFixture({ empty: true });
+  const { registry, staking, emission, escrow } = chain.contracts;
+  const env = (contracts: Partial<Record<keyof typeof CONTRACTS, string>>) => ({
+    NET_EVM_RPC_URL: chain.anvil.rpcUrl,
+    NET_EVM_REGISTRY: registry,
+    NET_EVM_STAKING: staking,
+    NET_EVM_EMISSION: emission,
+    NET_EVM_ESCROW: escrow,
+    ...contracts,
+  });
+  const args = ["--bind", "127.0.0.1:0"];
+
+  // One address swapped with another.
+  const swapped = await run(args, env({ NET_EVM_STAKING: emission, NET_EVM_EMISSION: staking }));
+  assert.equal(swapped.code, 2, swapped.stdout + swapped.stderr);
+  assert.match(
+    swapped.stderr,
+    new RegExp(
+      `Cannot start: .*NET_EVM_STAKING ${emission} is not a Staking contract: .* reverted; it ` +
+        "answers as the Emission contract",
+    ),
+  );
+  assert.doesNotMatch(swapped.stdout, /listening on/, "it never served");
+
+  // An address with no code behind it (a plain account).
+  const account = chain.accounts.consumer.address.toLowerCase();
+  const empty = await run(args, env({ NET_EVM_ESCROW: account }));
+  assert.equal(empty.code, 2, empty.stdout + empty.stderr);
+  assert.match(empty.stderr, new RegExp(`NET_EVM_ESCROW ${account} has no code`));
+
+  // A typo: an address nothing was ever deployed at.
+  const other = await run(args, env({ NET_EVM_REGISTRY: `0x${"0".repeat(39)}1` }));
+  assert.equal(other.code, 2);
+  assert.match(other.stderr, /NET_EVM_REGISTRY 0x0{39}1 has no code/);
+});
+
+Deno.test("main: with the chain down at start it serves 503, then refuses wrong contracts once it answers", async () => {
+  await using chain = await startChainFixture({ empty: true });
+  const { registry, staking, emission, escrow } = chain.contracts;
+  // A proxy that refuses connections until it is opened: the chain is "down" at start.
+  let open = false;
+  await using proxy = serve(async (req) => {
+    if (!open) return new Response("down", { status: 503 });
+    return await fetch(chain.anvil.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: await req.text(),
+    });
+  });
+  const child = command(["--bind", "127.0.0.1:0", "--refresh-secs", "1"], {
+    PATH: Deno.env.get("PATH") ?? "",
+    HOME: Deno.env.get("HOME") ?? "",
+    NET_EVM_RPC_URL: proxy.url,
+    NET_EVM_REGISTRY: registry,
+    NET_EVM_STAKING: escrow, // wrong
+    NET_EVM_EMISSION: emission,
+    NET_EVM_ESCROW: staking, // wrong
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let stdout = "";
+  let url: string | undefined;
+  while (!url) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the indexer exited before listening:\n${stdout}\n${await stderr}`);
+    stdout += value;
+    url = stdout.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+  }
+  const rest = (async () => {
+    for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
+  })();
+  const health = await fetch(`${url}/health`);
+  assert.equal(health.status, 503);
+  await health.body?.cancel();
+  open = true;
+  const status = await child.status;
+  await rest;
+  const errors = await stderr;
+  assert.equal(status.code, 2, stdout + errors);
+  assert.match(errors, /cannot check the contracts yet/);
+  assert.match(
+    errors,
+    /Cannot continue: .*NET_EVM_STAKING 0x[0-9a-f]{40} is not a Staking contract/,
+  );
+});

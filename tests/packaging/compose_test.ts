@@ -144,10 +144,14 @@ Deno.test("compose.yaml: the daemon's variables are the ones it reads, and they 
   const { config } = parsed;
   assert.equal(config.gateway, `http://devnet:${DEVNET_PORTS.gateways}`);
   assert.deepEqual(config.evm, {
-    rpcUrl: `http://devnet:${DEVNET_PORTS.anvil}`,
+    rpcUrls: [`http://devnet:${DEVNET_PORTS.anvil}`],
+    chainId: null,
     registry: services.indexer.environment.NET_EVM_REGISTRY.match(/0x[0-9a-f]{40}/)[0],
     staking: services.indexer.environment.NET_EVM_STAKING.match(/0x[0-9a-f]{40}/)[0],
   });
+  assert.equal(config.insecureGatewayKeys, false, "trust is anchored on the devnet's chain");
+  // Bound to every interface of its container: a key is required (generated when unset).
+  assert.deepEqual(config.auth, { required: true, apiKey: null, apiKeyFile: null });
   assert.equal(config.bind.hostname, "0.0.0.0");
   const [mapping] = daemon.ports.map(portMapping);
   assert.deepEqual(mapping, { hostIp: "127.0.0.1", host: 11435, container: config.bind.port });
@@ -159,9 +163,21 @@ Deno.test("compose.yaml: the daemon's variables are the ones it reads, and they 
   // check against the bound port): the published port must equal the bound one.
   const dataDir = await Deno.makeTempDir();
   try {
-    const { handler } = createDaemon({ ...config, dataDir }, { port: config.bind.port });
+    const { handler, apiKey } = createDaemon({ ...config, dataDir }, { port: config.bind.port });
     const response = await handler(new Request(`http://127.0.0.1:${mapping.host}/api/version`));
-    assert.equal(response.status, 200);
+    assert.equal(response.status, 200, "the health check's path needs no key");
+    // Anything else needs the key the daemon generated on its volume.
+    const verdicts = `http://127.0.0.1:${mapping.host}/v1/verdicts`;
+    const refused = await handler(new Request(verdicts));
+    assert.equal(refused.status, 401);
+    await refused.body?.cancel();
+    const key = await apiKey;
+    assert.equal(key?.source, `${dataDir}/api-key`);
+    const allowed = await handler(
+      new Request(verdicts, { headers: { authorization: `Bearer ${key!.key}` } }),
+    );
+    assert.equal(allowed.status, 200);
+    await allowed.body?.cancel();
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
