@@ -104,8 +104,7 @@ export async function buildAssets(): Promise<BuiltAsset[]> {
   const licenses = `The dashboard bundles third-party code under these licenses.\n\n` +
     `uPlot ${uplotVersion} (https://github.com/leeoniya/uPlot), in dashboard.js and ` +
     `dashboard.css:\n\n${uplotLicense.trim()}\n`;
-  return [
-    { path: "/", contentType: "text/html; charset=utf-8", text: await read("index.html") },
+  const assets: BuiltAsset[] = [
     {
       path: "/dashboard.js",
       contentType: "text/javascript; charset=utf-8",
@@ -124,6 +123,21 @@ export async function buildAssets(): Promise<BuiltAsset[]> {
       text: licenses,
     },
   ];
+  // The page names its script, stylesheet and icon with their version (`?v=`), so they can be
+  // cached for good (`immutable`) while the page itself is revalidated on every load.
+  let html = await read("index.html");
+  for (const asset of assets.slice(0, 3)) {
+    const name = asset.path.slice(1);
+    const reference = `"${name}"`;
+    if (!html.includes(reference)) throw new Error(`index.html does not reference ${name}`);
+    html = html.replace(reference, `"${name}?v=${versionOf(await etagOf(asset.text))}"`);
+  }
+  return [{ path: "/", contentType: "text/html; charset=utf-8", text: html }, ...assets];
+}
+
+/** The version of an asset in its URL (`?v=`): the first 16 characters of its ETag. */
+export function versionOf(etag: string): string {
+  return etag.slice(1, 17);
 }
 
 /** The text of `_assets.ts` for `assets` built from inputs hashing to `hash`. */

@@ -5,9 +5,12 @@
  * `deno task dashboard` (`tools/dashboard.ts`) into `_assets.ts`, which is committed. The page
  * reads only the indexer's own API, with relative URLs (`docs/dashboard.md`).
  *
- * Each asset has a strong ETag (the SHA-256 of its bytes): {@linkcode dashboardResponse}
- * answers `If-None-Match` with 304, and sends `Cache-Control: no-cache`, so a browser or a
- * proxy keeps a copy but asks each time, and a new version is seen at once.
+ * Each asset has a strong ETag (the SHA-256 of its bytes), and {@linkcode dashboardResponse}
+ * answers `If-None-Match` with 304. The page (`/`) is `Cache-Control: no-cache`: revalidated
+ * on every load, so a new version is seen at once. It names its script, stylesheet and icon
+ * with their version (`dashboard.js?v=…`, the start of the ETag); asked for with the current
+ * version, those are `public, max-age=31536000, immutable` — a browser or a shared cache
+ * (nginx, a CDN) keeps them for good — and without it `no-cache`.
  *
  * @example
  * ```ts
@@ -39,6 +42,8 @@ export interface DashboardAsset {
   readonly contentType: string;
   /** Its strong ETag: the quoted base64url SHA-256 of its bytes. */
   readonly etag: string;
+  /** Its version in the page's URLs (`?v=`): the ETag's first 16 characters. */
+  readonly version: string;
   /** Its bytes. */
   readonly body: Uint8Array<ArrayBuffer>;
 }
@@ -49,6 +54,7 @@ const BY_PATH: ReadonlyMap<string, DashboardAsset> = new Map(
     path: asset.path,
     contentType: asset.contentType,
     etag: asset.etag,
+    version: asset.etag.slice(1, 17),
     body: encoder.encode(asset.text),
   }]),
 );
@@ -85,16 +91,21 @@ function matches(ifNoneMatch: string | null, etag: string): boolean {
   return ifNoneMatch.split(",").some((tag) => opaque(tag) === etag);
 }
 
+/** `Cache-Control` of assets asked for with their current version. */
+export const IMMUTABLE = "public, max-age=31536000, immutable";
+
 /**
  * The answer to a `GET` or `HEAD` of `asset`: 200 with its bytes, or 304 when the request's
- * `If-None-Match` names its ETag. Headers: `Content-Type`, `ETag`, `Cache-Control: no-cache`,
+ * `If-None-Match` names its ETag. Headers: `Content-Type`, `ETag`, `Cache-Control`
+ * ({@linkcode IMMUTABLE} when the URL's `v` is the asset's version, else `no-cache`),
  * `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, and on the page the
  * {@linkcode DASHBOARD_CSP}.
  */
 export function dashboardResponse(asset: DashboardAsset, request: Request): Response {
+  const versioned = new URL(request.url).searchParams.get("v") === asset.version;
   const headers: Record<string, string> = {
     etag: asset.etag,
-    "cache-control": "no-cache",
+    "cache-control": versioned ? IMMUTABLE : "no-cache",
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
   };
@@ -111,7 +122,9 @@ export function dashboardResponse(asset: DashboardAsset, request: Request): Resp
 
 const ETAG_HEADERS = z.object({
   ETag: z.string().describe("Strong ETag of the asset (SHA-256)."),
-  "Cache-Control": z.literal("no-cache"),
+  "Cache-Control": z.enum(["no-cache", IMMUTABLE]).describe(
+    "Immutable when asked for with the asset's current version (`?v=`), else no-cache.",
+  ),
 });
 
 /**
@@ -126,6 +139,9 @@ export function dashboardRoutes(): Route[] {
       method: "get",
       path,
       summary: path === "/" ? "The dashboard page" : `The dashboard's ${path.slice(1)}`,
+      query: z.object({
+        v: z.string().optional().describe("The asset's version, as the page names it."),
+      }),
       description: path === "/"
         ? "An HTML page that shows the network from this indexer's own API (docs/dashboard.md)."
         : "An asset of the dashboard page, built into the module.",

@@ -13,6 +13,7 @@ import {
   dashboardAsset,
   dashboardResponse,
   dashboardRoutes,
+  IMMUTABLE,
 } from "../../../indexer/dashboard/mod.ts";
 import { etagOf, inputsHash } from "../../../tools/dashboard.ts";
 import { assertRoutesDocumented } from "../../_routes.ts";
@@ -131,6 +132,10 @@ Deno.test("the assets fetch nothing from elsewhere and keep uPlot's license", ()
   assert.ok(links.length >= 5, links.join());
   for (const link of links) {
     assert.doesNotMatch(link, /^([a-z]+:|\/\/|\/)/i, `absolute link ${link}`);
+  }
+  for (const path of ["/dashboard.js", "/dashboard.css", "/dashboard.svg"]) {
+    const reference = `${path.slice(1)}?v=${dashboardAsset(path)!.version}`;
+    assert.ok(links.includes(reference), `the page does not name ${reference}`);
   }
   const everything = ASSETS.map((a) => a.text).join("\n");
   const absolute = [...everything.matchAll(/(?:https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}[^\s"'`)]*/gi)]

@@ -16,7 +16,8 @@ const SCREENSHOT = fileURLToPath(new URL("../../../docs/dashboard.png", import.m
 const WAIT = { timeout: 20_000 };
 
 /** The API's paths and the page's assets: every request the page may make. */
-const KNOWN = /^\/(|dashboard\.(js|css|svg)|health|stats|epochs\?.*|models\?.*|providers\?.*)$/;
+const KNOWN =
+  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|epochs\?.*|models\?.*|providers\?.*)$/;
 
 /** Waits until `condition` holds (a refresh happened), at most 20 s. */
 async function until(condition: () => boolean): Promise<void> {
