@@ -81,12 +81,18 @@ Deno.test("If-None-Match with the ETag is a 304; HEAD has no body; the page has 
     new Request(url("/"), { headers: { "if-none-match": '"x"' } }),
   );
   assert.equal(other.status, 200);
-  const script = dashboardResponse(
-    dashboardAsset("/dashboard.js")!,
-    new Request(url("/dashboard.js")),
-  );
+  const js = dashboardAsset("/dashboard.js")!;
+  const script = dashboardResponse(js, new Request(url("/dashboard.js")));
   assert.equal(script.headers.get("content-security-policy"), null);
+  assert.equal(script.headers.get("cache-control"), "no-cache");
   await script.body?.cancel();
+  // Asked for with its current version (as the page does), an asset is cached for good.
+  const versioned = dashboardResponse(js, new Request(url(`/dashboard.js?v=${js.version}`)));
+  assert.equal(versioned.headers.get("cache-control"), IMMUTABLE);
+  await versioned.body?.cancel();
+  const old = dashboardResponse(js, new Request(url("/dashboard.js?v=AAAAAAAAAAAAAAAA")));
+  assert.equal(old.headers.get("cache-control"), "no-cache");
+  await old.body?.cancel();
   for (
     const directive of [
       "default-src 'none'",
