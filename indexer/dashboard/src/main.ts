@@ -14,6 +14,8 @@ import { type Browser, browser, byId, type DomElement } from "./dom.ts";
 import { formatCount, formatShare, formatTokens } from "./format.ts";
 import {
   emissionFigures,
+  historyOf,
+  lacksHistory,
   MODEL_COLUMNS,
   providerColumns,
   providerHistory,
@@ -42,6 +44,10 @@ const PAGE_SIZE = 25;
 /** `/epochs` is read in pages of this many, at most `EPOCH_PAGES` pages. */
 const EPOCH_PAGE_SIZE = 100;
 const EPOCH_PAGES = 10;
+/** Rows of a provider's history asked for when the list does not carry it. */
+const HISTORY_LIMIT = 16;
+/** Concurrent `/providers/{address}` requests. */
+const HISTORY_CONCURRENCY = 4;
 
 type ListBody = PageInfo & Record<string, unknown>;
 type Section = "summary" | "emission" | "volume" | "models" | "providers";
@@ -92,6 +98,10 @@ class Dashboard {
   readonly #providers: Table<Provider>;
   readonly #emissionChart: Chart;
   readonly #volumeChart: Chart;
+  /** Histories read from `/providers/{address}` for the rows shown. */
+  readonly #histories = new Map<string, EpochVolume[]>();
+  /** Whether `/providers/{address}` is served (a 404 says not). */
+  #historyServed = true;
   #refreshSecs = DEFAULT_REFRESH_SECS;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #generation = 0;
@@ -168,7 +178,31 @@ class Dashboard {
     if (answer.kind === "ok" && !Array.isArray(answer.body[table.name])) {
       return unreadable(table.name, `it has no ${table.name} list`);
     }
+    if (answer.kind === "ok" && table.name === "providers") {
+      await this.#loadHistories(answer.body.providers as Provider[]);
+    }
     return answer;
+  }
+
+  /**
+   * The sparklines' histories when the list does not carry them: `/providers/{address}` for
+   * each row shown (a few at a time). A 404 means this indexer does not serve it: not asked
+   * again; other failures leave the sparkline empty (the lists' own answers decide outages).
+   */
+  async #loadHistories(rows: readonly Provider[]): Promise<void> {
+    this.#histories.clear();
+    const missing = rows.filter(lacksHistory);
+    for (let i = 0; i < missing.length && this.#historyServed; i += HISTORY_CONCURRENCY) {
+      await Promise.all(
+        missing.slice(i, i + HISTORY_CONCURRENCY).map(async (row) => {
+          const path = `providers/${encodeURIComponent(row.provider)}?limit=${HISTORY_LIMIT}`;
+          const answer = await getJson<unknown>(this.#b.fetch, path);
+          if (answer.kind === "absent") this.#historyServed = false;
+          const history = answer.kind === "ok" ? historyOf(answer.body) : null;
+          if (history) this.#histories.set(row.provider, history);
+        }),
+      );
+    }
   }
 
   /** Moves a table to another page and shows it. */
@@ -253,7 +287,9 @@ class Dashboard {
     const page = table.pager.accept(rows, body);
     const columns = table.name === "models"
       ? MODEL_COLUMNS
-      : providerColumns((p: Provider) => providerHistory(p));
+      : providerColumns((p: Provider) =>
+        providerHistory(p) ?? this.#histories.get(p.provider) ?? null
+      );
     table.body.replaceChildren(
       ...tableRows(doc, columns as never, page.rows as never[], table.key as never),
     );

@@ -253,6 +253,37 @@ export function providerHistory(provider: Provider): EpochVolume[] | null {
   return Array.isArray(epochs) ? epochs : null;
 }
 
+/** Most epochs a sparkline shows (the latest). */
+export const SPARK_EPOCHS = 16;
+
+function isEpochVolume(row: unknown): row is EpochVolume {
+  const r = row as EpochVolume;
+  return typeof r === "object" && r !== null && typeof r.epoch === "string" &&
+    typeof r.amount === "string";
+}
+
+/**
+ * The per-epoch history in an answer of `GET /providers/{address}` (its `settled.epochs`,
+ * `epochs`, `history` or `history.epochs`), its latest {@linkcode SPARK_EPOCHS} epochs oldest
+ * first; `null` when it has none.
+ */
+export function historyOf(body: unknown): EpochVolume[] | null {
+  for (const field of ["settled.epochs", "epochs", "history", "history.epochs"]) {
+    const rows = lookup(body, field);
+    if (Array.isArray(rows) && rows.every(isEpochVolume)) {
+      return [...rows].sort((a, b) => Number(BigInt(a.epoch) - BigInt(b.epoch))).slice(
+        -SPARK_EPOCHS,
+      );
+    }
+  }
+  return null;
+}
+
+/** Whether a list row lacks its history (so `/providers/{address}` is asked for it). */
+export function lacksHistory(provider: Provider): boolean {
+  return provider.settled !== null && !Array.isArray(provider.settled?.epochs);
+}
+
 /** The sparkline of a per-epoch history: settled amounts in tokens, oldest first. */
 export function sparkOf(history: readonly EpochVolume[] | null): Spark | null {
   if (!history || history.length === 0) return null;

@@ -29,6 +29,11 @@ export interface FakeIndexerOptions {
   epochs?: boolean;
   /** Page `/providers` and `/models` with `limit`/`cursor` and `next_cursor`. @default {true} */
   paginate?: boolean;
+  /**
+   * Keep `settled.epochs` in `/providers` rows; without them the history is served only by
+   * `GET /providers/{address}` (`{provider, epochs, next_cursor}`). @default {true}
+   */
+  listHistory?: boolean;
 }
 
 /** One epoch of `GET /epochs`. */
@@ -114,8 +119,15 @@ function page<T>(items: readonly T[], url: URL): { rows: T[]; next_cursor: strin
   };
 }
 
-function json(body: unknown): Response {
+/** A provider's `settled` in `/providers`. */
+interface Settled {
+  epochs: unknown[];
+  total: unknown;
+}
+
+function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), {
+    status,
     headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
   });
 }
@@ -124,7 +136,7 @@ function json(body: unknown): Response {
 export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer {
   const snapshots = [planSnapshot("dashboard-a", 60), planSnapshot("dashboard-b", 45)];
   let current = 0;
-  let config = { epochs: true, paginate: true, ...options };
+  let config = { epochs: true, paginate: true, listHistory: true, ...options };
   let state: IndexerState = serving(snapshots[0]);
   const requests: string[] = [];
   const handler = createIndexerHandler({
@@ -154,11 +166,29 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
       const { rows, next_cursor } = page(epochsOf(state.snapshot!), url);
       return json({ epochs: rows, next_cursor });
     }
+    const detail = /^\/providers\/(0x[0-9a-f]{40})$/.exec(url.pathname);
+    if (detail && !config.listHistory) {
+      const whole = await real("/providers");
+      if (whole.status !== 200) return whole;
+      const rows = (await whole.json()).providers as { provider: string; settled: Settled }[];
+      const row = rows.find((p) => p.provider === detail[1]);
+      if (!row) return json({ error: { code: "not_found", message: "No such provider" } }, 404);
+      const { rows: epochs, next_cursor } = page(row.settled.epochs, url);
+      return json({
+        provider: { ...row, settled: { total: row.settled.total } },
+        epochs,
+        next_cursor,
+      });
+    }
     if ((url.pathname === "/providers" || url.pathname === "/models") && config.paginate) {
       const whole = await real(url.pathname);
       if (whole.status !== 200) return whole;
       const key = url.pathname.slice(1);
-      const { rows, next_cursor } = page((await whole.json())[key] as unknown[], url);
+      let items = (await whole.json())[key] as { settled?: Partial<Settled> }[];
+      if (key === "providers" && !config.listHistory) {
+        items = items.map((p) => ({ ...p, settled: { total: p.settled!.total } }));
+      }
+      const { rows, next_cursor } = page(items, url);
       return json({ [key]: rows, next_cursor });
     }
     return await handler(request);

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import {
   formatValue,
+  historyOf,
+  lacksHistory,
   lookup,
   providerColumns,
   providerHistory,
@@ -75,4 +77,30 @@ Deno.test("a provider's sparkline: its epochs oldest first, with the exact amoun
     "Tier",
     "Stake (tokens)",
   ]);
+});
+
+Deno.test("a provider's history from /providers/{address}, whatever it calls the list", () => {
+  const rows = Array.from({ length: 20 }, (_, i) => ({
+    epoch: String(19 - i),
+    amount: String(i),
+    tokens: "0",
+    settlements: 0,
+  }));
+  for (
+    const body of [{ epochs: rows }, { history: rows }, { history: { epochs: rows } }, {
+      settled: { epochs: rows },
+    }]
+  ) {
+    const history = historyOf(body)!;
+    assert.deepEqual(
+      history.map((e) => e.epoch),
+      Array.from({ length: 16 }, (_, i) => String(i + 4)),
+    );
+  }
+  assert.equal(historyOf({ epochs: [{ epoch: 1 }] }), null);
+  assert.equal(historyOf({}), null);
+  const row = { provider: "0x1", settled: { total: null } } as unknown as Provider;
+  assert.equal(lacksHistory(row), true);
+  assert.equal(lacksHistory({ ...row, settled: null }), false, "null: the history is catching up");
+  assert.equal(lacksHistory({ ...row, settled: { epochs: [] } }), false);
 });

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { launchBrowser } from "../../_browser.ts";
 import { startFakeIndexer } from "./_fake_indexer.ts";
+import { formatTokens } from "../../../indexer/dashboard/src/format.ts";
 import { assertPageMatches, drawnPixels, rowKeys, unexpectedErrors } from "./_page.ts";
 
 const SCREENSHOT = fileURLToPath(new URL("../../../docs/dashboard.png", import.meta.url));
@@ -17,7 +18,7 @@ const WAIT = { timeout: 20_000 };
 
 /** The API's paths and the page's assets: every request the page may make. */
 const KNOWN =
-  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|epochs\?.*|models\?.*|providers\?.*)$/;
+  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|(epochs|models|providers)\?.*)$/;
 
 /** Waits until `condition` holds (a refresh happened), at most 20 s. */
 async function until(condition: () => boolean): Promise<void> {
@@ -163,5 +164,30 @@ Deno.test("today's indexer: no /epochs (its section hidden) and whole lists page
   assert.deepEqual(await rowKeys(page, "providers"), all.slice(25));
 
   assert.deepEqual(unexpectedErrors(browser.consoleErrors(), [404]), []);
+  assert.deepEqual(browser.offLoopbackRequests(), []);
+});
+
+Deno.test("a list without histories: the sparklines come from /providers/{address}", async () => {
+  await using fake = startFakeIndexer({ listHistory: false });
+  await using browser = await launchBrowser();
+  const { page } = browser;
+  await page.goto(`${fake.url}/`);
+  await page.waitForSelector("#providers-body svg.spark", WAIT);
+  const truth = await fake.truth();
+  const first = truth.providers[0] as {
+    provider: string;
+    settled: { epochs: { amount: string }[] };
+  };
+  const label = await page.locator(`#providers-body tr[data-key="${first.provider}"] svg.spark`)
+    .getAttribute("aria-label");
+  const amounts = first.settled.epochs.map((e) => formatTokens(e.amount));
+  assert.equal(
+    label?.split(": ")[1].split(", ").map((part) => part.split(" ")[2]).join(),
+    amounts.join(),
+  );
+  assert.equal(await page.locator("#providers-body svg.spark").count(), 25);
+  const details = fake.requests().filter((path) => path.startsWith("/providers/0x"));
+  assert.equal(details.length >= 25, true, `${details.length} history requests`);
+  assert.deepEqual(browser.consoleErrors(), []);
   assert.deepEqual(browser.offLoopbackRequests(), []);
 });
