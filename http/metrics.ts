@@ -2,9 +2,9 @@
  * Request metrics for a service on the HTTP layer, and its `GET /metrics` route. The middleware
  * counts every answer by method, **route template** (`/v1/models/{id}`, never the raw path, so
  * the label set is bounded by the route table; requests no route served are `unmatched`) and
- * status, and observes the latency: until the answer's headers, and — for a streamed answer
- * (`text/event-stream`, `application/x-ndjson`) — until its first body chunk and its end. It
- * never looks at a body's content.
+ * status, and observes the latency: until the answer (for a streamed answer,
+ * `text/event-stream` or `application/x-ndjson`, until its end), and for a streamed answer the
+ * time to its first body chunk. It never looks at a body's content.
  *
  * | metric (after the registry's prefix)   | type      | labels                         |
  * | -------------------------------------- | --------- | ------------------------------ |
@@ -100,10 +100,15 @@ function defaultIsStream(response: Response): boolean {
   return /^(text\/event-stream|application\/x-ndjson)\b/.test(type);
 }
 
+const templates = new Map<string, string>();
+
 /** The template of the route that answered, or {@linkcode UNMATCHED_ROUTE}. */
 export function routeTemplate(c: Context): string {
   const route = matchedRoutes(c)[c.req.routeIndex];
-  return route && route.method !== "ALL" ? openApiPathOfHono(route.path) : UNMATCHED_ROUTE;
+  if (!route || route.method === "ALL") return UNMATCHED_ROUTE;
+  let template = templates.get(route.path);
+  if (template === undefined) templates.set(route.path, template = openApiPathOfHono(route.path));
+  return template;
 }
 
 /** `body` passed through, calling `first` at its first chunk and `end` once it ends. */
@@ -180,7 +185,7 @@ export function httpMetrics<L extends string = never>(
   });
   const firstByte = registry.histogram<string>({
     name: "http_response_first_byte_seconds",
-    help: "Time from the request to its answer's headers, or a stream's first body chunk.",
+    help: "Time from the request to a streamed answer's first body chunk.",
     labels: ["method", "route", ...names],
     values,
     buckets,
@@ -213,15 +218,16 @@ export function httpMetrics<L extends string = never>(
       ...(extra ? extra.of(c, route) : {}),
     };
     requests.inc({ ...labels, status: String(c.res.status) });
-    const body = c.res.body;
-    if (body && isStream(c.res)) {
+    // Only a stream's body is touched (reading `.body` of any other answer would turn its
+    // bytes into a stream, and a Content-Length into chunked encoding).
+    const body = isStream(c.res) ? c.res.body : null;
+    if (body) {
       c.res = new Response(
         watchBody(body, () => firstByte.observe(labels, seconds()), () => settle(labels)),
         c.res,
       );
       return;
     }
-    firstByte.observe(labels, seconds());
     settle(labels);
   };
 }

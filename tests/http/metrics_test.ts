@@ -116,6 +116,11 @@ Deno.test("counters move with real traffic, by route template and status, refusa
     return response.status;
   };
   for (const id of ["a/b", "c/d", "e/f"]) assert.equal(await get(`/v1/models/${id}`), 200);
+  // A fixed body keeps its length (the middleware leaves non-stream bodies alone).
+  const fixed = await fetch(`${server.url}/v1/models/a/b`);
+  assert.equal(fixed.headers.get("content-length"), "3");
+  assert.equal(fixed.headers.get("transfer-encoding"), null);
+  assert.equal(await fixed.text(), "a/b");
   assert.equal(await get("/v1/models/x", { method: "HEAD" }), 200);
   assert.equal(await get("/api/boom"), 500);
   assert.equal(await get("/nowhere/12345"), 404);
@@ -128,7 +133,7 @@ Deno.test("counters move with real traffic, by route template and status, refusa
 
   const model = { method: "GET", route: "/v1/models/{id}", status: "200", dialect: "openai" };
   assert.equal(total(before, model), 0);
-  assert.equal(total(after, model), 3);
+  assert.equal(total(after, model), 4);
   assert.equal(total(after, { ...model, method: "HEAD" }), 1);
   assert.equal(total(after, { route: "/api/boom", status: "500", dialect: "ollama" }), 1);
   const unmatched = { route: UNMATCHED_ROUTE, dialect: "none" };
@@ -155,7 +160,7 @@ Deno.test("counters move with real traffic, by route template and status, refusa
     route: "/v1/models/{id}",
     dialect: "openai",
   });
-  assert.equal(durations, 3);
+  assert.equal(durations, 4);
 });
 
 Deno.test("a stream is in flight until its end; its latency and first byte are observed", async () => {
