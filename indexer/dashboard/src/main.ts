@@ -1,0 +1,354 @@
+/**
+ * The dashboard page's program: every `refresh_secs` (read from `/health`) it asks the indexer
+ * for `/stats`, a page of `/models` and of `/providers`, and `/epochs`, and shows them. When the
+ * indexer answers 503 (or does not answer) the page says what is unreachable, in the indexer's
+ * words, and shows no numbers at all until it can again. An endpoint the indexer does not serve
+ * (404) hides its section. Bundled with uPlot into `dashboard.js` by `tools/dashboard.ts`.
+ *
+ * @module
+ */
+
+import { type Answer, type Failure, failuresOf, getJson } from "./api.ts";
+import { Chart } from "./charts.ts";
+import { type Browser, browser, byId, type DomElement } from "./dom.ts";
+import { formatCount, formatShare, formatTokens } from "./format.ts";
+import {
+  emissionFigures,
+  historyOf,
+  lacksHistory,
+  MODEL_COLUMNS,
+  providerColumns,
+  providerHistory,
+  summaryFigures,
+  valueOf,
+} from "./model.ts";
+import { Pager } from "./pager.ts";
+import {
+  clearOutage,
+  clearPager,
+  type PagerControls,
+  pagerControls,
+  renderFigures,
+  renderHeader,
+  renderOutage,
+  renderPager,
+  tableRows,
+} from "./render.ts";
+import { emissionSeries, rewardsOf, volumeSeries } from "./series.ts";
+import type { EpochVolume, Health, Model, PageInfo, Provider, Stats } from "./types.ts";
+
+/** Seconds between refreshes until `/health` has said. */
+const DEFAULT_REFRESH_SECS = 30;
+/** Rows per table page. */
+const PAGE_SIZE = 25;
+/** `/epochs` is read in pages of this many, at most `EPOCH_PAGES` pages. */
+const EPOCH_PAGE_SIZE = 100;
+const EPOCH_PAGES = 10;
+/** Rows of a provider's history asked for when the list does not carry it. */
+const HISTORY_LIMIT = 16;
+/** Concurrent `/providers/{address}` requests. */
+const HISTORY_CONCURRENCY = 4;
+
+type ListBody = PageInfo & Record<string, unknown>;
+type Section = "summary" | "emission" | "volume" | "models" | "providers";
+const SECTIONS: readonly Section[] = ["summary", "emission", "volume", "models", "providers"];
+
+/** One paged table: its pager, its DOM and how to read its rows. */
+interface Table<T> {
+  name: "models" | "providers";
+  pager: Pager;
+  controls: PagerControls;
+  body: DomElement;
+  key: (row: T) => string;
+}
+
+/** The epochs of `/epochs`, following `next_cursor` for up to `EPOCH_PAGES` pages. */
+async function loadEpochs(b: Browser): Promise<Answer<EpochVolume[]>> {
+  const epochs: EpochVolume[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < EPOCH_PAGES; page++) {
+    const path: string = `epochs?limit=${EPOCH_PAGE_SIZE}` +
+      (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
+    const answer = await getJson<ListBody>(b.fetch, path);
+    if (answer.kind !== "ok") return answer;
+    const rows = answer.body.epochs;
+    if (!Array.isArray(rows)) return unreadable(path, "it has no epochs list");
+    epochs.push(...rows as EpochVolume[]);
+    cursor = answer.body.next_cursor ?? null;
+    if (!cursor) break;
+  }
+  return { kind: "ok", path: "epochs", status: 200, body: epochs };
+}
+
+function unreadable(path: string, why: string): Failure {
+  return {
+    kind: "failed",
+    path,
+    status: 200,
+    code: "unreadable_answer",
+    message: `The indexer's answer to /${path} cannot be shown: ${why}`,
+    retryAfterSecs: null,
+  };
+}
+
+/** The page. */
+class Dashboard {
+  readonly #b: Browser;
+  readonly #models: Table<Model>;
+  readonly #providers: Table<Provider>;
+  readonly #emissionChart: Chart;
+  readonly #volumeChart: Chart;
+  /** Histories read from `/providers/{address}` for the rows shown. */
+  readonly #histories = new Map<string, EpochVolume[]>();
+  /** Whether `/providers/{address}` is served (a 404 says not). */
+  #historyServed = true;
+  #refreshSecs = DEFAULT_REFRESH_SECS;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #generation = 0;
+
+  constructor(b: Browser) {
+    this.#b = b;
+    const doc = b.document;
+    const table = <T>(name: "models" | "providers", key: (row: T) => string): Table<T> => ({
+      name,
+      pager: new Pager(name, PAGE_SIZE),
+      controls: pagerControls(doc, name),
+      body: byId(doc, `${name}-body`),
+      key,
+    });
+    this.#models = table<Model>("models", (m) => m.model);
+    this.#providers = table<Provider>("providers", (p) => p.provider);
+    renderHeader(byId(doc, "models-head"), MODEL_COLUMNS, doc);
+    renderHeader(byId(doc, "providers-head"), providerColumns(() => null), doc);
+    this.#emissionChart = new Chart(byId(doc, "emission-chart"), {
+      leftLabel: "Total (tokens)",
+      rightLabel: "Per epoch (tokens)",
+      lines: [
+        { label: "Emitted", color: "#1d4ed8" },
+        { label: "Scheduled", color: "#1d4ed8", dashed: true },
+        { label: "Reward per epoch", color: "#b45309", right: true },
+      ],
+    }, b);
+    this.#volumeChart = new Chart(byId(doc, "volume-chart"), {
+      leftLabel: "Settled (tokens)",
+      rightLabel: "Settlements",
+      lines: [
+        { label: "Settled amount", color: "#0f766e", bars: true },
+        { label: "Settlements", color: "#7c3aed", right: true },
+      ],
+    }, b);
+    for (const t of [this.#models, this.#providers] as Table<unknown>[]) {
+      t.controls.previous.addEventListener("click", () => this.#turn(t, () => t.pager.previous()));
+      t.controls.next.addEventListener("click", () => this.#turn(t, () => t.pager.next()));
+    }
+  }
+
+  /** Refreshes now, then on the indexer's interval. */
+  async refresh(): Promise<void> {
+    clearTimeout(this.#timer);
+    const generation = ++this.#generation;
+    const [health, stats, models, providers, epochs] = await Promise.all([
+      getJson<Health>(this.#b.fetch, "health", { dataStatuses: [200, 503] }),
+      getJson<Stats>(this.#b.fetch, "stats"),
+      this.#page(this.#models),
+      this.#page(this.#providers),
+      loadEpochs(this.#b),
+    ]);
+    if (generation !== this.#generation) return;
+    if (health.kind === "ok" && Number.isSafeInteger(health.body.refresh_secs)) {
+      this.#refreshSecs = Math.max(1, health.body.refresh_secs);
+    }
+    const failures = failuresOf([stats, models, providers, epochs, health]);
+    if (failures.length > 0) return this.#outage(failures);
+    try {
+      this.#render(stats, models, providers, epochs, health);
+    } catch (error) {
+      return this.#outage([unreadable("stats", (error as Error).message)]);
+    }
+    this.#schedule(this.#refreshSecs);
+  }
+
+  /** One page of a table; a refused cursor (400) starts it over from the first page. */
+  async #page<T>(table: Table<T>): Promise<Answer<ListBody>> {
+    let answer = await getJson<ListBody>(this.#b.fetch, table.pager.request());
+    if (answer.kind === "failed" && answer.status === 400) {
+      table.pager.reset();
+      answer = await getJson<ListBody>(this.#b.fetch, table.pager.request());
+    }
+    if (answer.kind === "ok" && !Array.isArray(answer.body[table.name])) {
+      return unreadable(table.name, `it has no ${table.name} list`);
+    }
+    if (answer.kind === "ok" && table.name === "providers") {
+      await this.#loadHistories(answer.body.providers as Provider[]);
+    }
+    return answer;
+  }
+
+  /**
+   * The sparklines' histories when the list does not carry them: `/providers/{address}` for
+   * each row shown (a few at a time). A 404 means this indexer does not serve it: not asked
+   * again; other failures leave the sparkline empty (the lists' own answers decide outages).
+   */
+  async #loadHistories(rows: readonly Provider[]): Promise<void> {
+    this.#histories.clear();
+    const missing = rows.filter(lacksHistory);
+    for (let i = 0; i < missing.length && this.#historyServed; i += HISTORY_CONCURRENCY) {
+      await Promise.all(
+        missing.slice(i, i + HISTORY_CONCURRENCY).map(async (row) => {
+          const path = `providers/${encodeURIComponent(row.provider)}?limit=${HISTORY_LIMIT}`;
+          const answer = await getJson<unknown>(this.#b.fetch, path);
+          if (answer.kind === "absent") this.#historyServed = false;
+          const history = answer.kind === "ok" ? historyOf(answer.body) : null;
+          if (history) this.#histories.set(row.provider, history);
+        }),
+      );
+    }
+  }
+
+  /** Moves a table to another page and shows it. */
+  async #turn<T>(table: Table<T>, move: () => void): Promise<void> {
+    move();
+    const generation = this.#generation;
+    const answer = await this.#page(table);
+    if (generation !== this.#generation) return;
+    if (answer.kind === "failed") return this.#outage([answer]);
+    if (answer.kind === "ok") this.#renderTable(table, answer.body);
+  }
+
+  #render(
+    stats: Answer<Stats>,
+    models: Answer<ListBody>,
+    providers: Answer<ListBody>,
+    epochs: Answer<EpochVolume[]>,
+    health: Answer<Health>,
+  ): void {
+    const doc = this.#b.document;
+    clearOutage(byId(doc, "outage"));
+    const shown = new Set<Section>();
+    if (stats.kind === "ok") {
+      this.#renderStats(stats.body, epochs.kind === "ok" ? epochs.body : []);
+      shown.add("summary").add("emission");
+    }
+    if (epochs.kind === "ok" && epochs.body.length > 0) {
+      this.#renderVolume(epochs.body);
+      shown.add("volume");
+    }
+    if (models.kind === "ok") {
+      this.#renderTable(this.#models, models.body);
+      shown.add("models");
+    }
+    if (providers.kind === "ok") {
+      this.#renderTable(this.#providers, providers.body);
+      shown.add("providers");
+    }
+    for (const section of SECTIONS) byId(doc, `${section}-section`).hidden = !shown.has(section);
+    this.#renderStatus(stats.kind === "ok" ? stats.body : null, health);
+  }
+
+  #renderStats(stats: Stats, epochs: readonly EpochVolume[]): void {
+    const doc = this.#b.document;
+    renderFigures(byId(doc, "summary"), summaryFigures(stats), doc);
+    renderFigures(byId(doc, "emission"), emissionFigures(stats), doc);
+    const { total_emitted: emitted, cap } = stats.emission;
+    const share = formatShare(emitted, cap);
+    const bar = byId(doc, "emission-bar");
+    bar.hidden = false;
+    bar.setAttribute("aria-label", `${share} of the cap emitted`);
+    byId(doc, "emission-bar-fill").style.setProperty(
+      "width",
+      cap === "0" ? "0%" : `${Number((BigInt(emitted) * 10000n) / BigInt(cap)) / 100}%`,
+    );
+    byId(doc, "emission-share").textContent = `${share} of the cap emitted`;
+    const series = emissionSeries(stats, rewardsOf(epochs));
+    this.#emissionChart.draw(
+      [series.epochs, series.emitted, series.scheduled, series.reward],
+      `Emission over epochs 0 to ${stats.emission.current_epoch}: ${
+        formatTokens(emitted)
+      } tokens emitted so far of a cap of ${formatTokens(cap)}; the reward halves every ${
+        formatCount(stats.emission.schedule.halving_interval)
+      } epochs.`,
+    );
+  }
+
+  #renderVolume(epochs: readonly EpochVolume[]): void {
+    const series = volumeSeries(epochs);
+    const top = epochs.reduce((a, b) => (BigInt(b.amount) > BigInt(a.amount) ? b : a));
+    this.#volumeChart.draw(
+      [series.epochs, series.amount, series.settlements],
+      `Settled volume per epoch, epochs ${series.epochs[0]} to ${
+        series.epochs[series.epochs.length - 1]
+      }; the largest is ${formatTokens(top.amount)} tokens in epoch ${top.epoch}.`,
+    );
+  }
+
+  #renderTable<T>(table: Table<T>, body: ListBody): void {
+    const doc = this.#b.document;
+    const rows = body[table.name] as T[];
+    const page = table.pager.accept(rows, body);
+    const columns = table.name === "models"
+      ? MODEL_COLUMNS
+      : providerColumns((p: Provider) =>
+        providerHistory(p) ?? this.#histories.get(p.provider) ?? null
+      );
+    table.body.replaceChildren(
+      ...tableRows(doc, columns as never, page.rows as never[], table.key as never),
+    );
+    renderPager(table.controls, page);
+  }
+
+  #renderStatus(stats: Stats | null, health: Answer<Health>): void {
+    const doc = this.#b.document;
+    const status = byId(doc, "status");
+    if (!stats) {
+      status.replaceChildren(`Refreshes every ${this.#refreshSecs} s.`);
+      return;
+    }
+    const span = (field: string, format: "count" | "text") => {
+      const v = valueOf(stats, field, format);
+      const el = doc.createElement("span");
+      el.setAttribute("data-field", v.field);
+      el.setAttribute("data-value", v.value);
+      el.setAttribute("data-format", v.format);
+      el.textContent = v.text;
+      return el;
+    };
+    status.replaceChildren(
+      "Snapshot of block ",
+      span("snapshot.block_number", "count"),
+      ", taken at ",
+      span("snapshot.taken_at", "text"),
+      `; refreshes every ${this.#refreshSecs} s`,
+      health.kind === "ok" && health.body.status !== "ok"
+        ? ` (indexer: ${health.body.status})`
+        : "",
+      ".",
+    );
+  }
+
+  /** Shows what failed and takes every number off the page. */
+  #outage(failures: readonly Failure[]): void {
+    const doc = this.#b.document;
+    this.#emissionChart.clear();
+    this.#volumeChart.clear();
+    for (const id of ["summary", "emission", "models-body", "providers-body", "status"]) {
+      byId(doc, id).replaceChildren();
+    }
+    byId(doc, "emission-share").replaceChildren();
+    byId(doc, "emission-bar").hidden = true;
+    clearPager(this.#models.controls);
+    clearPager(this.#providers.controls);
+    for (const section of SECTIONS) byId(doc, `${section}-section`).hidden = true;
+    const retries = failures.map((f) => f.retryAfterSecs ?? this.#refreshSecs);
+    const retryIn = Math.max(1, Math.min(this.#refreshSecs, ...retries));
+    renderOutage(byId(doc, "outage"), failures, retryIn, doc);
+    this.#schedule(retryIn);
+  }
+
+  #schedule(secs: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.refresh(), secs * 1000);
+  }
+}
+
+const dashboard = new Dashboard(browser());
+void dashboard.refresh();
