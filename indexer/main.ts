@@ -5,7 +5,9 @@
  * the running refresh is cancelled). `--help` prints every option.
  *
  * Exit codes: 0 after a graceful shutdown or `--help`, 2 for a configuration error (the
- * message names the flag or variable), 1 when the listen address cannot be bound.
+ * message names the flag or variable) or a settlement-history store it cannot use (corrupt,
+ * from a newer version, of another chain, held by another process: the message says which,
+ * and `--rebuild-history` rebuilds it), 1 when the listen address cannot be bound.
  *
  * @example
  * ```sh
@@ -20,6 +22,7 @@ import { NetError } from "../errors.ts";
 import { parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { Refresher } from "./refresher.ts";
+import { defaultDataDir, type StoreError, type StoreLocation } from "./store/mod.ts";
 
 /** How long a graceful shutdown waits for a running refresh to end, in milliseconds. */
 const SHUTDOWN_REFRESH_WAIT_MS = 3_000;
@@ -42,6 +45,10 @@ export async function main(
     return 0;
   }
   const { config } = parsed;
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<Deno.Signal | StoreError>();
+  const history: StoreLocation = config.databaseUrl
+    ? { databaseUrl: config.databaseUrl }
+    : { dataDir: config.dataDir ?? defaultDataDir() };
   const refresher = new Refresher({
     rpcUrl: config.rpcUrl,
     contracts: config.contracts,
@@ -51,8 +58,14 @@ export async function main(
     scanFromBlock: config.scanFromBlock,
     confirmations: config.confirmations,
     client: config.multicall ? { multicallAddress: config.multicall } : {},
+    history,
+    rebuildHistory: config.rebuildHistory ? "always" : "never",
+    onHistoryFatal: stop,
   });
-  const handler = createIndexerHandler({ state: () => refresher.state });
+  const handler = createIndexerHandler({
+    state: () => refresher.state,
+    readProviderHistory: (address) => refresher.readProviderHistory(address),
+  });
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
     server = Deno.serve({
@@ -73,7 +86,6 @@ export async function main(
   }
   refresher.start();
 
-  const { promise: stopped, resolve: stop } = Promise.withResolvers<Deno.Signal>();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   const listeners = signals.map((signal) => {
     const listener = () => stop(signal);
@@ -81,7 +93,8 @@ export async function main(
     return [signal, listener] as const;
   });
   const signal = await stopped;
-  console.log(`indexer: ${signal} received, shutting down`);
+  if (typeof signal === "string") console.log(`indexer: ${signal} received, shutting down`);
+  else console.error(`indexer: Cannot use the settlement history: ${signal.message}`);
   for (const [name, listener] of listeners) Deno.removeSignalListener(name, listener);
   // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
   // (its result would be discarded anyway).
@@ -94,7 +107,7 @@ export async function main(
     ]),
   ]);
   clearTimeout(timer);
-  return 0;
+  return typeof signal === "string" ? 0 : 2;
 }
 
 if (import.meta.main) {
