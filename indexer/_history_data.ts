@@ -14,6 +14,7 @@ import type {
   HistoryStore,
   ProviderTotals,
   SettlementBucket,
+  StoreCursor,
 } from "./store/mod.ts";
 import { StoreError } from "./store/mod.ts";
 
@@ -61,22 +62,24 @@ async function allEpochs(store: HistoryStore): Promise<EpochTotals[]> {
 }
 
 /**
- * Reads the figures the API serves. The reads are separate statements, so another replica's
- * commit may land between them: the store's confirmed block is read before and after, and the
- * set is read again until both agree (at most a few times).
+ * Reads the figures the API serves, and the store's cursor they were read at. The reads are
+ * separate statements, so another replica's commit may land between them: the store's
+ * confirmed block is read before and after, and the set is read again until both agree (at
+ * most a few times).
  *
  * @throws {StoreError} from the store, or `conflict` when commits kept landing in between.
  */
 export async function readFigures(
   store: HistoryStore,
   fromEpoch: bigint,
-): Promise<HistoryFigures> {
+): Promise<{ figures: HistoryFigures; cursor: StoreCursor }> {
   for (let attempt = 1;; attempt++) {
     const before = (await store.state()).cursor.confirmed;
     const epochs = await allEpochs(store);
     const totals = await store.providerTotals();
     const buckets = await store.buckets({ fromEpoch });
-    const after = (await store.state()).cursor.confirmed;
+    const { cursor } = await store.state();
+    const after = cursor.confirmed;
     if (sameBlock(before, after)) {
       const total: Volume = { amount: 0n, tokens: 0n, settlements: 0 };
       for (const e of epochs) {
@@ -91,12 +94,15 @@ export async function readFigures(
         else recent.set(b.provider, [b]);
       }
       return {
-        at: after,
-        total,
-        epochs,
-        providers: new Map(totals.map((t) => [t.provider, t])),
-        recent,
-        fromEpoch,
+        figures: {
+          at: after,
+          total,
+          epochs,
+          providers: new Map(totals.map((t) => [t.provider, t])),
+          recent,
+          fromEpoch,
+        },
+        cursor,
       };
     }
     if (attempt >= ATTEMPTS) {

@@ -30,6 +30,7 @@ import {
   type BlockHash,
   type HistoryStore,
   type SettlementBucket,
+  type StoreCursor,
   StoreError,
   type StoreIdentity,
 } from "./store/mod.ts";
@@ -228,10 +229,17 @@ export class History {
       const writer = store.writer || await store.tryBecomeWriter();
       this.#setRole(writer ? "writer" : "reader", store);
       if (writer) await this.#scan(store, signal);
-      const { cursor } = await store.state();
-      const head = writer ? this.#state.headBlock : cursor.head;
-      this.#set({ confirmed: cursor.confirmed, lastBlock: cursor.lastBlock, headBlock: head });
-      await this.#refreshFigures(store, cursor.confirmed);
+      // One consistent position: the cursor the figures were read at (a replica's figures may
+      // be newer than the cursor it read first, when the writer committed in between).
+      let { cursor } = await store.state();
+      const read = await this.#readFigures(store, cursor.confirmed);
+      if (read) cursor = read.cursor;
+      this.#set({
+        confirmed: cursor.confirmed,
+        lastBlock: cursor.lastBlock,
+        headBlock: writer ? this.#state.headBlock : cursor.head,
+        ...(read ? { figures: read.figures } : {}),
+      });
       if (this.#state.failing) this.#log("indexer: the settlement history is running again");
       this.#set({ failing: false, ...(writer ? {} : { unreadable: null }) });
     } catch (error) {
@@ -314,14 +322,18 @@ export class History {
     });
   }
 
-  async #refreshFigures(store: HistoryStore, confirmed: BlockHash | null): Promise<void> {
+  /** Reads the figures again when the confirmed block moved (or older epochs are needed). */
+  async #readFigures(
+    store: HistoryStore,
+    confirmed: BlockHash | null,
+  ): Promise<{ figures: HistoryFigures; cursor: StoreCursor } | undefined> {
     const figures = this.#state.figures;
     const at = figures?.at ?? null;
     const moved = at === null
       ? confirmed !== null || figures === null
       : confirmed === null || at.number !== confirmed.number || at.hash !== confirmed.hash;
-    if (!moved && figures!.fromEpoch <= this.#fromEpoch) return;
-    this.#set({ figures: await readFigures(store, this.#fromEpoch) });
+    if (!moved && figures!.fromEpoch <= this.#fromEpoch) return undefined;
+    return await readFigures(store, this.#fromEpoch);
   }
 
   async #fail(error: unknown): Promise<void> {
