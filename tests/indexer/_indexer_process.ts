@@ -7,6 +7,9 @@
 
 import { fileURLToPath } from "node:url";
 
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
 const MAIN = fileURLToPath(new URL("../../indexer/main.ts", import.meta.url));
 
 /** A running indexer process. */
@@ -18,9 +21,7 @@ export interface IndexerProcess extends AsyncDisposable {
   /** What it printed on stderr so far. */
   stderr(): string;
   /** GET a path; the status and the JSON body. */
-  get(
-    path: string,
-  ): Promise<{ status: number; body: Record<string, unknown> & { [k: string]: any } }>;
+  get(path: string): Promise<{ status: number; body: Json }>;
   /** `kill -9`, then waits for the exit. */
   kill(): Promise<void>;
   /** SIGTERM, then the exit code. */
