@@ -12,6 +12,7 @@ import { abbreviate } from "../errors.ts";
 import { escrowAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import { SettlementScanError } from "./errors.ts";
+import type { SettlementScanStats } from "./settlements.ts";
 
 const OPERATION = "scan settlements";
 /** The `Settled(address indexed provider, uint256 indexed epoch, uint256, uint256)` topic. */
@@ -43,16 +44,6 @@ export interface SettledRange {
   to: bigint;
   /** The events, in the order the endpoint returned them. */
   events: SettledEvent[];
-}
-
-/** What a reader (or one call of `scanSettlements`) did. */
-export interface SettlementScanStats {
-  /** `eth_getLogs` requests sent, failed ones included. */
-  getLogsRequests: number;
-  /** How often a "too much" answer split the chunk. */
-  shrinks: number;
-  /** `Settled` logs read. */
-  logs: number;
 }
 
 /** A log as `eth_getLogs` returns it. */

@@ -31,7 +31,7 @@ import { abbreviate } from "../errors.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainConfigError, SettlementScanError } from "./errors.ts";
 import { cursorOf, type CursorState, parseCursor, sortedBuckets } from "./_settlement_cursor.ts";
-import { firstLine, SettlementLogReader, type SettlementScanStats } from "./_settlement_logs.ts";
+import { firstLine, SettlementLogReader } from "./_settlement_logs.ts";
 
 export {
   decodeSettled,
@@ -40,8 +40,17 @@ export {
   type SettledRange,
   SettlementLogReader,
   type SettlementLogReaderOptions,
-  type SettlementScanStats,
 } from "./_settlement_logs.ts";
+
+/** What one call of {@linkcode scanSettlements} (or a {@linkcode SettlementLogReader}) did. */
+export interface SettlementScanStats {
+  /** `eth_getLogs` requests sent, failed ones included. */
+  getLogsRequests: number;
+  /** How often a "too much" answer split the chunk. */
+  shrinks: number;
+  /** `Settled` logs read. */
+  logs: number;
+}
 
 /** Settled volume of one provider in one epoch. */
 export interface SettlementBucket {

@@ -74,7 +74,6 @@ export {
   type HistoryStore,
   openStore,
   type OpenStoreOptions,
-  type RebuildPolicy,
   StoreError,
   type StoreFailure,
   type StoreIdentity,
