@@ -19,6 +19,8 @@ const OPERATION = "scan settlements";
 export const SETTLED_TOPIC: Hex = encodeEventTopics({ abi: escrowAbi, eventName: "Settled" })[0];
 /** Successes in a row before the chunk doubles. */
 const GROW_AFTER = 2;
+/** Successes in a row before the chunk may grow back to a size that was too much. */
+const RETRY_TOO_MUCH_AFTER = 32;
 
 /** One `Settled` event, decoded. */
 export interface SettledEvent {
@@ -197,7 +199,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  * Reads the Escrow's `Settled` events over a block range with `eth_getLogs` in adaptive chunks.
  * An answer that is too much — a range or result-count limit, HTTP 413, viem's response body
  * limit, a timeout ({@linkcode isRangeLimitError}) — halves the chunk and asks again, down to
- * one block; {@linkcode GROW_AFTER} successes in a row double it again, up to `maxChunkSize`.
+ * one block; {@linkcode GROW_AFTER} successes in a row double it again, up to `maxChunkSize`,
+ * but not back to a size that was too much in the last {@linkcode RETRY_TOO_MUCH_AFTER}
+ * chunks (each such try costs a refused answer of up to the endpoint's limit).
  * Chunks are yielded in block order as they are read, so a caller can commit each one and
  * keep what it has when a later one fails.
  */
@@ -211,6 +215,9 @@ export class SettlementLogReader {
   readonly #maxChunk: number;
   readonly #retries: number;
   readonly #signal: AbortSignal | undefined;
+  /** The smallest chunk that was too much lately: growth stops below it for a while. */
+  #tooMuch = Infinity;
+  #sinceTooMuch = 0;
 
   /** A reader of `escrow`'s logs through `client`. */
   constructor(client: ChainClient, escrow: Address, options: SettlementLogReaderOptions = {}) {
@@ -250,8 +257,10 @@ export class SettlementLogReader {
       this.stats.logs += events.length;
       yield { from, to, events };
       from = to + 1n;
-      if (++streak >= GROW_AFTER && this.chunk < this.#maxChunk) {
-        this.chunk = Math.min(this.chunk * 2, this.#maxChunk);
+      if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
+      const ceiling = Math.min(this.#maxChunk, this.#tooMuch - 1);
+      if (++streak >= GROW_AFTER && this.chunk < ceiling) {
+        this.chunk = Math.min(this.chunk * 2, ceiling);
         streak = 0;
       }
     }
@@ -299,6 +308,8 @@ export class SettlementLogReader {
       );
     }
     this.chunk = Math.max(1, Math.floor(range / 2));
+    this.#tooMuch = Math.min(this.#tooMuch, range);
+    this.#sinceTooMuch = 0;
     this.stats.shrinks++;
     return undefined;
   }
