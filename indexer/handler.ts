@@ -251,8 +251,34 @@ function epochPage(query: { cursor?: string; limit?: number; order?: "asc" | "de
   };
 }
 
-/** The routes, over the state and a per-snapshot body cache. */
-function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+/** What every route's handler works with. */
+interface RouteContext {
+  options: IndexerHandlerOptions;
+  clock: () => Date;
+  viewOptions: ViewOptions;
+  /** The served snapshot and the history against it, or throws the 503. */
+  serving: () => { state: IndexerState; snapshot: Snapshot; sync: HistorySync };
+  /** A cached JSON answer rendered from the served snapshot and history. */
+  answer: (key: string, render: (snapshot: Snapshot, sync: HistorySync) => unknown) => Response;
+}
+
+/** The documented answers of a data route: its 200 and the 503. */
+function ok(description: string, schema: z.ZodType) {
+  return { 200: { description, content: json(schema) }, 503: UNAVAILABLE };
+}
+
+/** A list page with the default limit. */
+function listPage(query: ListPage): ListPage {
+  return { ...query, limit: query.limit ?? MAX_LIST_PAGE };
+}
+
+/** The cache key of a path and its validated query. */
+function key(path: string, query: object): string {
+  return `${path}?${JSON.stringify(query)}`;
+}
+
+/** The context of the routes, over the state and a per-snapshot body cache. */
+function routeContext(options: IndexerHandlerOptions): RouteContext {
   const clock = options.clock ?? (() => new Date());
   const viewOptions = options.views ?? {};
   const cache = new BodyCache();
@@ -268,15 +294,11 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
     const { snapshot, sync } = serving();
     return jsonResponse(cache.get(snapshot, sync, key, () => render(snapshot, sync)), 200);
   };
-  const ok = (description: string, schema: z.ZodType) => ({
-    200: { description, content: json(schema) },
-    503: UNAVAILABLE,
-  });
-  const listPage = (query: ListPage): ListPage => ({
-    ...query,
-    limit: query.limit ?? MAX_LIST_PAGE,
-  });
-  const key = (path: string, query: object) => `${path}?${JSON.stringify(query)}`;
+  return { options, clock, viewOptions, serving, answer };
+}
+
+/** `/stats`, `/models`, `/providers` and `/epochs`: cached views of the snapshot and history. */
+function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
   return [
     defineRoute({
       method: "get",
@@ -321,59 +343,6 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
     }),
     defineRoute({
       method: "get",
-      path: "/providers/{address}",
-      summary: "One provider, live or not",
-      description: "Its Registry record, its `/providers` entry when live-verified, and its " +
-        "whole settlement history (every epoch it was paid in), a page at a time. 404 when " +
-        "neither the Registry nor the (synced) history knows the address.",
-      params: ProviderParams,
-      query: ProviderQuery,
-      responses: {
-        ...ok("The provider.", ProviderDetailSchema),
-        400: INVALID,
-        404: { description: "Unknown provider (`unknown_provider`).", content: json(ErrorSchema) },
-      },
-      handler: async (_c, { params, query }) => {
-        const { state, snapshot, sync } = serving();
-        const address = params.address.toLowerCase();
-        const read = sync.synced && options.readProviderHistory
-          ? await options.readProviderHistory(address)
-          : null;
-        const history = state.history;
-        const target = snapshot.chain.block.number - BigInt(history.confirmations);
-        const reaches = read !== null &&
-          (target < history.scanFromBlock || (read.at !== null && read.at.number >= target));
-        const synced = sync.synced && reaches;
-        const detailSync: HistorySync = {
-          ...sync,
-          synced,
-          scannedTo: read?.at?.number ?? sync.scannedTo,
-          figures: synced ? sync.figures : null,
-        };
-        if (
-          detailSync.synced && read!.buckets.length === 0 &&
-          !snapshot.chain.providers.some((p) => p.address.toLowerCase() === address)
-        ) {
-          throw new IndexerRequestError(
-            "unknown_provider",
-            `Unknown provider ${address}: the Registry does not list it and the settlement ` +
-              `history holds no settlement for it (up to block ${detailSync.scannedTo})`,
-            { retryAfterSecs: state.refreshSecs },
-          );
-        }
-        const body = providerDetailView(
-          snapshot,
-          detailSync,
-          address,
-          detailSync.synced ? read : null,
-          epochPage(query),
-          viewOptions,
-        );
-        return jsonResponse(JSON.stringify(body), 200);
-      },
-    }),
-    defineRoute({
-      method: "get",
       path: "/epochs",
       summary: "Settled volume and emission per epoch",
       description: "Every epoch from 0 to the current one, a page at a time: the network's " +
@@ -387,33 +356,101 @@ function indexerRoutes(options: IndexerHandlerOptions): Route[] {
           (snapshot, sync) => epochsView(snapshot, sync, epochPage(query)),
         ),
     }),
-    defineRoute({
-      method: "get",
-      path: "/health",
-      summary: "Readiness",
-      description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
-        "when not. The body is the same shape either way; `live: true` says the process is up. " +
-        "The settlement history's state (its role, how far it is, a block it cannot read, its " +
-        "failures) is shown in `settlements` and never turns this into a 503.",
-      responses: {
-        200: { description: "Serving fresh data.", content: json(HealthSchema) },
-        503: {
-          description: "Not serving now; the body says why.",
-          headers: RetryAfterHeaders,
-          content: json(HealthSchema),
-        },
-      },
-      handler: () => {
-        const state = options.state();
-        const now = clock();
-        const refused = refusal(state, now);
-        const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
-        const health = JSON.stringify(healthView(state, now, refused, sync));
-        if (!refused) return jsonResponse(health, 200);
-        return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
-      },
-    }),
   ];
+}
+
+/** `/providers/{address}`: one provider, its history read from the store. */
+function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
+  return defineRoute({
+    method: "get",
+    path: "/providers/{address}",
+    summary: "One provider, live or not",
+    description: "Its Registry record, its `/providers` entry when live-verified, and its " +
+      "whole settlement history (every epoch it was paid in), a page at a time. 404 when " +
+      "neither the Registry nor the (synced) history knows the address.",
+    params: ProviderParams,
+    query: ProviderQuery,
+    responses: {
+      ...ok("The provider.", ProviderDetailSchema),
+      400: INVALID,
+      404: { description: "Unknown provider (`unknown_provider`).", content: json(ErrorSchema) },
+    },
+    handler: async (_c, { params, query }) => {
+      const { state, snapshot, sync } = serving();
+      const address = params.address.toLowerCase();
+      const read = sync.synced && options.readProviderHistory
+        ? await options.readProviderHistory(address)
+        : null;
+      const history = state.history;
+      const target = snapshot.chain.block.number - BigInt(history.confirmations);
+      const reaches = read !== null &&
+        (target < history.scanFromBlock || (read.at !== null && read.at.number >= target));
+      const synced = sync.synced && reaches;
+      const detailSync: HistorySync = {
+        ...sync,
+        synced,
+        scannedTo: read?.at?.number ?? sync.scannedTo,
+        figures: synced ? sync.figures : null,
+      };
+      if (
+        detailSync.synced && read!.buckets.length === 0 &&
+        !snapshot.chain.providers.some((p) => p.address.toLowerCase() === address)
+      ) {
+        throw new IndexerRequestError(
+          "unknown_provider",
+          `Unknown provider ${address}: the Registry does not list it and the settlement ` +
+            `history holds no settlement for it (up to block ${detailSync.scannedTo})`,
+          { retryAfterSecs: state.refreshSecs },
+        );
+      }
+      const body = providerDetailView(
+        snapshot,
+        detailSync,
+        address,
+        detailSync.synced ? read : null,
+        epochPage(query),
+        viewOptions,
+      );
+      return jsonResponse(JSON.stringify(body), 200);
+    },
+  });
+}
+
+/** `/health`: readiness, and the history's state. */
+function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
+  return defineRoute({
+    method: "get",
+    path: "/health",
+    summary: "Readiness",
+    description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
+      "when not. The body is the same shape either way; `live: true` says the process is up. " +
+      "The settlement history's state (its role, how far it is, a block it cannot read, its " +
+      "failures) is shown in `settlements` and never turns this into a 503.",
+    responses: {
+      200: { description: "Serving fresh data.", content: json(HealthSchema) },
+      503: {
+        description: "Not serving now; the body says why.",
+        headers: RetryAfterHeaders,
+        content: json(HealthSchema),
+      },
+    },
+    handler: () => {
+      const state = options.state();
+      const now = clock();
+      const refused = refusal(state, now);
+      const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
+      const health = JSON.stringify(healthView(state, now, refused, sync));
+      if (!refused) return jsonResponse(health, 200);
+      return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
+    },
+  });
+}
+
+/** The routes, in the order the document lists them. */
+function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+  const context = routeContext(options);
+  const [stats, models, providers, epochs] = viewRoutes(context);
+  return [stats, models, providers, providerRoute(context), epochs, healthRoute(context)];
 }
 
 /** The document's responses for answers no operation owns (unknown paths and methods). */

@@ -147,7 +147,8 @@ export class History {
   #ownStore = false;
   #client: ChainClient | undefined;
   #state: HistoryState;
-  #fromEpoch = 0n;
+  /** The first epoch the views need; `undefined` until the first snapshot says. */
+  #fromEpoch: bigint | undefined;
   #inflight: Promise<HistoryState> | undefined;
   #abort = new AbortController();
   #listeners = new Set<(state: HistoryState) => void>();
@@ -327,13 +328,16 @@ export class History {
     store: HistoryStore,
     confirmed: BlockHash | null,
   ): Promise<{ figures: HistoryFigures; cursor: StoreCursor } | undefined> {
+    // Not before a snapshot said which epochs the views need (all of them could be many).
+    const fromEpoch = this.#fromEpoch;
+    if (fromEpoch === undefined) return undefined;
     const figures = this.#state.figures;
     const at = figures?.at ?? null;
     const moved = at === null
       ? confirmed !== null || figures === null
       : confirmed === null || at.number !== confirmed.number || at.hash !== confirmed.hash;
-    if (!moved && figures!.fromEpoch <= this.#fromEpoch) return undefined;
-    return await readFigures(store, this.#fromEpoch);
+    if (!moved && figures!.fromEpoch <= fromEpoch) return undefined;
+    return await readFigures(store, fromEpoch);
   }
 
   async #fail(error: unknown): Promise<void> {

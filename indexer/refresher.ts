@@ -51,13 +51,8 @@ import { History, type HistoryState, type StoreOpener } from "./history.ts";
 import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
 import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
-import {
-  type HistoryStore,
-  openStore,
-  type RebuildPolicy,
-  type StoreError,
-  type StoreLocation,
-} from "./store/mod.ts";
+import { sleep, storeOpener } from "./_history_store.ts";
+import type { HistoryStore, RebuildPolicy, StoreError, StoreLocation } from "./store/mod.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded, type ViewOptions } from "./views.ts";
 
@@ -176,39 +171,6 @@ function checkNumber(name: string, value: number | undefined, min: number, max: 
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
-/** A temporary embedded store, deleted when closed. */
-async function temporaryStore(
-  identity: Parameters<StoreOpener>[0],
-  confirmations: number,
-): Promise<HistoryStore> {
-  const dir = await Deno.makeTempDir({ prefix: "net-indexer-history-" });
-  const store = await openStore({ dataDir: dir }, { ...identity, confirmations, log: () => {} });
-  const close = async () => {
-    await store.close();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  };
-  return new Proxy(store, {
-    get(target, key) {
-      if (key === "close" || key === Symbol.asyncDispose) return close;
-      const value = Reflect.get(target, key, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
 /** The snapshot loop of the indexer, and the settlement history beside it. `await using` stops both. */
 export class Refresher implements AsyncDisposable {
   readonly #options: RefresherOptions;
@@ -266,31 +228,17 @@ export class Refresher implements AsyncDisposable {
 
   #createHistory(options: RefresherOptions): History {
     const confirmations = options.confirmations ?? 12;
-    const where = options.history;
-    let store: HistoryStore | StoreOpener;
-    if (typeof where === "function") store = where;
-    else if (where && ("dataDir" in where || "databaseUrl" in where)) {
-      // A rebuild asked for at start happens once, not again when a lost connection reopens.
-      let rebuild = options.rebuildHistory;
-      store = async (identity) => {
-        const opened = await openStore(where, {
-          ...identity,
-          confirmations,
-          rebuild,
-          log: (line) => this.#log(`indexer: ${line}`),
-        });
-        rebuild = "never";
-        return opened;
-      };
-    } else if (where) store = where as HistoryStore;
-    else store = (identity) => temporaryStore(identity, confirmations);
     return new History({
       rpcUrl: options.rpcUrl,
       client: options.client,
       escrow: options.contracts.escrow,
       scanFromBlock: options.scanFromBlock ?? 0n,
       confirmations,
-      store,
+      store: storeOpener(options.history, {
+        confirmations,
+        rebuild: options.rebuildHistory,
+        log: (line) => this.#log(`indexer: ${line}`),
+      }),
       clock: options.clock,
       log: (line) => this.#log(this.#redact(line)),
       onFatal: options.onHistoryFatal,
@@ -473,7 +421,13 @@ export class Refresher implements AsyncDisposable {
       next.chain.emission.currentEpoch,
       this.#options.views,
     );
-    if (!previous || !this.#inStep(previous) || this.#inStep(next)) return;
+    if (this.#inStep(next)) return;
+    if (!previous || !this.#inStep(previous)) {
+      // Behind (or just started): a pass now, not waited for (it reads the figures once the
+      // first snapshot said which epochs they need).
+      void this.#history.pass();
+      return;
+    }
     const deadline = performance.now() + Math.min(CATCH_UP_MS, this.#pollMs * 4);
     while (!signal.aborted && performance.now() < deadline) {
       const state = await this.#history.pass();

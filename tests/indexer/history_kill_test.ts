@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { decodeEventLog } from "viem";
 import { escrowAbi } from "../../chain/abi.ts";
 import { openStore, type Settlement } from "../../indexer/store/mod.ts";
-import { startChainFixture } from "../_chain_fixture.ts";
+import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
 import { assertConfirmed } from "./store/_helpers.ts";
 import { recount } from "./store/_chain.ts";
@@ -36,30 +36,8 @@ Deno.test("kill -9 of the indexer during a scan, 22 times: no loss, no double co
   const providers = chain.expected.state.providers.map((p) => p.address);
   await settleMany(chain, { count: 12_000, perTx: 40, providers, secondsBetween: 60 });
   // Every Settled event of the chain, decoded by viem: the truth the store is checked against.
+  const truth = await settledEvents(chain);
   const head = await chain.client.getBlockNumber();
-  const logs = [];
-  for (let from = 0n; from <= head; from += 100n) {
-    const to = from + 99n < head ? from + 99n : head;
-    logs.push(
-      ...await chain.client.getLogs({
-        address: chain.contracts.escrow,
-        fromBlock: from,
-        toBlock: to,
-      }),
-    );
-  }
-  const truth: Settlement[] = logs.flatMap((log) => {
-    const event = decodeEventLog({ abi: escrowAbi, data: log.data, topics: log.topics });
-    if (event.eventName !== "Settled") return [];
-    const { provider, epoch, amount, tokens } = event.args;
-    return [{
-      block: log.blockNumber!,
-      provider: provider.toLowerCase() as `0x${string}`,
-      epoch,
-      amount,
-      tokens,
-    }];
-  });
   assert.ok(truth.length >= 12_000);
   await using proxy = startRpcProxy(chain.anvil.rpcUrl, { maxLogs: 60, getLogsDelayMs: 60 });
   const dataDir = await freshDataDir();
@@ -102,23 +80,7 @@ Deno.test("kill -9 of the indexer during a scan, 22 times: no loss, no double co
     } finally {
       await indexer.kill();
     }
-    // The store, opened by the test: exactly the confirmed blocks, each counted once.
-    await using store = await openStore({ dataDir }, identity);
-    const { cursor, window } = await store.state();
-    const confirmed = cursor.confirmed?.number ?? chain.deployment.fromBlock - 1n;
-    await assertConfirmed(store, truth.filter((s) => s.block <= confirmed));
-    const last = cursor.lastBlock!.number;
-    assert.ok(
-      last >= reported,
-      `run ${run}: the store is at ${last}, the indexer said ${reported}`,
-    );
-    assert.equal(cursor.nextBlock, last + 1n);
-    assert.equal(
-      window.settlements,
-      truth.filter((s) => s.block > confirmed && s.block <= last).length,
-      `run ${run}: the window`,
-    );
-    reported = last;
+    reported = await checkStore(dataDir, identity, truth, reported, `run ${run}`);
   }
   assert.ok(midScan >= KILLS - 2, `only ${midScan} of ${KILLS} kills landed during the scan`);
 
@@ -149,3 +111,57 @@ Deno.test("kill -9 of the indexer during a scan, 22 times: no loss, no double co
     await indexer.kill();
   }
 });
+
+/**
+ * Opens the store after a kill: exactly the confirmed blocks' settlements, each counted once,
+ * the window holding the rest of what was scanned, nothing reported lost. Returns its last block.
+ */
+async function checkStore(
+  dataDir: string,
+  identity: Parameters<typeof openStore>[1],
+  truth: Settlement[],
+  reported: bigint,
+  label: string,
+): Promise<bigint> {
+  await using store = await openStore({ dataDir }, identity);
+  const { cursor, window } = await store.state();
+  const confirmed = cursor.confirmed?.number ?? identity.scanFromBlock - 1n;
+  await assertConfirmed(store, truth.filter((s) => s.block <= confirmed));
+  const last = cursor.lastBlock!.number;
+  assert.ok(last >= reported, `${label}: the store is at ${last}, the indexer said ${reported}`);
+  assert.equal(cursor.nextBlock, last + 1n);
+  assert.equal(
+    window.settlements,
+    truth.filter((s) => s.block > confirmed && s.block <= last).length,
+    `${label}: the window`,
+  );
+  return last;
+}
+
+/** Every Settled event of the chain, decoded by viem (the test's truth). */
+async function settledEvents(chain: ChainFixture): Promise<Settlement[]> {
+  const head = await chain.client.getBlockNumber();
+  const logs = [];
+  for (let from = 0n; from <= head; from += 100n) {
+    const to = from + 99n < head ? from + 99n : head;
+    logs.push(
+      ...await chain.client.getLogs({
+        address: chain.contracts.escrow,
+        fromBlock: from,
+        toBlock: to,
+      }),
+    );
+  }
+  return logs.flatMap((log) => {
+    const event = decodeEventLog({ abi: escrowAbi, data: log.data, topics: log.topics });
+    if (event.eventName !== "Settled") return [];
+    const { provider, epoch, amount, tokens } = event.args;
+    return [{
+      block: log.blockNumber!,
+      provider: provider.toLowerCase() as `0x${string}`,
+      epoch,
+      amount,
+      tokens,
+    }];
+  });
+}

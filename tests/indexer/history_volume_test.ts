@@ -10,9 +10,9 @@
 import assert from "node:assert/strict";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
-import { startChainFixture } from "../_chain_fixture.ts";
+import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
-import { epochsAt, settleMany } from "./_settlements.ts";
+import { epochsAt, type SentSettlement, settleMany } from "./_settlements.ts";
 import { freshDataDir } from "./_stores.ts";
 
 const VIEM_BODY_LIMIT = 10_485_760;
@@ -73,58 +73,14 @@ Deno.test("100,000 settlements in 20 blocks: split, complete, exact; a restart r
   };
   const refresher = new Refresher(options);
   const handle = createIndexerHandler({ state: () => refresher.state });
-  const get = async (path: string) => {
-    const response = await handle(new Request(`http://127.0.0.1:8088${path}`));
-    return { status: response.status, body: await response.json() as Json };
-  };
-  refresher.start();
-  let answers = 0;
-  let stats: Json;
-  try {
-    // /stats answers 200 from the first snapshot on, all through the scan.
-    for (;;) {
-      const answer = await get("/stats");
-      if (answers === 0 && answer.status === 503) {
-        assert.equal(answer.body.error.code, "no_snapshot");
-      } else {
-        assert.equal(answer.status, 200, JSON.stringify(answer.body));
-        answers++;
-        stats = answer.body;
-        if (stats.settlements.synced) break;
-        assert.equal(stats.settlements.amount, null, "nothing partial while not synced");
-      }
-      const { history } = refresher.state;
-      assert.equal(history.failing, false, history.lastError?.message);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  } finally {
-    await refresher.stop();
-  }
+  const { answers, stats } = await scanWhileServing(refresher, handle);
   assert.ok(answers > 1, `/stats answered ${answers} times during the scan`);
   // Answers over viem's limit were refused and their ranges split, down to ranges it reads.
   const tooLarge = record.getLogs.filter((r) => r.bytes > VIEM_BODY_LIMIT);
   assert.ok(tooLarge.length > 0, "some range was over the body limit");
   assert.ok(tooLarge.some((r) => r.to - r.from + 1n >= 4n), "a range far over the limit");
 
-  // The independent recount: what was sent (each block's epoch asked of the Emission
-  // contract), plus the seed's own settlements (from its plan's expected truth).
-  const epochOf = await epochsAt(chain, sent.map((s) => s.block));
-  const rows = [
-    ...sent.map((s) => ({ ...s, epoch: epochOf.get(s.block)!, settlements: 1 })),
-    ...chain.expected.settlements,
-  ];
-  const expected = new Map<
-    bigint,
-    { amount: bigint; tokens: bigint; n: number; paid: Set<string> }
-  >();
-  for (const r of rows) {
-    const e = expected.get(r.epoch) ?? { amount: 0n, tokens: 0n, n: 0, paid: new Set<string>() };
-    e.amount += r.amount;
-    e.tokens += r.tokens;
-    e.n += r.settlements;
-    e.paid.add(r.provider.toLowerCase());
-    expected.set(r.epoch, e);
-  }
+  const expected = await expectedEpochs(chain, sent);
   assert.ok(expected.size >= 5, `${expected.size} epochs`);
   const served = await allEpochs(handle);
   const nonZero = served.filter((e: Json) => e.settlements > 0);
@@ -188,4 +144,60 @@ async function allEpochs(handle: (req: Request) => Promise<Response>): Promise<J
     cursor = page.next_cursor;
   } while (cursor !== null);
   return out;
+}
+
+/**
+ * Starts the refresher and asks `/stats` every 50 ms until the history is synced: 200 from the
+ * first snapshot on, figures `null` until synced. Stops the refresher.
+ */
+async function scanWhileServing(
+  refresher: Refresher,
+  handle: (req: Request) => Promise<Response>,
+): Promise<{ answers: number; stats: Json }> {
+  refresher.start();
+  let answers = 0;
+  try {
+    for (;;) {
+      const response = await handle(new Request("http://127.0.0.1:8088/stats"));
+      const body = await response.json();
+      if (answers === 0 && response.status === 503) {
+        assert.equal(body.error.code, "no_snapshot");
+      } else {
+        assert.equal(response.status, 200, JSON.stringify(body));
+        answers++;
+        if (body.settlements.synced) return { answers, stats: body };
+        assert.equal(body.settlements.amount, null, "nothing partial while not synced");
+      }
+      const { history } = refresher.state;
+      assert.equal(history.failing, false, history.lastError?.message);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await refresher.stop();
+  }
+}
+
+/**
+ * The independent recount per epoch: what was sent (each block's epoch asked of the Emission
+ * contract), plus the seed's own settlements (from its plan's expected truth).
+ */
+async function expectedEpochs(chain: ChainFixture, sent: readonly SentSettlement[]) {
+  const epochOf = await epochsAt(chain, sent.map((s) => s.block));
+  const rows = [
+    ...sent.map((s) => ({ ...s, epoch: epochOf.get(s.block)!, settlements: 1 })),
+    ...chain.expected.settlements,
+  ];
+  const expected = new Map<
+    bigint,
+    { amount: bigint; tokens: bigint; n: number; paid: Set<string> }
+  >();
+  for (const r of rows) {
+    const e = expected.get(r.epoch) ?? { amount: 0n, tokens: 0n, n: 0, paid: new Set<string>() };
+    e.amount += r.amount;
+    e.tokens += r.tokens;
+    e.n += r.settlements;
+    e.paid.add(r.provider.toLowerCase());
+    expected.set(r.epoch, e);
+  }
+  return expected;
 }

@@ -109,33 +109,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.ok(report.rejected_ads.by_reason.malformed >= 1);
   assert.ok(report.routers.list.some((r: { error: unknown }) => r.error !== null));
   assert.equal(report.settlements.synced, true);
-  const paid = JSON.parse((await get("/providers?limit=1")).body).providers[0].provider;
-  const listed = [
-    "/models",
-    "/models?limit=1&tier=verified",
-    "/providers",
-    "/providers?limit=2",
-    "/epochs",
-    "/epochs?order=desc&limit=3",
-    `/providers/${paid}`,
-    "/health",
-    "/openapi.json",
-  ];
-  for (const path of listed) {
-    const ok = await get(path);
-    assert.equal(ok.status, 200, `${path}: ${ok.body}`);
-    checker.check({ ...ok, path: path.split("?")[0].replace(/0x[0-9a-f]{40}/, "{address}") });
-  }
-  for (
-    const path of ["/models?limit=0", "/providers?tier=x", "/epochs?cursor=x", "/providers/0x1"]
-  ) {
-    const bad = await get(path);
-    assert.equal(bad.status, 400, path);
-    checker.check({ ...bad, path: path.split("?")[0].replace("/0x1", "/{address}") });
-  }
-  const unknown = await get(`/providers/0x${"9".repeat(40)}`);
-  assert.equal(unknown.status, 404, unknown.body);
-  checker.check({ ...unknown, path: "/providers/{address}" });
+  await checkHistoryAnswers(get, checker);
   assert.ok(JSON.parse((await get("/providers")).body).providers.length >= 3);
   assert.deepEqual(
     JSON.parse((await get("/openapi.json")).body),
@@ -214,3 +188,36 @@ Deno.test("the checker refuses answers that break the document", () => {
   const plain = { ...reply(stats), headers: new Headers({ "content-type": "text/html" }) };
   assert.throws(() => checker.check(plain), /content type text\/html is not documented/);
 });
+
+type Get = (path: string, init?: RequestInit) => ReturnType<typeof answer>;
+
+/** The listed views with queries, one provider's history, bad queries (400), unknown (404). */
+async function checkHistoryAnswers(get: Get, checker: OpenApiChecker): Promise<void> {
+  const paid = JSON.parse((await get("/providers?limit=1")).body).providers[0].provider;
+  const listed = [
+    "/models",
+    "/models?limit=1&tier=verified",
+    "/providers",
+    "/providers?limit=2",
+    "/epochs",
+    "/epochs?order=desc&limit=3",
+    `/providers/${paid}`,
+    "/health",
+    "/openapi.json",
+  ];
+  for (const path of listed) {
+    const ok = await get(path);
+    assert.equal(ok.status, 200, `${path}: ${ok.body}`);
+    checker.check({ ...ok, path: path.split("?")[0].replace(/0x[0-9a-f]{40}/, "{address}") });
+  }
+  for (
+    const path of ["/models?limit=0", "/providers?tier=x", "/epochs?cursor=x", "/providers/0x1"]
+  ) {
+    const bad = await get(path);
+    assert.equal(bad.status, 400, path);
+    checker.check({ ...bad, path: path.split("?")[0].replace("/0x1", "/{address}") });
+  }
+  const unknown = await get(`/providers/0x${"9".repeat(40)}`);
+  assert.equal(unknown.status, 404, unknown.body);
+  checker.check({ ...unknown, path: "/providers/{address}" });
+}
