@@ -98,6 +98,7 @@ async function fullScan(location: StoreLocation): Promise<{ seconds: number; cou
     store,
     log: () => {},
   });
+  history.fromEpoch = 0n; // read every bucket after the scan (what a restart serves from)
   try {
     const start = performance.now();
     const state = await history.pass();

@@ -378,8 +378,15 @@ function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
     handler: async (_c, { params, query }) => {
       const { state, snapshot, sync } = serving();
       const address = params.address.toLowerCase();
+      // A store that fails now (a lost connection) makes the history unavailable, not a 500.
       const read = sync.synced && options.readProviderHistory
-        ? await options.readProviderHistory(address)
+        ? await options.readProviderHistory(address).catch((error) => {
+          (options.log ?? ((message, e) => console.error(message, e)))(
+            "indexer: cannot read a provider's settlement history",
+            error,
+          );
+          return null;
+        })
         : null;
       const history = state.history;
       const target = snapshot.chain.block.number - BigInt(history.confirmations);

@@ -347,3 +347,23 @@ Deno.test("the history endpoints: /epochs, /providers/{address} (404 when unknow
     await error(response, 503, "no_snapshot");
   }
 });
+
+Deno.test("/providers/{address} when the store fails: 200 with the history unavailable, logged", async () => {
+  const logged: unknown[] = [];
+  const handle = createIndexerHandler({
+    state: servingState,
+    clock: () => later(5),
+    log: (_message, e) => logged.push(e),
+    readProviderHistory: () => Promise.reject(new Error("connection terminated")),
+  });
+  const response = await handle(
+    new Request("http://127.0.0.1:8088/providers/0x1111111111111111111111111111111111111111"),
+  );
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  assert.deepEqual(body.settled, { total: null, epochs: null, next_cursor: null });
+  assert.equal(body.history.synced, false);
+  assert.equal(body.live.settled, null);
+  assert.equal(body.registry.tier, "verified");
+  assert.equal(logged.length, 1);
+});
