@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Address, Hex } from "viem";
+import type { Abi, AbiParameter, Address, Hex } from "viem";
 import { emissionAbi, registryAbi, stakingAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainReadError } from "./errors.ts";
@@ -81,6 +81,44 @@ const ITEM = {
 
 const OPERATION = "read network state";
 
+/** Every `address` of `params` (nested tuples included) as `uint160`. */
+function addressesAsUint160(params: readonly AbiParameter[]): AbiParameter[] {
+  return params.map((param) => {
+    const components = (param as { components?: readonly AbiParameter[] }).components;
+    if (components) return { ...param, components: addressesAsUint160(components) };
+    return param.type === "address" ? { ...param, type: "uint160" } : param;
+  });
+}
+
+/**
+ * The ABI with `address` read as `uint160` in one function's outputs: the same encoding (and
+ * the same selector: outputs are not part of it), decoded to a bigint instead of a checksummed
+ * string. viem checksums (keccak256) every address it decodes, behind a cache of 8,192 entries
+ * that a network of more than about 4,000 providers cycles through on every read: at 10,000
+ * providers that was a third of the whole read. The addresses are lower-cased hex anyway.
+ */
+function uint160Outputs(abi: Abi, functionName: string): Abi {
+  return abi.map((item) =>
+    item.type === "function" && item.name === functionName
+      ? { ...item, outputs: addressesAsUint160(item.outputs) }
+      : item
+  ) as Abi;
+}
+
+const PROVIDERS_PAGE_ABI = uint160Outputs(registryAbi, "providersPage");
+const ADDRESS_LIMIT = 1n << 160n;
+
+/** A `uint160` read in place of an address, as a lower-case address. */
+function uint160Address(value: unknown, what: string): Address {
+  if (typeof value !== "bigint" || value < 0n || value >= ADDRESS_LIMIT) {
+    throw new ChainReadError(
+      "invalid_data",
+      `Cannot ${OPERATION}: ${what} is not a 20-byte address`,
+    );
+  }
+  return `0x${value.toString(16).padStart(40, "0")}` as Address;
+}
+
 interface PagedSet {
   name: "providers" | "validators" | "routers" | "measurements";
   count: "providerCount" | "validatorCount" | "routerCount" | "measurementCount";
@@ -146,7 +184,13 @@ export async function readNetworkState(
   const context: PinnedContext = { client, block, multicallAddress, budget, operation: OPERATION };
   const totals = await readTotals(context, plan);
   const items = await readPages(context, plan, totals.counts);
-  const records = (items[0] as RawProvider[]).map((raw) => providerFromChain(raw, OPERATION));
+  const records = (items[0] as RawProviderWords[]).map((raw) =>
+    providerFromChain({
+      ...raw,
+      provider: uint160Address(raw.provider, "a provider's address"),
+      trustRoot: uint160Address(raw.trustRoot, "a provider's trust root"),
+    }, OPERATION)
+  );
   const stakes = await readStakes(context, plan, records.map((p) => p.address));
   plan.sets.forEach((set, i) => {
     if (items[i].length !== totals.counts[i]) {
@@ -184,6 +228,12 @@ export async function readNetworkState(
     staking: stakingState,
   };
 }
+
+/** A `providersPage` record as read with {@linkcode PROVIDERS_PAGE_ABI}. */
+type RawProviderWords = Omit<RawProvider, "provider" | "trustRoot"> & {
+  provider: bigint;
+  trustRoot: bigint;
+};
 
 /** The page size of each set and the stake batch, within the page size and one call's budget. */
 function planCalls(
@@ -299,8 +349,9 @@ async function readPages(
   sets.forEach((set, index) => {
     for (let offset = 0; offset < counts[index]; offset += set.pageSize) {
       const size = Math.min(set.pageSize, counts[index] - offset);
+      const abi = set.page === "providersPage" ? PROVIDERS_PAGE_ABI : registryAbi;
       pageCalls.push(
-        contractCall(registry, registryAbi, "Registry", set.page, [BigInt(offset), BigInt(size)], {
+        contractCall(registry, abi, "Registry", set.page, [BigInt(offset), BigInt(size)], {
           gas: ITEM.scalar.gas + size * set.item.gas,
           outBytes: 64 + size * set.item.bytes,
         }),

@@ -26,12 +26,31 @@
  * @module
  */
 
-import { type Address, decodeEventLog, encodeEventTopics, type Hex, numberToHex } from "viem";
+import type { Address, Hex } from "viem";
 import { abbreviate } from "../errors.ts";
-import { escrowAbi } from "./abi.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainConfigError, SettlementScanError } from "./errors.ts";
 import { cursorOf, type CursorState, parseCursor, sortedBuckets } from "./_settlement_cursor.ts";
+import { firstLine, SettlementLogReader } from "./_settlement_logs.ts";
+
+export {
+  decodeSettled,
+  isRangeLimitError,
+  type SettledEvent,
+  type SettledRange,
+  SettlementLogReader,
+  type SettlementLogReaderOptions,
+} from "./_settlement_logs.ts";
+
+/** What one call of {@linkcode scanSettlements} (or a {@linkcode SettlementLogReader}) did. */
+export interface SettlementScanStats {
+  /** `eth_getLogs` requests sent, failed ones included. */
+  getLogsRequests: number;
+  /** How often a "too much" answer split the chunk. */
+  shrinks: number;
+  /** `Settled` logs read. */
+  logs: number;
+}
 
 /** Settled volume of one provider in one epoch. */
 export interface SettlementBucket {
@@ -75,16 +94,6 @@ export interface SettlementCursor {
   chunkSize: string;
   /** The totals so far. */
   buckets: SettlementBucketJson[];
-}
-
-/** What one call of {@linkcode scanSettlements} did. */
-export interface SettlementScanStats {
-  /** `eth_getLogs` requests sent, failed ones included. */
-  getLogsRequests: number;
-  /** How often a range error halved the chunk. */
-  shrinks: number;
-  /** `Settled` logs counted by this call. */
-  logs: number;
 }
 
 /** The result of {@linkcode scanSettlements}. */
@@ -150,18 +159,6 @@ export interface ScanSettlementsOptions {
 }
 
 const OPERATION = "scan settlements";
-const SETTLED_TOPIC = encodeEventTopics({ abi: escrowAbi, eventName: "Settled" })[0] as Hex;
-/** Successes in a row before the chunk doubles. */
-const GROW_AFTER = 2;
-
-interface RawLog {
-  address: string;
-  topics: Hex[];
-  data: Hex;
-  blockNumber: Hex | null;
-  removed?: boolean;
-}
-
 function invalidOption(message: string): ChainConfigError {
   return new ChainConfigError("invalid_option", `Cannot ${OPERATION}: ${message}`);
 }
@@ -170,37 +167,6 @@ function checkPositive(name: string, value: number | undefined, min: number): vo
   if (value !== undefined && (!Number.isSafeInteger(value) || value < min)) {
     throw invalidOption(`${name} must be an integer ≥ ${min}, found ${value}`);
   }
-}
-
-/** The first line of an error's message, with viem's `details` (the node's own words). */
-function firstLine(error: unknown): string {
-  if (!(error instanceof Error)) return String(error).split("\n")[0];
-  const { shortMessage, details } = error as { shortMessage?: string; details?: string };
-  const head = (shortMessage ?? error.message).split("\n")[0];
-  const extra = details?.split("\n")[0];
-  return extra && !head.includes(extra) ? `${head} (${extra})` : head;
-}
-
-/**
- * Whether an RPC error says the requested log range is too large or returns too much. The
- * wording differs between nodes and providers; all of them mention a range, a limit or a
- * result count.
- */
-export function isRangeLimitError(error: unknown): boolean {
-  const texts: string[] = [];
-  const seen = new Set<unknown>();
-  for (
-    let current = error as Record<string, unknown> | undefined;
-    current && typeof current === "object" && !seen.has(current);
-    current = current.cause as Record<string, unknown> | undefined
-  ) {
-    seen.add(current);
-    texts.push(String(current.message ?? ""), String(current.details ?? ""));
-    if (current.status === 413) return true;
-  }
-  const text = texts.join(" ");
-  return /block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|more than \d+ (results|logs)|exceed(s|ed)? (the )?(max|maximum|limit)|limit exceeded|response size|query timeout|max(imum)? (block )?range|log response/i
-    .test(text);
 }
 
 async function blockHash(client: ChainClient, number: bigint): Promise<Hex> {
@@ -237,9 +203,9 @@ export async function scanSettlements(
   const state: CursorState = options.cursor
     ? parseCursor(options.cursor, escrowAddress)
     : { next: options.fromBlock ?? 0n, last: null, chunk: 0, totals: new Map() };
-  const scan = new LogScan(client, escrowAddress, state.totals, {
-    chunk: Math.min(options.chunkSize ?? (state.chunk || 2_000), maxChunk),
-    maxChunk,
+  const scan = new SettlementLogReader(client, escrowAddress, {
+    chunkSize: Math.min(options.chunkSize ?? (state.chunk || 2_000), maxChunk),
+    maxChunkSize: maxChunk,
     signal: options.signal,
   });
 
@@ -251,7 +217,9 @@ export async function scanSettlements(
   let from = state.next;
   if (end >= from) {
     const endHash = await blockHash(client, end);
-    await scan.run(from, end);
+    for await (const range of scan.ranges(from, end)) {
+      for (const event of range.events) add(state.totals, event);
+    }
     from = end + 1n;
     const endHashAfter = await blockHash(client, end);
     if (endHashAfter !== endHash) {
@@ -325,133 +293,23 @@ async function checkCursorBlock(
   }
 }
 
-/**
- * `eth_getLogs` over a block range in adaptive chunks: a range-limit error halves the chunk
- * and retries, {@linkcode GROW_AFTER} successes in a row double it up to `maxChunk`.
- */
-class LogScan {
-  /** The current chunk size, in blocks. */
-  chunk: number;
-  /** What the scan did. */
-  readonly stats: SettlementScanStats = { getLogsRequests: 0, shrinks: 0, logs: 0 };
-  readonly #client: ChainClient;
-  readonly #escrow: Address;
-  readonly #totals: Map<string, SettlementBucket>;
-  readonly #maxChunk: number;
-  readonly #signal: AbortSignal | undefined;
-
-  constructor(
-    client: ChainClient,
-    escrow: Address,
-    totals: Map<string, SettlementBucket>,
-    options: { chunk: number; maxChunk: number; signal: AbortSignal | undefined },
-  ) {
-    this.#client = client;
-    this.#escrow = escrow;
-    this.#totals = totals;
-    this.chunk = options.chunk;
-    this.#maxChunk = options.maxChunk;
-    this.#signal = options.signal;
-  }
-
-  /** Adds every `Settled` log of blocks `from` to `end` (inclusive) to the totals. */
-  async run(from: bigint, end: bigint): Promise<void> {
-    let streak = 0;
-    while (from <= end) {
-      this.#signal?.throwIfAborted();
-      const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
-      const logs = await this.#getLogs(from, to);
-      if (logs === undefined) {
-        streak = 0;
-        continue;
-      }
-      for (const log of logs) addLog(this.#totals, log, this.#escrow, from, to);
-      this.stats.logs += logs.length;
-      from = to + 1n;
-      if (++streak >= GROW_AFTER && this.chunk < this.#maxChunk) {
-        this.chunk = Math.min(this.chunk * 2, this.#maxChunk);
-        streak = 0;
-      }
-    }
-  }
-
-  /** The logs of one chunk, or `undefined` when the endpoint refused the range (chunk halved). */
-  async #getLogs(from: bigint, to: bigint): Promise<RawLog[] | undefined> {
-    this.stats.getLogsRequests++;
-    try {
-      return await this.#client.request({
-        method: "eth_getLogs",
-        params: [{
-          address: this.#escrow,
-          topics: [SETTLED_TOPIC],
-          fromBlock: numberToHex(from),
-          toBlock: numberToHex(to),
-        }],
-      }) as unknown as RawLog[];
-    } catch (cause) {
-      if (!isRangeLimitError(cause)) {
-        throw new SettlementScanError(
-          "rpc",
-          `Cannot ${OPERATION}: eth_getLogs for blocks ${from}–${to} failed: ${firstLine(cause)}`,
-          { cause },
-        );
-      }
-      const range = Number(to - from + 1n);
-      if (range <= 1) {
-        throw new SettlementScanError(
-          "range_limit",
-          `Cannot ${OPERATION}: the endpoint refuses eth_getLogs even for the single block ${from}: ${
-            firstLine(cause)
-          }`,
-          { cause },
-        );
-      }
-      this.chunk = Math.max(1, Math.floor(range / 2));
-      this.stats.shrinks++;
-      return undefined;
-    }
-  }
-}
-
-function addLog(
+function add(
   totals: Map<string, SettlementBucket>,
-  log: RawLog,
-  escrow: string,
-  from: bigint,
-  to: bigint,
+  event: { provider: Address; epoch: bigint; amount: bigint; tokens: bigint },
 ): void {
-  const bad = (what: string, cause?: unknown): never => {
-    throw new SettlementScanError("invalid_log", `Cannot ${OPERATION}: a log ${what}`, { cause });
-  };
-  if (log.removed) bad("is marked removed");
-  if (typeof log.address !== "string" || log.address.toLowerCase() !== escrow) {
-    bad(`comes from ${abbreviate(String(log.address), 44)}, expected the escrow ${escrow}`);
-  }
-  const block = log.blockNumber === null ? null : BigInt(log.blockNumber);
-  if (block === null || block < from || block > to) {
-    bad(`is in block ${block}, outside the requested range ${from}–${to}`);
-  }
-  let decoded;
-  try {
-    decoded = decodeEventLog({
-      abi: escrowAbi,
-      eventName: "Settled",
-      topics: log.topics as [Hex, ...Hex[]],
-      data: log.data,
-      strict: true,
-    });
-  } catch (cause) {
-    return bad(`in block ${block} does not decode as Settled: ${firstLine(cause)}`, cause);
-  }
-  const { provider, epoch, amount, tokens } = decoded.args;
-  const address = provider.toLowerCase() as Address;
-  const key = `${address}:${epoch}`;
+  const key = `${event.provider}:${event.epoch}`;
   const bucket = totals.get(key);
   if (bucket) {
-    bucket.amount += amount;
-    bucket.tokens += tokens;
+    bucket.amount += event.amount;
+    bucket.tokens += event.tokens;
     bucket.settlements += 1;
   } else {
-    totals.set(key, { provider: address, epoch, amount, tokens, settlements: 1 });
+    totals.set(key, {
+      provider: event.provider,
+      epoch: event.epoch,
+      amount: event.amount,
+      tokens: event.tokens,
+      settlements: 1,
+    });
   }
 }

@@ -71,6 +71,8 @@ export const ErrorDetail = z.object({ code: z.string(), message: z.string() }).s
 /** Every error code of the indexer's answers (`docs/indexer.md`). */
 export const ERROR_CODES = [
   "not_found",
+  "unknown_provider",
+  "invalid_request",
   "method_not_allowed",
   "url_too_long",
   "headers_too_large",
@@ -98,6 +100,29 @@ const snapshotFields = {
   block_timestamp: decimal("Unix seconds."),
   taken_at: time("When the refresh started."),
 };
+
+const nextCursor = nullable(z.string()).describe(
+  "Pass it as `cursor` to get the next page; null on the last page.",
+);
+
+/** The history's own state, carried by every body with settlement figures. */
+const historyFields = {
+  synced: z.boolean().describe(
+    "Whether the settlement history has caught up with the snapshot (it counts every block up " +
+      "to the snapshot's block minus the confirmation depth). Until then every figure derived " +
+      "from settlements is null: never zero, never partial.",
+  ),
+  scanned_to_block: nullable(
+    decimal("The last block the settlement figures count (the history's last confirmed block)."),
+  ),
+  head_block: nullable(decimal("The chain head the history last measured.")),
+  confirmations: count("Depth at which settlements count, blocks."),
+};
+
+/** The `history` object of the list bodies. */
+export const HistorySchema = z.object(historyFields).strict().openapi("HistoryState", {
+  description: "How far the settlement history is; settlement figures are null unless synced.",
+});
 
 /** Which block and when: the `snapshot` object of every data body. */
 export const SnapshotSchema = z.object(snapshotFields).strict().openapi("Snapshot", {
@@ -159,12 +184,14 @@ export const StatsSchema = z.object({
     by_reason: RejectionCounts,
   }).strict(),
   settlements: z.object({
-    scanned_to_block: nullable(decimal()),
-    confirmations: count("Depth at which settlements count."),
-    amount: decimal("Settled amount."),
-    tokens: decimal("Settled tokens."),
-    count: count("Settlements."),
-  }).strict(),
+    ...historyFields,
+    amount: nullable(decimal("All settled amount, every provider (listed or not).")),
+    tokens: nullable(decimal("All settled tokens.")),
+    count: nullable(count("All settlements.")),
+  }).strict().describe(
+    "All settled volume counted so far, with the history's own state; the three figures are " +
+      "null until the history has caught up with the snapshot (`synced`).",
+  ),
   snapshot: SnapshotSchema,
 }).strict().openapi("Stats");
 
@@ -181,13 +208,27 @@ export const ModelSchema = z.object({
   }).strict(),
   providers: count("Live-verified providers serving it."),
   tiers: z.object({ verified: count("Verified tier."), tee: count("TEE tier.") }).strict(),
-  reputation: nullable(reputation),
+  reputation: nullable(reputation).describe(
+    "Mean reputation of those providers; null when none has one (also while the history is " +
+      "not synced).",
+  ),
   tokens_per_sec: z.number().min(0),
   context_length: z.int().min(1),
 }).strict().openapi("Model");
 
 /** The `/models` body. */
-export const ModelsSchema = z.object({ models: z.array(ModelSchema) }).strict().openapi("Models");
+export const ModelsSchema = z.object({
+  models: z.array(ModelSchema),
+  next_cursor: nextCursor,
+  history: HistorySchema,
+}).strict().openapi("Models");
+
+/** Settled amount, tokens and settlements. */
+const VolumeSchema = z.object({
+  amount: decimal("Settled amount."),
+  tokens: decimal("Settled tokens."),
+  settlements: count("Settlements."),
+}).strict().openapi("Volume");
 
 /** Settled volume of one epoch. */
 export const EpochVolumeSchema = z.object({
@@ -211,20 +252,27 @@ export const ProviderSchema = z.object({
   capacity: Capacity,
   metrics: Metrics,
   routers: z.array(z.string()).min(1),
-  settled: z.object({
-    epochs: z.array(EpochVolumeSchema),
-    total: z.object({
-      amount: decimal("Settled amount."),
-      tokens: decimal("Settled tokens."),
-      settlements: count("Settlements."),
+  settled: nullable(
+    z.object({
+      epochs: z.array(EpochVolumeSchema).describe(
+        "The last 8 epochs up to the current one (fewer near genesis), oldest first, zeros " +
+          "included.",
+      ),
+      total: VolumeSchema,
     }).strict(),
-  }).strict(),
-  reputation: nullable(reputation),
+  ).describe("Its settled volume; null until the history is synced."),
+  reputation: nullable(reputation).describe(
+    "Share of the last 8 finished epochs with a settlement; null before the first epoch " +
+      "finished and while the history is not synced.",
+  ),
 }).strict().openapi("Provider");
 
 /** The `/providers` body. */
-export const ProvidersSchema = z.object({ providers: z.array(ProviderSchema) }).strict()
-  .openapi("Providers");
+export const ProvidersSchema = z.object({
+  providers: z.array(ProviderSchema),
+  next_cursor: nextCursor,
+  history: HistorySchema,
+}).strict().openapi("Providers");
 
 /** The `/health` body (the same shape for its 200 and its 503). */
 export const HealthSchema = z.object({
@@ -247,11 +295,104 @@ export const HealthSchema = z.object({
   next_refresh_at: nullable(time()),
   refreshing: z.boolean(),
   settlements: z.object({
-    scanned_to_block: nullable(decimal()),
+    ...historyFields,
+    last_block: nullable(decimal("The last block scanned, unconfirmed window included.")),
+    role: nullable(z.enum(["writer", "reader"])).describe(
+      "`writer`: this process scans and writes the history; `reader`: another replica does; " +
+        "null while the store is not open.",
+    ),
+    store: nullable(
+      z.object({
+        backend: z.enum(["embedded", "postgres"]),
+        location: z.string().describe("The data directory, or the database URL without password."),
+      }).strict(),
+    ),
+    unreadable_block: nullable(
+      z.object({
+        block: decimal("The block no answer could be read for, even alone."),
+        message: z.string(),
+        since: time(),
+      }).strict(),
+    ).describe("The block the scan waits at, retrying every pass; null when none."),
+    failing: z.boolean().describe("Whether the history's last pass failed."),
+    last_error: nullable(z.object({ code: z.string(), message: z.string(), at: time() }).strict()),
+    stopped: nullable(z.string()).describe(
+      "Why the history stopped for good (the store cannot be used by this process), or null.",
+    ),
     rescans: count("Rescans from the start block."),
     last_rescan: nullable(z.object({ at: time(), reason: z.string() }).strict()),
   }).strict(),
 }).strict().openapi("Health");
+
+/** One epoch of `/epochs`. */
+export const EpochSchema = z.object({
+  epoch: decimal("The epoch."),
+  reward: decimal(
+    "Its emission reward: the schedule's reward (`initial_reward` halved every " +
+      "`halving_interval` epochs), limited by what the cap leaves after the earlier epochs.",
+  ),
+  emitted: z.boolean().describe("Whether the Emission contract has emitted it."),
+  finished: z.boolean().describe("Whether the epoch has ended (it is before the current one)."),
+  amount: nullable(decimal("Settled amount, every provider; null unless synced.")),
+  tokens: nullable(decimal("Settled tokens; null unless synced.")),
+  settlements: nullable(count("Settlements; null unless synced.")),
+  providers: nullable(count("Providers paid at least once in it; null unless synced.")),
+}).strict().openapi("Epoch");
+
+/** The `/epochs` body. */
+export const EpochsSchema = z.object({
+  epochs: z.array(EpochSchema),
+  next_cursor: nextCursor,
+  history: HistorySchema,
+  snapshot: SnapshotSchema,
+}).strict().openapi("Epochs");
+
+/** One epoch of a provider's history. */
+const ProviderEpochSchema = z.object({
+  epoch: decimal("The epoch."),
+  amount: decimal("Settled amount."),
+  tokens: decimal("Settled tokens."),
+  settlements: count("Settlements."),
+}).strict().openapi("ProviderEpoch");
+
+/** The `/providers/{address}` body. */
+export const ProviderDetailSchema = z.object({
+  provider: Address,
+  registry: nullable(
+    z.object({
+      tier: Tier,
+      active: z.boolean(),
+      stake: decimal("Stake in the Staking contract."),
+      bonded: z.boolean().describe("Active and staked at least the minimum bond."),
+      serving_key: Address,
+      ad_commitment: Hash,
+    }).strict(),
+  ).describe(
+    "Its Registry record at the snapshot's block; null when the Registry does not list it.",
+  ),
+  live: nullable(ProviderSchema).describe(
+    "Its `/providers` entry when it is live-verified now; null otherwise.",
+  ),
+  settled: z.object({
+    total: nullable(
+      z.object({
+        amount: decimal("Settled amount."),
+        tokens: decimal("Settled tokens."),
+        settlements: count("Settlements."),
+        epochs: count("Epochs with at least one settlement."),
+        first_epoch: nullable(decimal("The first epoch with a settlement.")),
+        last_epoch: nullable(decimal("The last epoch with a settlement.")),
+      }).strict(),
+    ).describe("All its settled volume; null unless synced."),
+    epochs: nullable(z.array(ProviderEpochSchema)).describe(
+      "A page of the epochs in which it was paid (only those), in the requested order; null " +
+        "unless synced.",
+    ),
+    next_cursor: nextCursor,
+  }).strict(),
+  history: HistorySchema,
+  snapshot: SnapshotSchema,
+}).strict().openapi("ProviderDetail");
 
 /** The `Retry-After` header of every 503. */
 export const RetryAfterHeaders = z.object({
@@ -263,4 +404,68 @@ export const RetryAfterHeaders = z.object({
 /** The `Allow` header of a 405. */
 export const AllowHeaders = z.object({
   Allow: z.literal("GET, HEAD, OPTIONS").describe("The methods of the path."),
+});
+
+/** `limit`: items per page. */
+const limit = (max: number, fallback: number) =>
+  z.coerce.number().int().min(1).max(max).optional().describe(
+    `Items per page, 1 to ${max}. Default: ${fallback}.`,
+  );
+/** `cursor`: the previous page's `next_cursor`. */
+const cursorParam = (what: string) =>
+  z.string().min(1).max(256).optional().describe(
+    `The previous page's \`next_cursor\` (${what}); the page starts strictly after it.`,
+  );
+const order = z.enum(["asc", "desc"]).optional().describe(
+  "`asc` (oldest first, the default) or `desc` (newest first).",
+);
+
+/** The most providers or models per page, and the default. */
+export const MAX_LIST_PAGE = 1_000;
+/** The most epochs per page. */
+export const MAX_EPOCH_PAGE = 1_000;
+/** The default number of epochs per page. */
+export const DEFAULT_EPOCH_PAGE = 100;
+
+/** The query of `/providers`. */
+export const ProvidersQuery = z.object({
+  limit: limit(MAX_LIST_PAGE, MAX_LIST_PAGE),
+  cursor: cursorParam("an address").pipe(
+    z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  ),
+  model: z.string().min(1).max(256).optional().describe("Only providers serving this model id."),
+  tier: Tier.optional().describe("Only providers of this tier."),
+});
+
+/** The query of `/models`. */
+export const ModelsQuery = z.object({
+  limit: limit(MAX_LIST_PAGE, MAX_LIST_PAGE),
+  cursor: cursorParam("a model id"),
+  model: z.string().min(1).max(256).optional().describe("Only this model id."),
+  tier: Tier.optional().describe(
+    "Only offers of providers of this tier (the figures are computed over those alone).",
+  ),
+});
+
+const epochCursor = cursorParam("an epoch").pipe(
+  z.string().regex(/^(0|[1-9][0-9]{0,77})$/).optional(),
+);
+
+/** The query of `/epochs`. */
+export const EpochsQuery = z.object({
+  limit: limit(MAX_EPOCH_PAGE, DEFAULT_EPOCH_PAGE),
+  cursor: epochCursor,
+  order,
+});
+
+/** The path parameter of `/providers/{address}`. */
+export const ProviderParams = z.object({
+  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/).describe("The provider's address."),
+});
+
+/** The query of `/providers/{address}`. */
+export const ProviderQuery = z.object({
+  limit: limit(MAX_EPOCH_PAGE, DEFAULT_EPOCH_PAGE),
+  cursor: epochCursor,
+  order,
 });

@@ -14,6 +14,9 @@
  * | `--router-timeout-ms <n>`  | `NET_STATS_ROUTER_TIMEOUT_MS` | `5000`                      |
  * | `--scan-from-block <n>`    | `NET_STATS_SCAN_FROM_BLOCK`   | `0` (profile: its block)    |
  * | `--confirmations <n>`      | `NET_STATS_CONFIRMATIONS`     | `12`                        |
+ * | `--data-dir <dir>`         | `NET_STATS_DATA_DIR`          | the per-user data directory |
+ * | `--database-url <url>`     | `NET_STATS_DATABASE_URL`      | unset: the embedded store   |
+ * | `--rebuild-history`        | `NET_STATS_REBUILD_HISTORY`   | off                         |
  * | —                          | `NET_EVM_RPC_URL`             | `http://127.0.0.1:8545`     |
  * | —                          | `NET_EVM_ESCROW`              | required (or the profile's) |
  * | —                          | `NET_EVM_STAKING`             | required (or the profile's) |
@@ -64,6 +67,8 @@ import {
   rpcUrl,
   SettingError,
   text,
+  toggle,
+  url,
 } from "../settings/mod.ts";
 
 export type { BindAddress };
@@ -85,12 +90,13 @@ const SETTINGS = defineSettings({
     "net-consumer indexer: a read-only HTTP service that reports what the",
     "network can serve (GET /stats /models /providers /health). Every listed provider's",
     "live ad is checked against its on-chain ad commitment; when the chain or the routers",
-    "are unreachable it answers 503, never stale numbers.",
+    "are unreachable it answers 503, never stale numbers. The settlement history is kept",
+    "in a store (embedded, or PostgreSQL shared by replicas) and resumes after a restart.",
   ].join("\n"),
   usage: "Usage: deno run -A indexer/main.ts [options]     (or: deno task indexer [options])",
   epilogue: [
     "Endpoints (JSON, Access-Control-Allow-Origin: *): GET /stats, /models, /providers,",
-    "/health, and /openapi.json (their OpenAPI 3.1 document).",
+    "/providers/{address}, /epochs, /health, and /openapi.json (their OpenAPI 3.1 document).",
     "See docs/indexer.md for every field and the error rules.",
   ].join("\n"),
 }, {
@@ -145,6 +151,34 @@ const SETTINGS = defineSettings({
     kind: integer({ min: 0, max: 10_000, unit: "blocks" }),
     default: "12",
     help: "Settlements count once this many blocks deep, 0 to 10000.",
+  },
+  dataDir: {
+    flag: "data-dir",
+    env: "NET_STATS_DATA_DIR",
+    kind: text("<dir>"),
+    defaultText: "the per-user data directory ($XDG_DATA_HOME/net/indexer, else " +
+      "~/.local/share/net/indexer; created on first start).",
+    help: "Where the embedded settlement-history store keeps its files (one process per " +
+      "directory).",
+  },
+  databaseUrl: {
+    flag: "database-url",
+    env: "NET_STATS_DATABASE_URL",
+    kind: {
+      ...url({ schemes: ["postgres:", "postgresql:"], allowCredentials: true }),
+      expected: "a postgres: or postgresql: URL such as postgres://indexer@127.0.0.1:5432/net",
+    },
+    defaultText: "unset (the embedded store in --data-dir).",
+    help: "Keep the settlement history in this PostgreSQL database instead; replicas " +
+      "pointed at the same database share it (one writes, all serve).",
+  },
+  rebuildHistory: {
+    flag: "rebuild-history",
+    env: "NET_STATS_REBUILD_HISTORY",
+    kind: toggle(),
+    defaultText: "off.",
+    help: "Discard the stored settlement history at start (also a corrupt one, one from a " +
+      "newer version or of another chain) and scan it again from --scan-from-block.",
   },
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
@@ -211,6 +245,12 @@ export interface IndexerConfig {
   readonly contracts: ChainContracts;
   /** A Multicall3-compatible contract, or `null` for deployless multicall. */
   readonly multicall: Address | null;
+  /** The embedded store's data directory, or `null` for the per-user default. */
+  readonly dataDir: string | null;
+  /** The PostgreSQL database of the history, or `null` for the embedded store. */
+  readonly databaseUrl: string | null;
+  /** Whether to discard the stored history at start and scan it again. */
+  readonly rebuildHistory: boolean;
 }
 
 /** The result of {@linkcode parseIndexerConfig}: the help text was asked for, or a config. */
@@ -253,7 +293,19 @@ export function parseIndexerConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): ParsedIndexerArgs {
-  const parsed = SETTINGS.parse(args, env);
+  let parsed;
+  try {
+    parsed = SETTINGS.parse(args, env);
+  } catch (error) {
+    if (
+      error instanceof SettingError &&
+      (error.setting === "--database-url" || error.setting === "NET_STATS_DATABASE_URL")
+    ) {
+      // The value is shown in the message: never its password.
+      throw new SettingError(error.setting, withoutPasswords(error.message));
+    }
+    throw error;
+  }
   if (parsed.help) return parsed;
   const { values, sources } = parsed;
   const profile = values.network === undefined
@@ -292,6 +344,14 @@ export function parseIndexerConfig(
       network: profile ? { name: profile.name, source: profile.source } : null,
       contracts: contracts as ChainContracts,
       multicall: values.multicall ?? null,
+      dataDir: values.dataDir ?? null,
+      databaseUrl: values.databaseUrl ?? null,
+      rebuildHistory: values.rebuildHistory ?? false,
     },
   };
+}
+
+/** `scheme://user:password@` → `scheme://user:***@` everywhere in `text`. */
+function withoutPasswords(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s"]*:)[^@\s"]*@/gi, "$1***@");
 }

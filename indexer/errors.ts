@@ -65,13 +65,15 @@ export type IndexerRequestFailure =
   /** The last refresh failed: the chain or all routers are unreachable, or the chain's data is bad. */
   | "unavailable"
   /** The last snapshot is older than its freshness bound (the refresh loop is stuck). */
-  | "stale";
+  | "stale"
+  /** `/providers/{address}`: neither the Registry nor the settlement history knows it (404). */
+  | "unknown_provider";
 
 /** Options of {@linkcode IndexerRequestError}. */
 export interface IndexerRequestErrorOptions extends NetErrorOptions {
   /** The code shown to the client. @default {the reason} */
   code?: string;
-  /** Seconds after which a retry may succeed (`Retry-After`). */
+  /** Seconds after which a retry may succeed (`Retry-After`; 503 answers only). */
   retryAfterSecs: number;
 }
 

@@ -1,17 +1,20 @@
 /**
- * The indexer's HTTP service, on the project's HTTP layer (`http/`): four routes, each declared
- * once with the schemas of its answers, from which the OpenAPI 3.1 document at
- * `GET /openapi.json` is generated. The handlers are pure functions of the current
- * {@linkcode IndexerState} and the clock: they never fetch anything; the refresher
- * (`refresher.ts`) replaces the state.
+ * The indexer's HTTP service, on the project's HTTP layer (`http/`): six routes, each declared
+ * once with the schemas of its parameters and answers, from which the OpenAPI 3.1 document at
+ * `GET /openapi.json` is generated. The handlers are functions of the current
+ * {@linkcode IndexerState} and the clock — only `/providers/{address}` reads the settlement
+ * history's store (one provider's whole history); the refresher (`refresher.ts`) replaces the
+ * state.
  *
- * | path            | answer                                                                |
- * | --------------- | --------------------------------------------------------------------- |
- * | `/stats`        | the network summary                                                   |
- * | `/models`       | `{"models": [...]}`                                                   |
- * | `/providers`    | `{"providers": [...]}`                                                |
- * | `/health`       | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
- * | `/openapi.json` | the generated OpenAPI 3.1 document of these endpoints                 |
+ * | path                   | answer                                                                |
+ * | ---------------------- | --------------------------------------------------------------------- |
+ * | `/stats`               | the network summary                                                   |
+ * | `/models`              | `{"models": [...], "next_cursor", "history"}` (paginated, filters)    |
+ * | `/providers`           | `{"providers": [...], "next_cursor", "history"}` (paginated, filters) |
+ * | `/providers/{address}` | one provider, live or not, with its per-epoch history (paginated)     |
+ * | `/epochs`              | per epoch: settled volume and emission reward (paginated)             |
+ * | `/health`              | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/openapi.json`        | the generated OpenAPI 3.1 document of these endpoints                 |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
  * what is unreachable) before the first snapshot, after a failed refresh, and when the
@@ -19,7 +22,7 @@
  * `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers preflights with 204;
  * `HEAD` works on every path; other methods are 405, unknown paths 404 (`http_error.ts`).
  *
- * Bodies are serialized once per snapshot and reused.
+ * Bodies are serialized once per snapshot, history figures and query, and reused.
  *
  * @example
  * ```ts
@@ -37,12 +40,22 @@
 
 import { createService, defineRoute, json, type Route, type Service, type z } from "../http/mod.ts";
 import { VERSION } from "../version.ts";
+import { type HistorySync, syncFor } from "./_history_data.ts";
 import { everyAnswer, jsonResponse } from "./_response.ts";
 import {
   AllowHeaders,
+  DEFAULT_EPOCH_PAGE,
+  EpochsQuery,
+  EpochsSchema,
   ErrorSchema,
   HealthSchema,
+  MAX_LIST_PAGE,
+  ModelsQuery,
   ModelsSchema,
+  ProviderDetailSchema,
+  ProviderParams,
+  ProviderQuery,
+  ProvidersQuery,
   ProvidersSchema,
   RetryAfterHeaders,
   StatsSchema,
@@ -51,7 +64,25 @@ import { IndexerRequestError } from "./errors.ts";
 import { errorResponse, retryAfter } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
-import { healthView, modelsView, providersView, statsView, type ViewOptions } from "./views.ts";
+import type { BlockHash, SettlementBucket } from "./store/mod.ts";
+import {
+  firstEpochNeeded,
+  healthView,
+  type ListPage,
+  modelsView,
+  providersView,
+  statsView,
+  type ViewOptions,
+} from "./views.ts";
+import { type EpochPage, epochsView, providerDetailView } from "./views_history.ts";
+
+/** One provider's whole history as the store holds it, read at one confirmed block. */
+export interface ProviderHistoryAnswer {
+  /** Every bucket of the provider, oldest first. */
+  buckets: readonly SettlementBucket[];
+  /** The confirmed block they were read at (`null`: nothing confirmed yet). */
+  at: BlockHash | null;
+}
 
 /** Options of {@linkcode createIndexerService} and {@linkcode createIndexerHandler}. */
 export interface IndexerHandlerOptions {
@@ -75,6 +106,13 @@ export interface IndexerHandlerOptions {
    * @default {console.error}
    */
   log?: (message: string, error: unknown) => void;
+  /**
+   * Reads one provider's whole settlement history from the store (`/providers/{address}`),
+   * or `null` when the store is not open (e.g. `refresher.readProviderHistory`).
+   *
+   * @default {undefined} (the history of one provider is never available)
+   */
+  readProviderHistory?: (address: string) => Promise<ProviderHistoryAnswer | null>;
 }
 
 /** Why the data endpoints cannot answer now, or `null` when they can. */
@@ -150,96 +188,276 @@ const INFO = {
     "`NotFound` response, another method on a known path with `MethodNotAllowed`.",
 };
 
-type DataPath = "/stats" | "/models" | "/providers";
+const INVALID = {
+  description: "A query parameter is malformed (`invalid_request`, naming it).",
+  content: json(ErrorSchema),
+};
 
-/** The routes, over the state and a per-snapshot body cache. */
-function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+/** A bounded cache of serialized bodies per snapshot and history figures. */
+class BodyCache {
+  readonly #bySnapshot = new WeakMap<
+    Snapshot,
+    WeakMap<object, Map<string, Uint8Array<ArrayBuffer>>>
+  >();
+  readonly #encoder = new TextEncoder();
+  static readonly #NONE = {};
+  static readonly #LIMIT = 256;
+
+  get(snapshot: Snapshot, sync: HistorySync, key: string, render: () => unknown) {
+    let byFigures = this.#bySnapshot.get(snapshot);
+    if (!byFigures) this.#bySnapshot.set(snapshot, byFigures = new WeakMap());
+    const figures = sync.figures ?? BodyCache.#NONE;
+    let bodies = byFigures.get(figures);
+    if (!bodies) byFigures.set(figures, bodies = new Map());
+    const full = `${key}|${sync.synced}|${sync.scannedTo}|${sync.headBlock}`;
+    let bytes = bodies.get(full);
+    if (!bytes) {
+      bytes = this.#encoder.encode(JSON.stringify(render()));
+      if (bodies.size >= BodyCache.#LIMIT) bodies.delete(bodies.keys().next().value!);
+      bodies.set(full, bytes);
+    }
+    return bytes;
+  }
+}
+
+/** The history's position against `snapshot` (or against nothing, for `/health` without one). */
+function historySync(
+  state: IndexerState,
+  snapshot: Snapshot | null,
+  views: ViewOptions,
+): HistorySync {
+  const history = state.history;
+  if (!snapshot) {
+    return {
+      synced: false,
+      scannedTo: history.confirmed?.number ?? null,
+      headBlock: history.headBlock,
+      confirmations: history.confirmations,
+      figures: null,
+    };
+  }
+  return syncFor(history, snapshot.chain.block, {
+    confirmations: history.confirmations,
+    scanFromBlock: history.scanFromBlock,
+    fromEpoch: firstEpochNeeded(snapshot.chain.emission.currentEpoch, views),
+  });
+}
+
+function epochPage(query: { cursor?: string; limit?: number; order?: "asc" | "desc" }): EpochPage {
+  return {
+    cursor: query.cursor === undefined ? undefined : BigInt(query.cursor),
+    limit: query.limit ?? DEFAULT_EPOCH_PAGE,
+    order: query.order,
+  };
+}
+
+/** What every route's handler works with. */
+interface RouteContext {
+  options: IndexerHandlerOptions;
+  clock: () => Date;
+  viewOptions: ViewOptions;
+  /** The served snapshot and the history against it, or throws the 503. */
+  serving: () => { state: IndexerState; snapshot: Snapshot; sync: HistorySync };
+  /** A cached JSON answer rendered from the served snapshot and history. */
+  answer: (key: string, render: (snapshot: Snapshot, sync: HistorySync) => unknown) => Response;
+}
+
+/** The documented answers of a data route: its 200 and the 503. */
+function ok(description: string, schema: z.ZodType) {
+  return { 200: { description, content: json(schema) }, 503: UNAVAILABLE };
+}
+
+/** A list page with the default limit. */
+function listPage(query: ListPage): ListPage {
+  return { ...query, limit: query.limit ?? MAX_LIST_PAGE };
+}
+
+/** The cache key of a path and its validated query. */
+function key(path: string, query: object): string {
+  return `${path}?${JSON.stringify(query)}`;
+}
+
+/** The context of the routes, over the state and a per-snapshot body cache. */
+function routeContext(options: IndexerHandlerOptions): RouteContext {
   const clock = options.clock ?? (() => new Date());
   const viewOptions = options.views ?? {};
-  const encoder = new TextEncoder();
-  const cache = new WeakMap<Snapshot, Map<DataPath, Uint8Array<ArrayBuffer>>>();
-  const body = (snapshot: Snapshot, path: DataPath, view: (s: Snapshot) => unknown) => {
-    let bodies = cache.get(snapshot);
-    if (!bodies) cache.set(snapshot, bodies = new Map());
-    let bytes = bodies.get(path);
-    if (!bytes) bodies.set(path, bytes = encoder.encode(JSON.stringify(view(snapshot))));
-    return bytes;
+  const cache = new BodyCache();
+  /** The served snapshot and the history against it, or the 503. */
+  const serving = () => {
+    const state = options.state();
+    const refused = refusal(state, clock());
+    if (refused) throw refused;
+    const snapshot = state.snapshot!;
+    return { state, snapshot, sync: historySync(state, snapshot, viewOptions) };
   };
-  // The view's type is the declared schema's: the document and the body cannot drift.
-  const data = <S extends z.ZodType>(
-    path: DataPath,
-    text: { summary: string; description: string },
-    schema: S,
-    view: (snapshot: Snapshot) => z.infer<S>,
-  ) =>
-    defineRoute({
-      method: "get",
-      path,
-      ...text,
-      responses: {
-        200: { description: "The current snapshot's view.", content: json(schema) },
-        503: UNAVAILABLE,
-      },
-      handler: () => {
-        const state = options.state();
-        const refused = refusal(state, clock());
-        if (refused) throw refused;
-        return jsonResponse(body(state.snapshot!, path, view), 200);
-      },
-    });
+  const answer = (key: string, render: (snapshot: Snapshot, sync: HistorySync) => unknown) => {
+    const { snapshot, sync } = serving();
+    return jsonResponse(cache.get(snapshot, sync, key, () => render(snapshot, sync)), 200);
+  };
+  return { options, clock, viewOptions, serving, answer };
+}
+
+/** `/stats`, `/models`, `/providers` and `/epochs`: cached views of the snapshot and history. */
+function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
   return [
-    data(
-      "/stats",
-      {
-        summary: "Network summary",
-        description: "Providers registered, bonded and live-verified; stake; routers and their " +
-          "reports; TEE measurements; emission; capacity; rejected ads; settled volume.",
-      },
-      StatsSchema,
-      statsView,
-    ),
-    data(
-      "/models",
-      {
-        summary: "Models offered",
-        description: "One entry per model id served by live-verified providers, sorted by id.",
-      },
-      ModelsSchema,
-      (snapshot) => modelsView(snapshot, viewOptions),
-    ),
-    data(
-      "/providers",
-      {
-        summary: "Live-verified providers",
-        description: "One entry per live-verified provider, sorted by address.",
-      },
-      ProvidersSchema,
-      (snapshot) => providersView(snapshot, viewOptions),
-    ),
     defineRoute({
       method: "get",
-      path: "/health",
-      summary: "Readiness",
-      description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
-        "when not. The body is the same shape either way; `live: true` says the process is up.",
+      path: "/stats",
+      summary: "Network summary",
+      description: "Providers registered, bonded and live-verified; stake; routers and their " +
+        "reports; TEE measurements; emission; capacity; rejected ads; settled volume (with the " +
+        "settlement history's state: null figures until it has caught up).",
+      responses: ok("The current snapshot's view.", StatsSchema),
+      handler: () => answer("/stats", (snapshot, sync) => statsView(snapshot, sync)),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/models",
+      summary: "Models offered",
+      description: "One entry per model id served by live-verified providers, sorted by id, a " +
+        "page at a time (`limit`, `cursor`), optionally one `model` or one `tier`'s offers.",
+      query: ModelsQuery,
+      responses: { ...ok("A page of the current snapshot's models.", ModelsSchema), 400: INVALID },
+      handler: (_c, { query }) =>
+        answer(
+          key("/models", query),
+          (snapshot, sync) => modelsView(snapshot, sync, viewOptions, listPage(query)),
+        ),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/providers",
+      summary: "Live-verified providers",
+      description: "One entry per live-verified provider, sorted by address, a page at a time " +
+        "(`limit`, `cursor`), optionally only those serving a `model` or of a `tier`.",
+      query: ProvidersQuery,
       responses: {
-        200: { description: "Serving fresh data.", content: json(HealthSchema) },
-        503: {
-          description: "Not serving now; the body says why.",
-          headers: RetryAfterHeaders,
-          content: json(HealthSchema),
-        },
+        ...ok("A page of the current snapshot's providers.", ProvidersSchema),
+        400: INVALID,
       },
-      handler: () => {
-        const state = options.state();
-        const now = clock();
-        const refused = refusal(state, now);
-        const health = JSON.stringify(healthView(state, now, refused));
-        if (!refused) return jsonResponse(health, 200);
-        return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
-      },
+      handler: (_c, { query }) =>
+        answer(
+          key("/providers", { ...query, cursor: query.cursor?.toLowerCase() }),
+          (snapshot, sync) => providersView(snapshot, sync, viewOptions, listPage(query)),
+        ),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/epochs",
+      summary: "Settled volume and emission per epoch",
+      description: "Every epoch from 0 to the current one, a page at a time: the network's " +
+        "settled amount, tokens, settlements and paid providers (null until the history has " +
+        "caught up) and the epoch's emission reward.",
+      query: EpochsQuery,
+      responses: { ...ok("A page of epochs.", EpochsSchema), 400: INVALID },
+      handler: (_c, { query }) =>
+        answer(
+          key("/epochs", query),
+          (snapshot, sync) => epochsView(snapshot, sync, epochPage(query)),
+        ),
     }),
   ];
+}
+
+/** `/providers/{address}`: one provider, its history read from the store. */
+function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
+  return defineRoute({
+    method: "get",
+    path: "/providers/{address}",
+    summary: "One provider, live or not",
+    description: "Its Registry record, its `/providers` entry when live-verified, and its " +
+      "whole settlement history (every epoch it was paid in), a page at a time. 404 when " +
+      "neither the Registry nor the (synced) history knows the address.",
+    params: ProviderParams,
+    query: ProviderQuery,
+    responses: {
+      ...ok("The provider.", ProviderDetailSchema),
+      400: INVALID,
+      404: { description: "Unknown provider (`unknown_provider`).", content: json(ErrorSchema) },
+    },
+    handler: async (_c, { params, query }) => {
+      const { state, snapshot, sync } = serving();
+      const address = params.address.toLowerCase();
+      // A store that fails now (a lost connection) makes the history unavailable, not a 500.
+      const read = sync.synced && options.readProviderHistory
+        ? await options.readProviderHistory(address).catch((error) => {
+          (options.log ?? ((message, e) => console.error(message, e)))(
+            "indexer: cannot read a provider's settlement history",
+            error,
+          );
+          return null;
+        })
+        : null;
+      const history = state.history;
+      const target = snapshot.chain.block.number - BigInt(history.confirmations);
+      const reaches = read !== null &&
+        (target < history.scanFromBlock || (read.at !== null && read.at.number >= target));
+      const synced = sync.synced && reaches;
+      const detailSync: HistorySync = {
+        ...sync,
+        synced,
+        scannedTo: read?.at?.number ?? sync.scannedTo,
+        figures: synced ? sync.figures : null,
+      };
+      if (
+        detailSync.synced && read!.buckets.length === 0 &&
+        !snapshot.chain.providers.some((p) => p.address.toLowerCase() === address)
+      ) {
+        throw new IndexerRequestError(
+          "unknown_provider",
+          `Unknown provider ${address}: the Registry does not list it and the settlement ` +
+            `history holds no settlement for it (up to block ${detailSync.scannedTo})`,
+          { retryAfterSecs: state.refreshSecs },
+        );
+      }
+      const body = providerDetailView(
+        snapshot,
+        detailSync,
+        address,
+        detailSync.synced ? read : null,
+        epochPage(query),
+        viewOptions,
+      );
+      return jsonResponse(JSON.stringify(body), 200);
+    },
+  });
+}
+
+/** `/health`: readiness, and the history's state. */
+function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
+  return defineRoute({
+    method: "get",
+    path: "/health",
+    summary: "Readiness",
+    description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
+      "when not. The body is the same shape either way; `live: true` says the process is up. " +
+      "The settlement history's state (its role, how far it is, a block it cannot read, its " +
+      "failures) is shown in `settlements` and never turns this into a 503.",
+    responses: {
+      200: { description: "Serving fresh data.", content: json(HealthSchema) },
+      503: {
+        description: "Not serving now; the body says why.",
+        headers: RetryAfterHeaders,
+        content: json(HealthSchema),
+      },
+    },
+    handler: () => {
+      const state = options.state();
+      const now = clock();
+      const refused = refusal(state, now);
+      const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
+      const health = JSON.stringify(healthView(state, now, refused, sync));
+      if (!refused) return jsonResponse(health, 200);
+      return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
+    },
+  });
+}
+
+/** The routes, in the order the document lists them. */
+function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+  const context = routeContext(options);
+  const [stats, models, providers, epochs] = viewRoutes(context);
+  return [stats, models, providers, providerRoute(context), epochs, healthRoute(context)];
 }
 
 /** The document's responses for answers no operation owns (unknown paths and methods). */

@@ -11,6 +11,8 @@
  * | `IndexerRequestError` `no_snapshot`         | 503    | `no_snapshot` (with `Retry-After`)  |
  * | `IndexerRequestError` `unavailable`         | 503    | the refresh failure: `chain_unreachable`, `chain_error`, `routers_unreachable`, `internal` (with `Retry-After`) |
  * | `IndexerRequestError` `stale`               | 503    | `stale` (with `Retry-After`)        |
+ * | `IndexerRequestError` `unknown_provider`    | 404    | `unknown_provider`                  |
+ * | `HttpRequestError` `invalid_request`        | 400    | `invalid_request` (a bad query parameter) |
  *
  * Anything else is logged and becomes a 500 `internal_error` with a generic message:
  * internals never leak. Every answer carries the headers of `_response.ts` (CORS included).
@@ -42,7 +44,7 @@ export interface ErrorResponseOptions {
   /**
    * The paths the indexer serves, named by the 404 message.
    *
-   * @default {["/stats", "/models", "/providers", "/health", "/openapi.json"]}
+   * @default {["/stats", "/models", "/providers", "/providers/{address}", "/epochs", "/health", "/openapi.json"]}
    */
   paths?: readonly string[];
   /**
@@ -53,7 +55,15 @@ export interface ErrorResponseOptions {
   log?: (message: string, error: unknown) => void;
 }
 
-const PATHS = ["/stats", "/models", "/providers", "/health", "/openapi.json"];
+const PATHS = [
+  "/stats",
+  "/models",
+  "/providers",
+  "/providers/{address}",
+  "/epochs",
+  "/health",
+  "/openapi.json",
+];
 
 /** The JSON error body of the network's services. */
 export function errorBody(
@@ -99,6 +109,9 @@ export function errorResponse(
 ): Response {
   if (error instanceof HttpRequestError) return layerError(error, request, options.paths ?? PATHS);
   if (error instanceof IndexerRequestError) {
+    if (error.reason === "unknown_provider") {
+      return jsonResponse(JSON.stringify(errorBody(error.code, error.shortMessage)), 404);
+    }
     return jsonResponse(JSON.stringify(errorBody(error.code, error.shortMessage)), 503, {
       "retry-after": retryAfter(error.retryAfterSecs),
     });

@@ -11,7 +11,9 @@
  * its 503 and checks before its first snapshot (and stops then, if they are wrong).
  *
  * Exit codes: 0 after a graceful shutdown or `--help`, 2 for a configuration error (the
- * message names the flag or variable) or contracts that are not the network's, 1 when the
+ * message names the flag or variable), contracts that are not the network's, or a
+ * settlement-history store it cannot use (corrupt, from a newer version, of another chain, held
+ * by another process: the message says which, and `--rebuild-history` rebuilds it), 1 when the
  * listen address cannot be bound.
  *
  * @example
@@ -30,6 +32,7 @@ import { NetError } from "../errors.ts";
 import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { Refresher } from "./refresher.ts";
+import { defaultDataDir, type StoreError, type StoreLocation } from "./store/mod.ts";
 
 /** How long a graceful shutdown waits for a running refresh to end, in milliseconds. */
 const SHUTDOWN_REFRESH_WAIT_MS = 3_000;
@@ -110,7 +113,12 @@ export async function main(
     console.log(`indexer: network ${config.network.name} (${config.network.source})`);
   }
   if (!await checkAtStart(config, client)) return 2;
-  const { promise: stopped, resolve: stop } = Promise.withResolvers<Deno.Signal | "refused">();
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<
+    Deno.Signal | "refused" | StoreError
+  >();
+  const history: StoreLocation = config.databaseUrl
+    ? { databaseUrl: config.databaseUrl }
+    : { dataDir: config.dataDir ?? defaultDataDir() };
   const refresher = new Refresher({
     rpcUrl: config.rpcUrl,
     contracts: config.contracts,
@@ -125,8 +133,14 @@ export async function main(
       console.error(`indexer: Cannot continue: ${error.message}`);
       stop("refused");
     },
+    history,
+    rebuildHistory: config.rebuildHistory ? "always" : "never",
+    onHistoryFatal: stop,
   });
-  const handler = createIndexerHandler({ state: () => refresher.state });
+  const handler = createIndexerHandler({
+    state: () => refresher.state,
+    readProviderHistory: (address) => refresher.readProviderHistory(address),
+  });
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
     server = Deno.serve({
@@ -154,7 +168,9 @@ export async function main(
     return [signal, listener] as const;
   });
   const signal = await stopped;
-  if (signal !== "refused") console.log(`indexer: ${signal} received, shutting down`);
+  if (typeof signal !== "string") {
+    console.error(`indexer: Cannot use the settlement history: ${signal.message}`);
+  } else if (signal !== "refused") console.log(`indexer: ${signal} received, shutting down`);
   for (const [name, listener] of listeners) Deno.removeSignalListener(name, listener);
   // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
   // (its result would be discarded anyway).
@@ -167,7 +183,7 @@ export async function main(
     ]),
   ]);
   clearTimeout(timer);
-  return signal === "refused" ? 2 : 0;
+  return signal === "refused" || typeof signal !== "string" ? 2 : 0;
 }
 
 if (import.meta.main) {

@@ -6,8 +6,10 @@
  * is too old, the data endpoints answer 503 — never stale or invented numbers.
  *
  * - {@linkcode Refresher}: the snapshot loop (chain pinned to one block, routers' ads in
- *   parallel, settlements indexed incrementally); single flight. Its
- *   {@linkcode IndexerState} holds the current {@linkcode Snapshot}.
+ *   parallel); single flight. Beside it, the settlement history keeps a persistent store
+ *   ({@linkcode openStore}: embedded PGlite by default, PostgreSQL for replicas) up to date.
+ *   Its {@linkcode IndexerState} holds the current {@linkcode Snapshot} and the
+ *   {@linkcode HistoryState}.
  * - {@linkcode createIndexerHandler}: the pure request handler over the refresher's state;
  *   {@linkcode createIndexerService}: the same service with its route table and its OpenAPI
  *   3.1 document (generated from the route declarations, served at `GET /openapi.json`).
@@ -28,10 +30,12 @@
  *     escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
  *   },
  *   refreshSecs: 30,
+ *   history: { dataDir: "/var/lib/net-stats" },
  * });
  * refresher.start();
  * Deno.serve({ hostname: "127.0.0.1", port: 8088 }, createIndexerHandler({
  *   state: () => refresher.state,
+ *   readProviderHistory: (address) => refresher.readProviderHistory(address),
  * }));
  * ```
  *
@@ -62,13 +66,19 @@ export {
 } from "./handler.ts";
 export { Refresher, type RefresherOptions } from "./refresher.ts";
 export type { OpenApiDocument, Service } from "../http/mod.ts";
-export type {
-  LiveProvider,
-  RejectionExample,
-  RouterReport,
-  SettlementIndex,
-  Snapshot,
-} from "./snapshot.ts";
+export type { LiveProvider, RejectionExample, RouterReport, Snapshot } from "./snapshot.ts";
+export type { HistoryFailure, HistoryRescan, HistoryState, StoreOpener } from "./history.ts";
+export type { ProviderHistoryAnswer } from "./handler.ts";
+export {
+  defaultDataDir,
+  type HistoryStore,
+  openStore,
+  type OpenStoreOptions,
+  StoreError,
+  type StoreFailure,
+  type StoreIdentity,
+  type StoreLocation,
+} from "./store/mod.ts";
 export { type IndexerState, initialState, type RefreshFailure, type Rescan } from "./state.ts";
 export type { Capacity, Metrics, RejectionReason } from "./verify_entry.ts";
 export type { ViewOptions } from "./views.ts";

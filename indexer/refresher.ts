@@ -1,16 +1,20 @@
 /**
  * The refresh loop: every `refreshSecs` it takes a new snapshot — the chain state pinned to
- * one block, every router's ads fetched in parallel and verified, the settlement history
- * scanned on from where the last refresh stopped — and replaces the indexer's state as a
- * whole. It is separate from the request handler, which only reads {@linkcode Refresher.state}.
+ * one block and every router's ads fetched in parallel and verified — and replaces the
+ * indexer's state as a whole. Beside it runs the settlement history (`history.ts`): its own
+ * loop keeps the persistent store up to date and reads the settlement figures, which the
+ * views serve with a snapshot once the history has caught up with it. The request handler
+ * only reads {@linkcode Refresher.state}.
  *
  * - **Single flight**: a `refresh()` while one runs returns the running one.
  * - **Never stale**: a failed refresh clears the snapshot (the handler then answers 503 with
- *   the failure); the next successful refresh serves again.
- * - **Incremental settlements**: the scan cursor is kept between refreshes, so each refresh
- *   reads only the new blocks. A reorg deeper than the confirmation depth (or a chain that
- *   went backwards, e.g. a restarted devnet) resets the cursor and rescans from the start
- *   block once, in the same refresh; `/health` counts the rescans.
+ *   the failure); the next successful refresh serves again. The history never fails a
+ *   refresh: its problems are shown on `/health`, and its figures are `null` meanwhile.
+ * - **Caught up together**: when the history was in step with the last snapshot, a new
+ *   snapshot waits (at most {@linkcode CATCH_UP_MS}) for the history to reach its block, so
+ *   the figures do not blink to `null` at every new block.
+ * - **Unchanged ads are not verified again**: their checks are remembered by their text
+ *   between refreshes (the commitment is compared with the chain's every time).
  * - The chain client is created on the first refresh that reaches the endpoint (a chain that
  *   is down at start-up is a 503, not a crash) and its chain id is then pinned. With
  *   `checkContracts`, the contracts are checked before the client is first used (and after a
@@ -21,34 +25,41 @@
  * import { Refresher } from "./refresher.ts";
  * import { createIndexerHandler } from "./handler.ts";
  *
- * const refresher = new Refresher({ rpcUrl, contracts, refreshSecs: 30 });
+ * const refresher = new Refresher({
+ *   rpcUrl,
+ *   contracts,
+ *   refreshSecs: 30,
+ *   history: { dataDir: "/var/lib/net-stats" },
+ * });
  * refresher.start();
- * Deno.serve(createIndexerHandler({ state: () => refresher.state }));
+ * Deno.serve(createIndexerHandler({
+ *   state: () => refresher.state,
+ *   readProviderHistory: (address) => refresher.readProviderHistory(address),
+ * }));
  * ```
  *
  * @module
  */
 
 import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
-import {
-  ChainConfigError,
-  ChainReadError,
-  ContractCheckError,
-  SettlementScanError,
-} from "../chain/errors.ts";
+import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
-import { scanSettlements, type SettlementCursor } from "../chain/settlements.ts";
 import type { ChainContracts, NetworkState } from "../chain/types.ts";
 import { NetError } from "../errors.ts";
+import { syncFor } from "./_history_data.ts";
 import { RouterAdsError, SnapshotError } from "./errors.ts";
+import type { ProviderHistoryAnswer } from "./handler.ts";
+import { History, type HistoryState, type StoreOpener } from "./history.ts";
 import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
-import {
-  buildSnapshot,
-  type RouterAnswer,
-  type SettlementIndex,
-  type Snapshot,
-} from "./snapshot.ts";
+import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
+import { sleep, storeOpener } from "./_history_store.ts";
+import type { HistoryStore, RebuildPolicy, StoreError, StoreLocation } from "./store/mod.ts";
+import { AdCache } from "./verify_entry.ts";
+import { firstEpochNeeded, type ViewOptions } from "./views.ts";
+
+/** How long a new snapshot waits for a history that was in step with the last one, ms. */
+export const CATCH_UP_MS = 2_000;
 
 /** Options of {@linkcode Refresher}. */
 export interface RefresherOptions {
@@ -105,6 +116,41 @@ export interface RefresherOptions {
    */
   confirmations?: number;
   /**
+   * Where the settlement history is kept: an open store, a location (`{dataDir}` for the
+   * embedded store, `{databaseUrl}` for PostgreSQL) opened once the chain id is known, or a
+   * function that opens it.
+   *
+   * @default {a temporary embedded store, deleted when the refresher stops}
+   */
+  history?: HistoryStore | StoreLocation | StoreOpener;
+  /**
+   * With a location: when to discard the stored history and start again (`openStore`).
+   *
+   * @default {"never"}
+   */
+  rebuildHistory?: RebuildPolicy;
+  /**
+   * Receives a store error that stops the history for good (a corrupt store, one from a newer
+   * version or of another chain, a data directory held by another process). `indexer/main.ts`
+   * exits with it; by default the history stays stopped and `/health` says why.
+   *
+   * @default {undefined}
+   */
+  onHistoryFatal?: (error: StoreError) => void;
+  /**
+   * How often the history looks for new blocks (the writer) or for the writer's progress and
+   * a free writer lock (a replica), ms.
+   *
+   * @default {min(2000, refreshSecs × 1000)}
+   */
+  historyPollMs?: number;
+  /**
+   * Windows of the views, which decide the epochs whose buckets the history reads.
+   *
+   * @default {{}}
+   */
+  views?: ViewOptions;
+  /**
    * The clock: snapshot times, `/health` times, the loop's next-refresh time.
    *
    * @default {() => new Date()}
@@ -142,21 +188,24 @@ function checkNumber(name: string, value: number | undefined, min: number, max: 
   }
 }
 
-/** The snapshot loop of the indexer. `await using` stops it. */
+/** The snapshot loop of the indexer, and the settlement history beside it. `await using` stops both. */
 export class Refresher implements AsyncDisposable {
   readonly #options: RefresherOptions;
   readonly #clock: () => Date;
   readonly #log: (message: string) => void;
   readonly #rpcOrigin: string;
+  readonly #history: History;
+  readonly #adCache = new AdCache();
+  readonly #pollMs: number;
   #client: ChainClient | undefined;
   #chainId: number | undefined;
-  #cursor: SettlementCursor | undefined;
   #state: IndexerState;
   #inflight: Promise<IndexerState> | undefined;
   #abort = new AbortController();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running = false;
   #loop: Promise<void> | undefined;
+  #historyLoop: Promise<void> | undefined;
 
   /**
    * Creates the refresher; nothing happens until {@linkcode Refresher.refresh} or
@@ -169,6 +218,7 @@ export class Refresher implements AsyncDisposable {
     checkNumber("staleAfterSecs", options.staleAfterSecs, 0.001, 2 * 86_400);
     checkNumber("routerTimeoutMs", options.routerTimeoutMs, 1, 600_000);
     checkNumber("confirmations", options.confirmations, 0, 1_000_000);
+    checkNumber("historyPollMs", options.historyPollMs, 1, 86_400_000);
     let origin: string;
     try {
       origin = new URL(options.rpcUrl).origin;
@@ -182,17 +232,60 @@ export class Refresher implements AsyncDisposable {
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.error(message));
     const refreshSecs = options.refreshSecs ?? 30;
-    this.#state = initialState(refreshSecs, options.staleAfterSecs ?? 2 * refreshSecs);
+    this.#pollMs = options.historyPollMs ?? Math.min(2_000, refreshSecs * 1000);
+    this.#history = this.#createHistory(options);
+    this.#state = {
+      ...initialState(refreshSecs, options.staleAfterSecs ?? 2 * refreshSecs),
+      history: this.#history.state,
+    };
+    this.#history.subscribe((history) => {
+      this.#state = { ...this.#state, history };
+    });
   }
 
-  /** The current state; replaced as a whole by each refresh. */
+  #createHistory(options: RefresherOptions): History {
+    const confirmations = options.confirmations ?? 12;
+    return new History({
+      rpcUrl: options.rpcUrl,
+      client: options.client,
+      escrow: options.contracts.escrow,
+      scanFromBlock: options.scanFromBlock ?? 0n,
+      confirmations,
+      store: storeOpener(options.history, {
+        confirmations,
+        rebuild: options.rebuildHistory,
+        log: (line) => this.#log(`indexer: ${line}`),
+      }),
+      clock: options.clock,
+      log: (line) => this.#log(this.#redact(line)),
+      onFatal: options.onHistoryFatal,
+    });
+  }
+
+  /** The current state; replaced as a whole by each refresh and each move of the history. */
   get state(): IndexerState {
     return this.#state;
   }
 
-  /** The settlement cursor kept between refreshes (a copy), or `undefined` before any scan. */
-  get cursor(): SettlementCursor | undefined {
-    return this.#cursor ? structuredClone(this.#cursor) : undefined;
+  /** The settlement history's state. */
+  get history(): HistoryState {
+    return this.#history.state;
+  }
+
+  /**
+   * Runs one pass of the settlement history now (scan to the head as the writer, or read the
+   * writer's progress as a replica) and returns its state. Single flight; never throws.
+   */
+  syncHistory(): Promise<HistoryState> {
+    return this.#history.pass();
+  }
+
+  /**
+   * One provider's whole settlement history, read from the store at one confirmed block, or
+   * `null` while the store is not open (`/providers/{address}`).
+   */
+  readProviderHistory(address: string): Promise<ProviderHistoryAnswer | null> {
+    return this.#history.readProvider(address);
   }
 
   /**
@@ -211,8 +304,9 @@ export class Refresher implements AsyncDisposable {
   }
 
   /**
-   * Starts the loop: a refresh now, then one every `refreshSecs` (measured from the start of
-   * the previous one; at once when a refresh took longer). Idempotent.
+   * Starts the loops: a refresh now, then one every `refreshSecs` (measured from the start of
+   * the previous one; at once when a refresh took longer); and the settlement history, a pass
+   * now and then one every history poll interval (longer while it fails). Idempotent.
    */
   start(): void {
     if (this.#running) return;
@@ -232,15 +326,31 @@ export class Refresher implements AsyncDisposable {
       }, delay);
     };
     this.#loop = tick();
+    this.#historyLoop = this.#runHistory(period, this.#abort.signal);
   }
 
-  /** Stops the loop and cancels a running refresh; resolves when it has ended. */
+  async #runHistory(period: number, signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (this.#running && !signal.aborted) {
+      const state = await this.#history.pass();
+      if (state.stopped) return;
+      failures = state.failing ? failures + 1 : 0;
+      const delay = failures === 0
+        ? this.#pollMs
+        : Math.min(Math.max(period, this.#pollMs), this.#pollMs * 2 ** (failures - 1));
+      await sleep(delay, signal);
+    }
+  }
+
+  /** Stops the loops and cancels a running refresh; resolves when they have ended. */
   async stop(): Promise<void> {
     this.#running = false;
     clearTimeout(this.#timer);
     this.#abort.abort();
     await this.#loop?.catch(() => {});
+    await this.#historyLoop?.catch(() => {});
     await this.#inflight?.catch(() => {});
+    await this.#history.stop();
     this.#abort = new AbortController();
     this.#state = { ...this.#state, nextRefreshAt: null };
   }
@@ -257,6 +367,8 @@ export class Refresher implements AsyncDisposable {
     try {
       const snapshot = await this.#take(takenAt, signal);
       // A refresh cancelled by stop() is discarded, whatever it managed to read.
+      signal.throwIfAborted();
+      await this.#catchUp(before.snapshot, snapshot, signal);
       signal.throwIfAborted();
       this.#state = {
         ...this.#state,
@@ -309,16 +421,50 @@ export class Refresher implements AsyncDisposable {
     return this.#state;
   }
 
+  /** Whether the history's figures may be served with `snapshot`. */
+  #inStep(snapshot: Snapshot): boolean {
+    const history = this.#history.state;
+    return syncFor(history, snapshot.chain.block, {
+      confirmations: history.confirmations,
+      scanFromBlock: history.scanFromBlock,
+      fromEpoch: firstEpochNeeded(snapshot.chain.emission.currentEpoch, this.#options.views),
+    }).synced;
+  }
+
+  /**
+   * When the history was in step with the previous snapshot, gives it a moment (at most
+   * {@linkcode CATCH_UP_MS}) to reach the new one, so the figures do not go `null` for a
+   * refresh at every new block. Never fails the refresh.
+   */
+  async #catchUp(previous: Snapshot | null, next: Snapshot, signal: AbortSignal): Promise<void> {
+    this.#history.fromEpoch = firstEpochNeeded(
+      next.chain.emission.currentEpoch,
+      this.#options.views,
+    );
+    if (this.#inStep(next)) return;
+    if (!previous || !this.#inStep(previous)) {
+      // Behind (or just started): a pass now, not waited for (it reads the figures once the
+      // first snapshot said which epochs they need).
+      void this.#history.pass();
+      return;
+    }
+    const deadline = performance.now() + Math.min(CATCH_UP_MS, this.#pollMs * 4);
+    while (!signal.aborted && performance.now() < deadline) {
+      const state = await this.#history.pass();
+      if (this.#inStep(next) || state.failing || state.stopped || state.unreadable) return;
+      await sleep(Math.min(100, this.#pollMs), signal);
+    }
+  }
+
   async #take(takenAt: Date, signal: AbortSignal): Promise<Snapshot> {
     const client = await this.#connect();
     signal.throwIfAborted();
     const chain = await readNetworkState(client, this.#options.contracts);
     signal.throwIfAborted();
-    const [routers, settlements] = await Promise.all([
-      this.#fetchRouters(chain, signal),
-      this.#scan(client, chain, takenAt, signal),
-    ]);
-    return buildSnapshot({ takenAt, chain, routers, settlements });
+    const routers = await this.#fetchRouters(chain, signal);
+    const snapshot = buildSnapshot({ takenAt, chain, routers }, { adCache: this.#adCache });
+    this.#adCache.rotate();
+    return snapshot;
   }
 
   async #connect(): Promise<ChainClient> {
@@ -351,59 +497,6 @@ export class Refresher implements AsyncDisposable {
     }));
   }
 
-  async #scan(
-    client: ChainClient,
-    chain: NetworkState,
-    takenAt: Date,
-    signal: AbortSignal,
-  ): Promise<SettlementIndex> {
-    const confirmations = this.#options.confirmations ?? 12;
-    const fromBlock = this.#options.scanFromBlock ?? 0n;
-    const escrow = this.#options.contracts.escrow;
-    const rescan = (reason: string) => {
-      this.#cursor = undefined;
-      const rescans = this.#state.rescans;
-      this.#state = {
-        ...this.#state,
-        rescans: { count: rescans.count + 1, last: { at: takenAt, reason } },
-      };
-      this.#log(`indexer: rescanning settlements from block ${fromBlock}: ${reason}`);
-    };
-    const last = this.#cursor?.lastBlock;
-    if (last && BigInt(last.number) > chain.block.number) {
-      rescan(
-        `the cursor counted block ${last.number}, the chain's head is ${chain.block.number}`,
-      );
-    }
-    const options = { fromBlock, confirmations, toBlock: chain.block.number, signal };
-    let scan;
-    try {
-      scan = await scanSettlements(client, escrow, { ...options, cursor: this.#cursor });
-    } catch (error) {
-      if (
-        !(error instanceof SettlementScanError) ||
-        (error.reason !== "reorg" && error.reason !== "bad_cursor") || !this.#cursor
-      ) throw error;
-      rescan(error.shortMessage);
-      scan = await scanSettlements(client, escrow, options);
-    }
-    this.#cursor = scan.cursor;
-    // With no confirmations, the scan ends at the pinned block itself: it must be the same
-    // block, or the settlement figures would come from another fork than the snapshot's.
-    const end = scan.cursor.lastBlock;
-    if (
-      end && BigInt(end.number) === chain.block.number &&
-      end.hash.toLowerCase() !== chain.block.hash.toLowerCase()
-    ) {
-      throw new SnapshotError(
-        "chain_error",
-        `The chain reorganized during the refresh: block ${end.number} is ${end.hash} in the ` +
-          `settlement scan and ${chain.block.hash} in the snapshot`,
-      );
-    }
-    return { buckets: scan.buckets, scannedTo: scan.scannedTo, confirmations };
-  }
-
   #classify(error: unknown): SnapshotError {
     if (error instanceof SnapshotError) return error;
     const where = `the chain at ${this.#rpcOrigin}`;
@@ -419,7 +512,7 @@ export class Refresher implements AsyncDisposable {
           cause: error,
         });
     }
-    if (error instanceof ChainReadError || error instanceof SettlementScanError) {
+    if (error instanceof ChainReadError) {
       return error.reason === "rpc"
         ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {
           cause: error,

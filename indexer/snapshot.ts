@@ -1,8 +1,10 @@
 /**
  * The snapshot: one consistent view of the network that every endpoint is rendered from —
- * the chain state pinned to one block, the routers' ads verified against it, and the settled
- * volume indexed so far. {@linkcode buildSnapshot} is pure: the refresher does the I/O
- * (`refresher.ts`) and hands the results in.
+ * the chain state pinned to one block and the routers' ads verified against it. (The settled
+ * volume is not part of it: the settlement history runs beside the snapshot loop,
+ * `history.ts`, and the views take its figures when it has caught up with the snapshot.)
+ * {@linkcode buildSnapshot} is pure: the refresher does the I/O (`refresher.ts`) and hands
+ * the results in.
  *
  * Rules (`docs/indexer.md`):
  *
@@ -21,7 +23,7 @@
  * ```ts ignore
  * import { buildSnapshot } from "./snapshot.ts";
  *
- * const snapshot = buildSnapshot({ takenAt, chain, routers, settlements });
+ * const snapshot = buildSnapshot({ takenAt, chain, routers });
  * console.log(snapshot.live.length, snapshot.rejections.commitment_mismatch);
  * ```
  *
@@ -30,10 +32,10 @@
 
 import type { Address } from "viem";
 import type { ProviderAd } from "../chain/ad.ts";
-import type { SettlementBucket } from "../chain/settlements.ts";
 import type { NetworkState, ProviderState, RouterRecord } from "../chain/types.ts";
 import { type RouterAdsFailure, SnapshotError } from "./errors.ts";
 import {
+  type AdCache,
   type Capacity,
   type Metrics,
   REJECTION_REASONS,
@@ -93,16 +95,6 @@ export interface LiveProvider {
   routers: Address[];
 }
 
-/** The settled volume indexed so far. */
-export interface SettlementIndex {
-  /** Every bucket (provider × epoch) counted so far. */
-  buckets: readonly SettlementBucket[];
-  /** The last block counted, or `null` before any. */
-  scannedTo: bigint | null;
-  /** The confirmation depth used. */
-  confirmations: number;
-}
-
 /** Everything the endpoints are rendered from. */
 export interface Snapshot {
   /** When the refresh that took it started (its data is at least this fresh). */
@@ -115,10 +107,8 @@ export interface Snapshot {
   live: LiveProvider[];
   /** Rejected entries by reason over all routers (every reason present). */
   rejections: Record<RejectionReason, number>;
-  /** The settled volume. */
-  settlements: SettlementIndex;
-  /** The settlement buckets of each provider (lower case), sorted by epoch. */
-  settledBy: ReadonlyMap<string, readonly SettlementBucket[]>;
+  /** Live-verified providers by lower-case address. */
+  liveBy: ReadonlyMap<string, LiveProvider>;
 }
 
 /** What {@linkcode buildSnapshot} is built from. */
@@ -129,8 +119,6 @@ export interface SnapshotInput {
   chain: NetworkState;
   /** One answer per router of `chain.routers`, in the same order. */
   routers: readonly RouterAnswer[];
-  /** The settled volume. */
-  settlements: SettlementIndex;
 }
 
 /** Options of {@linkcode buildSnapshot}. */
@@ -141,6 +129,13 @@ export interface BuildSnapshotOptions {
    * @default {10}
    */
   examplesPerRouter?: number;
+  /**
+   * Checks of ads already seen (kept between refreshes by the refresher): unchanged ads are
+   * not validated and hashed again.
+   *
+   * @default {undefined} (every ad is checked)
+   */
+  adCache?: AdCache;
 }
 
 function zeroCounts(): Record<RejectionReason, number> {
@@ -194,7 +189,7 @@ export function buildSnapshot(input: SnapshotInput, options: BuildSnapshotOption
       if (report.examples.length < keep) report.examples.push(example);
     };
     for (const entry of answer.entries) {
-      const verdict = verifyEntry(entry, byAddress);
+      const verdict = verifyEntry(entry, byAddress, options.adCache);
       if (!verdict.ok) {
         reject({ provider: verdict.provider, reason: verdict.reason, message: verdict.message });
         continue;
@@ -227,26 +222,15 @@ export function buildSnapshot(input: SnapshotInput, options: BuildSnapshotOption
     return report;
   });
 
-  const settledBy = new Map<string, SettlementBucket[]>();
-  for (const bucket of input.settlements.buckets) {
-    const key = bucket.provider.toLowerCase();
-    const list = settledBy.get(key);
-    if (list) list.push(bucket);
-    else settledBy.set(key, [bucket]);
-  }
-  for (const list of settledBy.values()) {
-    list.sort((a, b) => (a.epoch < b.epoch ? -1 : a.epoch > b.epoch ? 1 : 0));
-  }
-
+  const sorted = [...live.values()].sort((a, b) =>
+    a.state.address < b.state.address ? -1 : a.state.address > b.state.address ? 1 : 0
+  );
   return {
     takenAt: input.takenAt,
     chain,
     routers,
-    live: [...live.values()].sort((a, b) =>
-      a.state.address < b.state.address ? -1 : a.state.address > b.state.address ? 1 : 0
-    ),
+    live: sorted,
     rejections,
-    settlements: input.settlements,
-    settledBy,
+    liveBy: new Map(sorted.map((p) => [p.state.address.toLowerCase(), p])),
   };
 }

@@ -1,12 +1,13 @@
 /**
  * The indexer's current state: what the request handler reads. The refresher replaces it as
- * a whole after every refresh, so a handler never sees half of one refresh and half of
- * another.
+ * a whole after every refresh (and whenever the settlement history moves), so a handler never
+ * sees half of one refresh and half of another.
  *
  * @module
  */
 
 import type { SnapshotFailure } from "./errors.ts";
+import { type HistoryRescan, type HistoryState, initialHistoryState } from "./history.ts";
 import type { Snapshot } from "./snapshot.ts";
 
 /** A refresh failure, as `/health` and the 503 answers report it. */
@@ -19,13 +20,8 @@ export interface RefreshFailure {
   at: Date;
 }
 
-/** A rescan of the settlement history from the start block. */
-export interface Rescan {
-  /** When. */
-  at: Date;
-  /** Why (the reorg or cursor problem that forced it). */
-  reason: string;
-}
+/** A rescan of the settlement history from the start block (a reorg deeper than the depth). */
+export type Rescan = HistoryRescan;
 
 /** What the handler serves from. */
 export interface IndexerState {
@@ -50,8 +46,11 @@ export interface IndexerState {
   refreshSecs: number;
   /** Snapshots older than this many seconds are refused. */
   staleAfterSecs: number;
-  /** How often the settlement history was rescanned from the start, and the last time. */
-  rescans: { count: number; last: Rescan | null };
+  /**
+   * The settlement history beside the snapshots: its store, its role, how far it is, its
+   * failures and rescans, and the figures last read.
+   */
+  history: HistoryState;
 }
 
 /** The state before the first refresh. */
@@ -66,6 +65,6 @@ export function initialState(refreshSecs: number, staleAfterSecs: number): Index
     refreshing: false,
     refreshSecs,
     staleAfterSecs,
-    rescans: { count: 0, last: null },
+    history: initialHistoryState(),
   };
 }

@@ -97,6 +97,69 @@ export interface RejectedEntry {
 /** The verdict of {@linkcode verifyEntry}. */
 export type EntryVerdict = VerifiedEntry | RejectedEntry;
 
+/** What checking one ad's JSON text found: the validated ad and its commitment, or the error. */
+type AdCheck =
+  | { ok: true; ad: ProviderAd; commitment: string }
+  | { ok: false; reason: "oversized" | "malformed"; message: string };
+
+/**
+ * The checks of ads already seen, by their JSON text: a refresh sees mostly the same ads as
+ * the last one, and an unchanged ad is not validated, canonicalized and hashed again (at
+ * 10,000 providers that is most of the verification time). The verdict still depends on the
+ * chain: the cached commitment is compared with the provider's on-chain one every time.
+ * Entries unused for two refreshes are dropped ({@linkcode AdCache.rotate}).
+ */
+export class AdCache {
+  #current = new Map<string, AdCheck>();
+  #previous = new Map<string, AdCheck>();
+
+  /** The check of `text`, or `undefined`. */
+  get(text: string): AdCheck | undefined {
+    let check = this.#current.get(text);
+    if (check === undefined) {
+      check = this.#previous.get(text);
+      if (check !== undefined) this.#current.set(text, check);
+    }
+    return check;
+  }
+
+  /** Remembers the check of `text`. */
+  set(text: string, check: AdCheck): void {
+    this.#current.set(text, check);
+  }
+
+  /** Ends a refresh: what was not used in it or the one before is forgotten. */
+  rotate(): void {
+    this.#previous = this.#current;
+    this.#current = new Map();
+  }
+
+  /** Ads remembered. */
+  get size(): number {
+    return new Set([...this.#previous.keys(), ...this.#current.keys()]).size;
+  }
+}
+
+function checkAd(text: string, value: unknown): AdCheck {
+  const size = new TextEncoder().encode(text).length;
+  if (size > MAX_AD_BYTES) {
+    return {
+      ok: false,
+      reason: "oversized",
+      message: `Cannot accept ad: its JSON text is ${size} bytes, expected at most ${MAX_AD_BYTES}`,
+    };
+  }
+  try {
+    const ad = validateAd(value);
+    return { ok: true, ad, commitment: adCommitment(ad) };
+  } catch (error) {
+    if (error instanceof AdError) {
+      return { ok: false, reason: "malformed", message: error.shortMessage };
+    }
+    throw error;
+  }
+}
+
 /** Largest accepted `max_concurrency`: sums over 10,000 providers stay exact. */
 export const MAX_CONCURRENCY = 2 ** 31 - 1;
 
@@ -152,11 +215,13 @@ function checkMetrics(value: unknown): Metrics | string {
 
 /**
  * Checks one router entry against the providers read from chain (keyed by lower-case
- * address). Pure; never throws for bad input.
+ * address). Pure (given the same `cache`, which only remembers what an ad's text always
+ * gives); never throws for bad input.
  */
 export function verifyEntry(
   entry: unknown,
   providers: ReadonlyMap<string, ProviderState>,
+  cache?: AdCache,
 ): EntryVerdict {
   const claimed = isObject(entry) && isObject(entry.ad) && typeof entry.ad.provider === "string"
     ? entry.ad.provider.toLowerCase()
@@ -178,20 +243,14 @@ export function verifyEntry(
   if (typeof metrics === "string") return reject("malformed", `Cannot accept entry: ${metrics}`);
 
   // The ad's JSON text as the router sent it, re-serialized: the limit is on its size.
-  const size = new TextEncoder().encode(JSON.stringify(entry.ad) ?? "").length;
-  if (size > MAX_AD_BYTES) {
-    return reject(
-      "oversized",
-      `Cannot accept ad: its JSON text is ${size} bytes, expected at most ${MAX_AD_BYTES}`,
-    );
+  const text = JSON.stringify(entry.ad) ?? "";
+  let check = cache?.get(text);
+  if (check === undefined) {
+    check = checkAd(text, entry.ad);
+    cache?.set(text, check);
   }
-  let ad: ProviderAd;
-  try {
-    ad = validateAd(entry.ad);
-  } catch (error) {
-    if (error instanceof AdError) return reject("malformed", error.shortMessage);
-    throw error;
-  }
+  if (!check.ok) return reject(check.reason, check.message);
+  const { ad, commitment } = check;
   const address = ad.provider.toLowerCase();
   const provider = providers.get(address);
   if (!provider) {
@@ -221,7 +280,6 @@ export function verifyEntry(
         `root for ${address} is ${provider.trustRoot.toLowerCase()}`,
     );
   }
-  const commitment = adCommitment(ad);
   if (commitment !== provider.adCommitment.toLowerCase()) {
     return reject(
       "commitment_mismatch",

@@ -1,6 +1,9 @@
 /**
- * The JSON bodies of `/stats`, `/models`, `/providers` (rendered from a {@linkcode Snapshot})
- * and `/health` (from the indexer's state), by pure functions. Field names are the contract
+ * The JSON bodies of `/stats`, `/models`, `/providers` (rendered from a {@linkcode Snapshot}
+ * and the settlement history's figures, {@linkcode HistorySync}) and `/health` (from the
+ * indexer's state), by pure functions. Settlement-derived figures are `null` unless the
+ * history has caught up with the snapshot (`sync.synced`), and every body that has them
+ * carries the history's own state. Field names are the contract
  * (`docs/indexer.md` documents each one); the types are inferred from the schemas the routes
  * declare (`_schemas.ts`), so the generated OpenAPI document and the bodies cannot drift.
  *
@@ -13,7 +16,7 @@
  * ```ts ignore
  * import { modelsView, providersView, statsView } from "./views.ts";
  *
- * const body = JSON.stringify(statsView(snapshot));
+ * const body = JSON.stringify(statsView(snapshot, sync));
  * ```
  *
  * @module
@@ -21,11 +24,11 @@
 
 import type { z } from "zod";
 import { comparePrices } from "../chain/ad.ts";
-import type { SettlementBucket } from "../chain/settlements.ts";
 import type { ProviderTier } from "../chain/types.ts";
 import type {
   EpochVolumeSchema,
   HealthSchema,
+  HistorySchema,
   ModelSchema,
   ModelsSchema,
   ProviderSchema,
@@ -35,8 +38,9 @@ import type {
   StatsSchema,
 } from "./_schemas.ts";
 import type { IndexerRequestError } from "./errors.ts";
+import type { HistorySync } from "./history.ts";
 import { meanReputation, reputation, REPUTATION_EPOCHS } from "./reputation.ts";
-import type { Snapshot } from "./snapshot.ts";
+import type { LiveProvider, Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
 
 /** The default number of epochs (the current one included) in a provider's `settled.epochs`. */
@@ -76,6 +80,61 @@ export type ProviderView = z.infer<typeof ProviderSchema>;
 export type ProvidersView = z.infer<typeof ProvidersSchema>;
 /** The `/health` body. */
 export type HealthView = z.infer<typeof HealthSchema>;
+/** The history's state in a body. */
+export type HistoryStateView = z.infer<typeof HistorySchema>;
+
+/** A page of a list: where to start and how many. */
+export interface ListPage {
+  /** Start strictly after this key (an address, a model id). */
+  cursor?: string;
+  /** Items per page. @default {all} */
+  limit?: number;
+  /** Only providers serving this model id (`/providers`), or only this model (`/models`). */
+  model?: string;
+  /** Only providers (offers) of this tier. */
+  tier?: ProviderTier;
+}
+
+/** The first epoch whose buckets the views need: the recent and the reputation windows. */
+export function firstEpochNeeded(currentEpoch: bigint, options: ViewOptions = {}): bigint {
+  const recent = BigInt(options.recentEpochs ?? RECENT_EPOCHS) - 1n;
+  const window = BigInt(options.reputationEpochs ?? REPUTATION_EPOCHS);
+  const back = recent > window ? recent : window;
+  return currentEpoch > back ? currentEpoch - back : 0n;
+}
+
+/** The `history` object of a body. */
+export function historyView(sync: HistorySync): HistoryStateView {
+  return {
+    synced: sync.synced,
+    scanned_to_block: sync.scannedTo === null ? null : String(sync.scannedTo),
+    head_block: sync.headBlock === null ? null : String(sync.headBlock),
+    confirmations: sync.confirmations,
+  };
+}
+
+/** A page of `items`, sorted by `key`: strictly after `cursor`, at most `limit`. */
+export function pageOf<T>(
+  items: readonly T[],
+  key: (item: T) => string,
+  page: { cursor?: string; limit?: number },
+): { items: T[]; next: string | null } {
+  let start = 0;
+  if (page.cursor !== undefined) {
+    // Binary search: the first item whose key sorts after the cursor.
+    let low = 0;
+    let high = items.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (key(items[mid]) <= page.cursor) low = mid + 1;
+      else high = mid;
+    }
+    start = low;
+  }
+  const end = page.limit === undefined ? items.length : Math.min(items.length, start + page.limit);
+  const slice = items.slice(start, end);
+  return { items: slice, next: end < items.length && slice.length > 0 ? key(slice.at(-1)!) : null };
+}
 
 /** The `snapshot` object. */
 export function snapshotView(snapshot: Snapshot): SnapshotView {
@@ -89,7 +148,7 @@ export function snapshotView(snapshot: Snapshot): SnapshotView {
 }
 
 /** The `/stats` body. */
-export function statsView(snapshot: Snapshot): StatsView {
+export function statsView(snapshot: Snapshot, sync: HistorySync): StatsView {
   const { chain } = snapshot;
   const capacity = { max_concurrency: 0, available_concurrency: 0 };
   const models = new Set<string>();
@@ -98,14 +157,7 @@ export function statsView(snapshot: Snapshot): StatsView {
     capacity.available_concurrency += p.capacity.available_concurrency;
     for (const m of p.ad.models) models.add(m.id);
   }
-  let amount = 0n;
-  let tokens = 0n;
-  let count = 0;
-  for (const b of snapshot.settlements.buckets) {
-    amount += b.amount;
-    tokens += b.tokens;
-    count += b.settlements;
-  }
+  const total = sync.figures?.total ?? null;
   const e = chain.emission;
   return {
     providers: {
@@ -152,31 +204,39 @@ export function statsView(snapshot: Snapshot): StatsView {
       by_reason: snapshot.rejections,
     },
     settlements: {
-      scanned_to_block: snapshot.settlements.scannedTo === null
-        ? null
-        : String(snapshot.settlements.scannedTo),
-      confirmations: snapshot.settlements.confirmations,
-      amount: String(amount),
-      tokens: String(tokens),
-      count,
+      ...historyView(sync),
+      amount: total && String(total.amount),
+      tokens: total && String(total.tokens),
+      count: total && total.settlements,
     },
     snapshot: snapshotView(snapshot),
   };
 }
 
-function providerReputation(
+/** A provider's reputation from the history's recent buckets; `null` unless synced. */
+export function providerReputation(
   snapshot: Snapshot,
+  sync: HistorySync,
   address: string,
   options: ViewOptions,
 ): number | null {
-  const buckets = snapshot.settledBy.get(address.toLowerCase()) ?? [];
+  if (!sync.figures) return null;
+  const buckets = sync.figures.recent.get(address.toLowerCase()) ?? [];
   return reputation(buckets.map((b) => b.epoch), snapshot.chain.emission.currentEpoch, {
     windowEpochs: options.reputationEpochs ?? REPUTATION_EPOCHS,
   });
 }
 
-/** The `/models` body: one entry per model id, sorted by id. */
-export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): ModelsView {
+/**
+ * The `/models` body: one entry per model id, sorted by id, a page at a time; `tier` counts
+ * only that tier's providers, `model` keeps only that model.
+ */
+export function modelsView(
+  snapshot: Snapshot,
+  sync: HistorySync,
+  options: ViewOptions = {},
+  page: ListPage = {},
+): ModelsView {
   interface Offer {
     provider: string;
     tier: ProviderTier;
@@ -188,8 +248,10 @@ export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): Model
   }
   const offers = new Map<string, Offer[]>();
   for (const p of snapshot.live) {
-    const rep = providerReputation(snapshot, p.state.address, options);
+    if (page.tier !== undefined && p.state.tier !== page.tier) continue;
+    const rep = providerReputation(snapshot, sync, p.state.address, options);
     for (const m of p.ad.models) {
+      if (page.model !== undefined && m.id !== page.model) continue;
       const list = offers.get(m.id) ?? [];
       list.push({
         provider: p.state.address.toLowerCase(),
@@ -203,7 +265,9 @@ export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): Model
       offers.set(m.id, list);
     }
   }
-  const models = [...offers.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(
+  const sorted = [...offers.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const { items, next } = pageOf(sorted, ([model]) => model, page);
+  const models = items.map(
     ([model, list]): ModelView => {
       const cheapest = list.reduce((best, o) => {
         const order = comparePrices(o, best);
@@ -229,10 +293,12 @@ export function modelsView(snapshot: Snapshot, options: ViewOptions = {}): Model
       };
     },
   );
-  return { models };
+  return { models, next_cursor: next, history: historyView(sync) };
 }
 
-function volume(buckets: readonly SettlementBucket[]): Omit<EpochVolumeView, "epoch"> {
+function volume(
+  buckets: readonly { amount: bigint; tokens: bigint; settlements: number }[],
+): Omit<EpochVolumeView, "epoch"> {
   let amount = 0n;
   let tokens = 0n;
   let settlements = 0;
@@ -244,41 +310,73 @@ function volume(buckets: readonly SettlementBucket[]): Omit<EpochVolumeView, "ep
   return { amount: String(amount), tokens: String(tokens), settlements };
 }
 
-/** The `/providers` body: one entry per live-verified provider, sorted by address. */
+/** One `/providers` entry. */
+export function providerView(
+  snapshot: Snapshot,
+  sync: HistorySync,
+  p: LiveProvider,
+  options: ViewOptions = {},
+): ProviderView {
+  const address = p.state.address.toLowerCase();
+  let settled: ProviderView["settled"] = null;
+  if (sync.figures) {
+    const recent = BigInt(options.recentEpochs ?? RECENT_EPOCHS);
+    const current = snapshot.chain.emission.currentEpoch;
+    const first = current - recent + 1n > 0n ? current - recent + 1n : 0n;
+    const buckets = sync.figures.recent.get(address) ?? [];
+    const epochs: EpochVolumeView[] = [];
+    for (let epoch = first; epoch <= current; epoch++) {
+      epochs.push({ epoch: String(epoch), ...volume(buckets.filter((b) => b.epoch === epoch)) });
+    }
+    const total = sync.figures.providers.get(address);
+    settled = { epochs, total: volume(total ? [total] : []) };
+  }
+  return {
+    provider: address,
+    tier: p.state.tier,
+    stake: String(p.state.stake),
+    serving_key: p.state.trustRoot.toLowerCase(),
+    ad_commitment: p.state.adCommitment.toLowerCase(),
+    endpoint: p.ad.endpoint,
+    models: p.ad.models.map((m) => ({
+      model: m.id,
+      prices: { input: m.prices.input, output: m.prices.output },
+      context_length: m.context_length,
+    })),
+    capacity: { ...p.capacity },
+    metrics: { ...p.metrics },
+    routers: [...p.routers],
+    settled,
+    reputation: providerReputation(snapshot, sync, address, options),
+  };
+}
+
+/**
+ * The `/providers` body: live-verified providers sorted by address, a page at a time, only
+ * those serving `model` and of `tier` when given.
+ */
 export function providersView(
   snapshot: Snapshot,
+  sync: HistorySync,
   options: ViewOptions = {},
+  page: ListPage = {},
 ): ProvidersView {
-  const recent = BigInt(options.recentEpochs ?? RECENT_EPOCHS);
-  const current = snapshot.chain.emission.currentEpoch;
-  const first = current - recent + 1n > 0n ? current - recent + 1n : 0n;
+  const filtered = page.model === undefined && page.tier === undefined
+    ? snapshot.live
+    : snapshot.live.filter((p) =>
+      (page.tier === undefined || p.state.tier === page.tier) &&
+      (page.model === undefined || p.ad.models.some((m) => m.id === page.model))
+    );
+  const cursor = page.cursor?.toLowerCase();
+  const { items, next } = pageOf(
+    filtered,
+    (p) => p.state.address.toLowerCase(),
+    { cursor, limit: page.limit },
+  );
   return {
-    providers: snapshot.live.map((p): ProviderView => {
-      const address = p.state.address.toLowerCase();
-      const buckets = snapshot.settledBy.get(address) ?? [];
-      const epochs: EpochVolumeView[] = [];
-      for (let epoch = first; epoch <= current; epoch++) {
-        epochs.push({ epoch: String(epoch), ...volume(buckets.filter((b) => b.epoch === epoch)) });
-      }
-      return {
-        provider: address,
-        tier: p.state.tier,
-        stake: String(p.state.stake),
-        serving_key: p.state.trustRoot.toLowerCase(),
-        ad_commitment: p.state.adCommitment.toLowerCase(),
-        endpoint: p.ad.endpoint,
-        models: p.ad.models.map((m) => ({
-          model: m.id,
-          prices: { input: m.prices.input, output: m.prices.output },
-          context_length: m.context_length,
-        })),
-        capacity: { ...p.capacity },
-        metrics: { ...p.metrics },
-        routers: [...p.routers],
-        settled: { epochs, total: volume(buckets) },
-        reputation: providerReputation(snapshot, address, options),
-      };
-    }),
+    providers: items.map((p) => providerView(snapshot, sync, p, options)),
+    next_cursor: next,
+    history: historyView(sync),
   };
 }
 
@@ -296,10 +394,13 @@ export function healthView(
   state: IndexerState,
   now: Date,
   refused: IndexerRequestError | null,
+  sync: HistorySync,
 ): HealthView {
   const serving = refused === null ? state.snapshot : null;
   const iso = (date: Date | null) => (date ? date.toISOString() : null);
-  const { lastError, rescans } = state;
+  const { lastError } = state;
+  const history = state.history;
+  const { rescans } = history;
   return {
     status: healthStatus(refused),
     live: true,
@@ -327,9 +428,26 @@ export function healthView(
     next_refresh_at: iso(state.nextRefreshAt),
     refreshing: state.refreshing,
     settlements: {
-      scanned_to_block: serving?.settlements.scannedTo != null
-        ? String(serving.settlements.scannedTo)
+      ...historyView(sync),
+      last_block: history.lastBlock ? String(history.lastBlock.number) : null,
+      role: history.role,
+      store: history.store ? { ...history.store } : null,
+      unreadable_block: history.unreadable
+        ? {
+          block: String(history.unreadable.block),
+          message: history.unreadable.message,
+          since: history.unreadable.since.toISOString(),
+        }
         : null,
+      failing: history.failing,
+      last_error: history.lastError
+        ? {
+          code: history.lastError.code,
+          message: history.lastError.message,
+          at: history.lastError.at.toISOString(),
+        }
+        : null,
+      stopped: history.stopped,
       rescans: rescans.count,
       last_rescan: rescans.last
         ? { at: rescans.last.at.toISOString(), reason: rescans.last.reason }

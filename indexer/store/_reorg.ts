@@ -140,3 +140,27 @@ export async function reconcile(
     found: index >= 0 ? found[index] : top,
   };
 }
+
+/**
+ * Discards the whole history — confirmed figures and window — and moves the cursor back to
+ * the first block, in one transaction under the writer lock: the indexer's answer to a reorg
+ * deeper than the confirmation depth (the history is derived data; it is scanned again).
+ */
+export async function resetHistory(sql: SqlSession, ctx: Ctx): Promise<StoreCursor> {
+  return await sql.transaction(async (query) => {
+    await lockCursor(query, ctx, "reset the history");
+    const s = ctx.schema;
+    await query(`DELETE FROM ${s}.window_deltas`);
+    await query(`DELETE FROM ${s}.window_blocks`);
+    await query(`DELETE FROM ${s}.buckets`);
+    await query(`DELETE FROM ${s}.epoch_totals`);
+    await query(`DELETE FROM ${s}.provider_totals`);
+    const rows = await query(
+      `UPDATE ${s}.cursor SET next_block = $1, last_block = NULL, last_hash = NULL,
+         confirmed_block = NULL, confirmed_hash = NULL, head_block = NULL, updated_at = now()
+       RETURNING ${CURSOR_COLUMNS}`,
+      [String(ctx.scanFromBlock)],
+    );
+    return cursorOf(rows[0], ctx.where);
+  });
+}

@@ -42,7 +42,7 @@ import {
   readProviderTotals,
   readState,
 } from "./_reads.ts";
-import { reconcile } from "./_reorg.ts";
+import { reconcile, resetHistory } from "./_reorg.ts";
 import { openServer, redactUrl } from "./_server.ts";
 import type { SqlSession } from "./_sql.ts";
 import type {
@@ -58,6 +58,7 @@ import type {
   ProviderTotals,
   ReconcileResult,
   SettlementBucket,
+  StoreCursor,
   StoreIdentity,
   StoreState,
 } from "./types.ts";
@@ -381,6 +382,13 @@ class SqlHistoryStore implements HistoryStore {
     return this.#run("reconcile the history with the chain", (sql) => {
       this.#requireWriter("reconcile the history with the chain");
       return reconcile(sql, this.#ctx, canonical);
+    });
+  }
+
+  reset(): Promise<StoreCursor> {
+    return this.#run("reset the history", (sql) => {
+      this.#requireWriter("reset the history");
+      return resetHistory(sql, this.#ctx);
     });
   }
 

@@ -266,6 +266,14 @@ export interface HistoryStore extends AsyncDisposable {
    * @throws {StoreError} `not_writer`, `lost_lock`, `conflict`, `failed`.
    */
   reconcile(canonical: CanonicalHashes): Promise<ReconcileResult>;
+  /**
+   * Discards the whole history (confirmed figures and window) and moves the cursor back to
+   * the first block, in one transaction: what the indexer does after a reorg deeper than the
+   * confirmation depth, before scanning again.
+   *
+   * @throws {StoreError} `not_writer`, `lost_lock`, `newer_schema`, `failed`.
+   */
+  reset(): Promise<StoreCursor>;
   /** Network-wide confirmed volume per epoch, a page at a time. */
   epochs(page?: PageOptions): Promise<Page<EpochTotals>>;
   /** One provider's confirmed volume per epoch, a page at a time. */

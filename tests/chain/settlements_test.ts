@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Address } from "viem";
+import { type Address, HttpRequestError, ResponseBodyTooLargeError, TimeoutError } from "viem";
 import { escrowAbi } from "../../chain/abi.ts";
 import { createChainClient } from "../../chain/client.ts";
 import { ChainConfigError, SettlementScanError } from "../../chain/errors.ts";
@@ -8,10 +8,13 @@ import {
   scanSettlements,
   type SettlementBucket,
   type SettlementCursor,
+  SettlementLogReader,
 } from "../../chain/settlements.ts";
 import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
 import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
+import { serve } from "../_http.ts";
+import { fakeLogNode, LOGS_PER_BLOCK } from "./_log_node.ts";
 
 function range(request: RpcRequest): bigint {
   const [filter] = request.params as [{ fromBlock: string; toBlock: string }];
@@ -316,4 +319,62 @@ Deno.test("range-limit errors are recognized across node wordings", () => {
     assert.ok(!isRangeLimitError(new Error(message)), message);
   }
   assert.ok(isRangeLimitError({ message: "HTTP request failed", status: 413 }));
+  // viem's own errors: the response body limit (10 MiB) and a timeout, as viem throws them.
+  assert.ok(isRangeLimitError(new ResponseBodyTooLargeError({ maxSize: 10_485_760, size: 11e6 })));
+  assert.ok(isRangeLimitError(new TimeoutError({ body: {}, url: "http://rpc.example" })));
+  assert.ok(
+    isRangeLimitError(
+      new HttpRequestError({
+        url: "http://rpc.example",
+        status: 413,
+        details: "Payload Too Large",
+      }),
+    ),
+  );
+});
+
+Deno.test("a range whose answer is over viem's 10 MiB body limit is split, down to one block", async () => {
+  // Each block of the fake node holds LOGS_PER_BLOCK settlements (about 6 MB of JSON): two
+  // blocks are over the limit, which viem refuses while reading the body.
+  const node = fakeLogNode();
+  await using server = serve(node.handler);
+  const client = await createChainClient(server.url, { retryCount: 0 });
+  const reader = new SettlementLogReader(client, node.escrow, { chunkSize: 8 });
+  const ranges = [];
+  for await (const range of reader.ranges(10n, 13n)) ranges.push(range);
+  assert.deepEqual(ranges.map((r) => [r.from, r.to, r.events.length]), [
+    [10n, 10n, LOGS_PER_BLOCK],
+    [11n, 11n, LOGS_PER_BLOCK],
+    [12n, 12n, LOGS_PER_BLOCK],
+    [13n, 13n, LOGS_PER_BLOCK],
+  ]);
+  assert.ok(node.tooLarge > 0, "the node sent answers over the limit");
+  // The range is 4 blocks: 4 → 2 → 1, and not back to 2 (it was too much just now).
+  assert.equal(reader.stats.shrinks, 2);
+  assert.equal(reader.stats.getLogsRequests, 6);
+  assert.deepEqual(ranges[1].events[5], node.event(11n, 5));
+  // One block over the limit on its own: range_limit naming it, nothing skipped before it.
+  node.logsPerBlock = (block) => (block === 21n ? 2 * LOGS_PER_BLOCK : 3);
+  const stuck = new SettlementLogReader(client, node.escrow);
+  const read: bigint[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const range of stuck.ranges(20n, 30n)) read.push(range.to);
+    })(),
+    (e: unknown) =>
+      e instanceof SettlementScanError && e.reason === "range_limit" &&
+      e.shortMessage.includes("single block 21") && /size limit/.test(e.shortMessage),
+  );
+  assert.deepEqual(read, [20n]);
+});
+
+Deno.test("a range the node cannot answer in time is split", async () => {
+  const node = fakeLogNode({ logsPerBlock: () => 2, slowAbove: 2n, slowMs: 1_500 });
+  await using server = serve(node.handler);
+  const client = await createChainClient(server.url, { retryCount: 0, timeoutMs: 300 });
+  const reader = new SettlementLogReader(client, node.escrow, { chunkSize: 16 });
+  let events = 0;
+  for await (const range of reader.ranges(1n, 16n)) events += range.events.length;
+  assert.equal(events, 32);
+  assert.ok(reader.chunk <= 4 && reader.stats.shrinks >= 3, `chunk ${reader.chunk}`);
 });

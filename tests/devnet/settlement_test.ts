@@ -52,6 +52,7 @@ Deno.test("served usage is settled to the Escrow and shows in the indexer", asyn
     log: () => {},
   });
   await refresher.refresh();
+  await refresher.syncHistory(); // the settlement history runs beside the snapshots
   const handler = createIndexerHandler({ state: () => refresher.state });
   const { providers } = await (await handler(new Request("http://indexer/providers"))).json();
   const listed = providers.find((p: { provider: string }) => p.provider === provider);

@@ -9,7 +9,16 @@
 import { adCommitment, type ProviderAd } from "../../chain/ad.ts";
 import type { SettlementBucket } from "../../chain/settlements.ts";
 import type { NetworkState } from "../../chain/types.ts";
+import {
+  type HistoryFigures,
+  type HistoryState,
+  type HistorySync,
+  initialHistoryState,
+} from "../../indexer/history.ts";
+import { syncFor } from "../../indexer/_history_data.ts";
 import { buildSnapshot, type Snapshot } from "../../indexer/snapshot.ts";
+import type { EpochTotals, ProviderTotals } from "../../indexer/store/mod.ts";
+import { firstEpochNeeded } from "../../indexer/views.ts";
 import type { RouterEntry } from "../../devnet/router.ts";
 import { expectedNetwork, type NetworkPlan, type PlannedProvider } from "../../devnet/seed.ts";
 
@@ -202,6 +211,79 @@ export function handSnapshot(takenAt = new Date("2030-03-17T05:15:00.000Z")): Sn
       { router: chain.routers[0], entries: HAND.providers.map((_, i) => entry(i)) },
       { router: chain.routers[1], entries: [entry(0), entry(1)] },
     ],
-    settlements: { buckets: handSettlements(), scannedTo: 4230n, confirmations: 12 },
+  });
+}
+
+/** The hand network's settlement figures, confirmed up to block 4230 (all buckets, all epochs). */
+export function handFigures(): HistoryFigures {
+  const buckets = handSettlements().sort((a, b) =>
+    a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
+  );
+  const epochs = new Map<bigint, EpochTotals>();
+  const providers = new Map<string, ProviderTotals>();
+  const recent = new Map<string, SettlementBucket[]>();
+  const total = { amount: 0n, tokens: 0n, settlements: 0 };
+  for (const b of buckets) {
+    const e = epochs.get(b.epoch) ??
+      { epoch: b.epoch, amount: 0n, tokens: 0n, settlements: 0, providers: 0 };
+    epochs.set(b.epoch, {
+      ...e,
+      amount: e.amount + b.amount,
+      tokens: e.tokens + b.tokens,
+      settlements: e.settlements + b.settlements,
+      providers: e.providers + 1,
+    });
+    const p = providers.get(b.provider) ?? {
+      provider: b.provider,
+      amount: 0n,
+      tokens: 0n,
+      settlements: 0,
+      epochs: 0,
+      firstEpoch: b.epoch,
+      lastEpoch: b.epoch,
+    };
+    providers.set(b.provider, {
+      ...p,
+      amount: p.amount + b.amount,
+      tokens: p.tokens + b.tokens,
+      settlements: p.settlements + b.settlements,
+      epochs: p.epochs + 1,
+      lastEpoch: b.epoch,
+    });
+    recent.set(b.provider, [...(recent.get(b.provider) ?? []), b]);
+    total.amount += b.amount;
+    total.tokens += b.tokens;
+    total.settlements += b.settlements;
+  }
+  return {
+    at: { number: 4230n, hash: `0x${"42".repeat(32)}` },
+    total,
+    epochs: [...epochs.values()].sort((a, b) => Number(a.epoch - b.epoch)),
+    providers,
+    recent,
+    fromEpoch: 0n,
+  };
+}
+
+/** The hand network's settlement history: a writer, synced with the hand snapshot. */
+export function handHistory(figures: HistoryFigures | null = handFigures()): HistoryState {
+  return {
+    ...initialHistoryState(12, 100n),
+    store: { backend: "embedded", location: "/var/lib/net-stats" },
+    role: "writer",
+    confirmed: figures?.at ?? null,
+    lastBlock: { number: 4242n, hash: `0x${"ab".repeat(32)}` },
+    headBlock: 4242n,
+    figures,
+  };
+}
+
+/** The hand history against the hand snapshot (synced). */
+export function handSync(snapshot: Snapshot = handSnapshot()): HistorySync {
+  const history = handHistory();
+  return syncFor(history, snapshot.chain.block, {
+    confirmations: history.confirmations,
+    scanFromBlock: history.scanFromBlock,
+    fromEpoch: firstEpochNeeded(snapshot.chain.emission.currentEpoch),
   });
 }

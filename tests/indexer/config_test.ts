@@ -61,6 +61,9 @@ Deno.test("config: the seed's defaults", () => {
     multicall: null,
     chainId: null,
     network: null,
+    dataDir: null,
+    databaseUrl: null,
+    rebuildHistory: false,
   });
 });
 
@@ -314,7 +317,61 @@ const KINDS: {
     ],
     bad: [["0xzz", "40 hex digits"]],
   },
+  {
+    kind: "directory",
+    flag: "--data-dir",
+    env: "NET_STATS_DATA_DIR",
+    read: (c) => c.dataDir,
+    good: [["/var/lib/net-stats", "/var/lib/net-stats"], ["data", "data"]],
+    bad: [],
+  },
+  {
+    kind: "PostgreSQL URL",
+    flag: "--database-url",
+    env: "NET_STATS_DATABASE_URL",
+    read: (c) => c.databaseUrl,
+    good: [
+      ["postgres://indexer@127.0.0.1:5432/net", "postgres://indexer@127.0.0.1:5432/net"],
+      [
+        "postgresql://u:p%40ss@db.example/net?sslmode=require",
+        "postgresql://u:p%40ss@db.example/net?sslmode=require",
+      ],
+    ],
+    bad: [
+      ["http://db.example/net", "the scheme http: is not accepted"],
+      ["mysql://u@db/net", "the scheme mysql: is not accepted"],
+      ["db.example:5432", "a postgres: or postgresql: URL"],
+    ],
+  },
 ];
+
+Deno.test("config: the history store's settings; a database URL's password is never shown", () => {
+  const on = config(["--rebuild-history"], {});
+  assert.equal(on.rebuildHistory, true);
+  assert.equal(config([], { NET_STATS_REBUILD_HISTORY: "yes" }).rebuildHistory, true);
+  assert.equal(config([], { NET_STATS_REBUILD_HISTORY: "0" }).rebuildHistory, false);
+  refuses([], { NET_STATS_REBUILD_HISTORY: "maybe" }, "NET_STATS_REBUILD_HISTORY", ["maybe"]);
+  // Both stores named: the database wins (the data directory is then unused).
+  const both = config(["--data-dir", "/x"], { NET_STATS_DATABASE_URL: "postgres://db/net" });
+  assert.deepEqual([both.dataDir, both.databaseUrl], ["/x", "postgres://db/net"]);
+  for (
+    const [args, env, setting] of [
+      [["--database-url", "mysql://indexer:hunter2@db/net"], {}, "--database-url"],
+      [[], { NET_STATS_DATABASE_URL: "http://indexer:hunter2@db/net" }, "NET_STATS_DATABASE_URL"],
+    ] as const
+  ) {
+    assert.throws(
+      () => parseIndexerConfig([...args], { ...CONTRACTS, ...env }),
+      (error: unknown) => {
+        assert.ok(error instanceof SettingError);
+        assert.equal(error.setting, setting);
+        assert.equal(error.message.includes("hunter2"), false, error.message);
+        assert.match(error.message, /indexer:\*\*\*@db/);
+        return true;
+      },
+    );
+  }
+});
 
 Deno.test("config: a table of good and bad values per kind, through flags and variables", () => {
   for (const { kind, flag, env, read, good, bad } of KINDS) {
@@ -374,5 +431,8 @@ Deno.test("config: --help wins and documents every option", () => {
     docs.includes(`\`\`\`\n${INDEXER_HELP.trimEnd()}\n\`\`\``),
     "docs/indexer.md shows --help",
   );
-  assert.match(INDEXER_HELP, /GET \/stats, \/models, \/providers,\n\/health, and \/openapi\.json/);
+  assert.match(
+    INDEXER_HELP,
+    /GET \/stats, \/models, \/providers,\n\/providers\/\{address\}, \/epochs, \/health, and \/openapi\.json/,
+  );
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { type IndexerState, initialState } from "../../indexer/state.ts";
 import { modelsView, providersView, statsView } from "../../indexer/views.ts";
-import { handSnapshot } from "./_network.ts";
+import { handHistory, handSnapshot, handSync } from "./_network.ts";
 
 const takenAt = new Date("2030-03-17T05:15:00.000Z");
 const later = (secs: number) => new Date(takenAt.getTime() + secs * 1000);
@@ -10,6 +10,7 @@ const later = (secs: number) => new Date(takenAt.getTime() + secs * 1000);
 function servingState(): IndexerState {
   return {
     ...initialState(30, 60),
+    history: handHistory(),
     snapshot: handSnapshot(takenAt),
     lastSnapshotAt: takenAt,
     lastAttemptAt: takenAt,
@@ -68,9 +69,9 @@ Deno.test("the data paths serve the snapshot's views, with CORS", async () => {
   const snapshot = servingState().snapshot!;
   for (
     const [path, view] of [
-      ["/stats", statsView(snapshot)],
-      ["/models", modelsView(snapshot)],
-      ["/providers", providersView(snapshot)],
+      ["/stats", statsView(snapshot, handSync(snapshot))],
+      ["/models", modelsView(snapshot, handSync(snapshot))],
+      ["/providers", providersView(snapshot, handSync(snapshot))],
     ] as const
   ) {
     const response = await h.get(path);
@@ -170,7 +171,10 @@ Deno.test("/health while serving: 200 with the snapshot, its age and the settlem
     message: "No router is reachable",
     at: later(-30),
   };
-  state.rescans = { count: 1, last: { at: later(-60), reason: "a reorg" } };
+  state.history = {
+    ...state.history,
+    rescans: { count: 1, last: { at: later(-60), reason: "a reorg" } },
+  };
   state.nextRefreshAt = later(30);
   const response = await handler(state, later(12)).get("/health");
   cors(response);
@@ -202,7 +206,17 @@ Deno.test("/health while serving: 200 with the snapshot, its age and the settlem
     next_refresh_at: "2030-03-17T05:15:30.000Z",
     refreshing: false,
     settlements: {
+      synced: true,
       scanned_to_block: "4230",
+      head_block: "4242",
+      confirmations: 12,
+      last_block: "4242",
+      role: "writer",
+      store: { backend: "embedded", location: "/var/lib/net-stats" },
+      unreadable_block: null,
+      failing: false,
+      last_error: null,
+      stopped: null,
       rescans: 1,
       last_rescan: { at: "2030-03-17T05:14:00.000Z", reason: "a reorg" },
     },
@@ -216,7 +230,7 @@ Deno.test("unknown paths are 404, other methods 405, both with CORS", async () =
       await h.get(path),
       404,
       "not_found",
-      "GET /stats, /models, /providers, /health and /openapi.json",
+      "GET /stats, /models, /providers, /providers/{address}, /epochs, /health and /openapi.json",
     );
   }
   await error(await h.get("/nope", { method: "POST" }), 404, "not_found");
@@ -274,5 +288,82 @@ Deno.test("an unexpected failure is a generic 500 with CORS, logged, never leake
   const response = await handle(new Request("http://127.0.0.1:8088/stats"));
   const body = await error(response, 500, "internal_error", "details are in its log");
   assert.equal(JSON.stringify(body).includes("secret"), false);
+  assert.equal(logged.length, 1);
+});
+
+Deno.test("the history endpoints: /epochs, /providers/{address} (404 when unknown), bad queries 400", async () => {
+  const calls: string[] = [];
+  const handle = createIndexerHandler({
+    state: servingState,
+    clock: () => later(5),
+    readProviderHistory: (address) => {
+      calls.push(address);
+      return Promise.resolve({
+        buckets: address === "0x4444444444444444444444444444444444444444"
+          ? [{ provider: address, epoch: 2n, amount: 7n, tokens: 60n, settlements: 1 }]
+          : [],
+        at: { number: 4230n, hash: `0x${"42".repeat(32)}` },
+      });
+    },
+  });
+  const get = (path: string) => handle(new Request(`http://127.0.0.1:8088${path}`));
+  const epochs = await get("/epochs?limit=2&order=desc");
+  assert.equal(epochs.status, 200);
+  const body = await epochs.json();
+  assert.deepEqual(body.epochs.map((e: { epoch: string }) => e.epoch), ["5", "4"]);
+  assert.equal(body.next_cursor, "4");
+  // Mixed case is accepted; the answer is lower case. A provider only the history knows.
+  const p3 = await get("/providers/0x4444444444444444444444444444444444444444?limit=5");
+  assert.equal(p3.status, 200);
+  const detail = await p3.json();
+  assert.equal(detail.settled.total.amount, "7");
+  assert.equal(detail.history.synced, true);
+  const upper = await get(`/providers/0x${"A".repeat(40)}`);
+  await error(upper, 404, "unknown_provider", `Unknown provider 0x${"a".repeat(40)}`);
+  assert.deepEqual(calls.at(-1), `0x${"a".repeat(40)}`);
+  for (
+    const [path, field] of [
+      ["/providers?limit=0", "limit"],
+      ["/providers?limit=1001", "limit"],
+      ["/providers?cursor=nope", "cursor"],
+      ["/providers?tier=gold", "tier"],
+      ["/models?limit=x", "limit"],
+      ["/epochs?cursor=-1", "cursor"],
+      ["/epochs?order=up", "order"],
+      ["/providers/0x12", "address"],
+      ["/providers?limit=1&limit=2", "limit"],
+    ]
+  ) {
+    const response = await get(path);
+    const answer = await error(response, 400, "invalid_request");
+    assert.match(answer.error.message, new RegExp(field), path);
+  }
+  // Unknown parameters are ignored, as before.
+  assert.equal((await get("/stats?pretty=1")).status, 200);
+  // No snapshot: the history endpoints answer 503 like the others.
+  const down = createIndexerHandler({ state: () => initialState(30, 60) });
+  for (const path of ["/epochs", `/providers/0x${"1".repeat(40)}`]) {
+    const response = await down(new Request(`http://127.0.0.1:8088${path}`));
+    await error(response, 503, "no_snapshot");
+  }
+});
+
+Deno.test("/providers/{address} when the store fails: 200 with the history unavailable, logged", async () => {
+  const logged: unknown[] = [];
+  const handle = createIndexerHandler({
+    state: servingState,
+    clock: () => later(5),
+    log: (_message, e) => logged.push(e),
+    readProviderHistory: () => Promise.reject(new Error("connection terminated")),
+  });
+  const response = await handle(
+    new Request("http://127.0.0.1:8088/providers/0x1111111111111111111111111111111111111111"),
+  );
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  assert.deepEqual(body.settled, { total: null, epochs: null, next_cursor: null });
+  assert.equal(body.history.synced, false);
+  assert.equal(body.live.settled, null);
+  assert.equal(body.registry.tier, "verified");
   assert.equal(logged.length, 1);
 });

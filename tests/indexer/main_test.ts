@@ -5,7 +5,9 @@ import { fileURLToPath } from "node:url";
 import { createRouterHandler, type RouterEntry } from "../../devnet/router.ts";
 import { startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
+import { openStore } from "../../indexer/store/mod.ts";
 import { routerEntry } from "./_network.ts";
+import { freshDataDir } from "./_stores.ts";
 
 const MAIN = fileURLToPath(new URL("../../indexer/main.ts", import.meta.url));
 const CONTRACTS = {
@@ -74,9 +76,11 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
   await using chain = await startChainFixture({ providers: 12, routerUrls: [router.url] });
   entries = chain.plan.providers.map(routerEntry);
   const bonded = chain.expected.state.providers.filter((p) => p.bonded).length;
+  const dataDir = await freshDataDir();
   const child = command(["--bind", "127.0.0.1:0", "--refresh-secs", "1", "--confirmations", "0"], {
     PATH: Deno.env.get("PATH") ?? "",
     HOME: Deno.env.get("HOME") ?? "",
+    NET_STATS_DATA_DIR: dataDir,
     NET_EVM_RPC_URL: chain.anvil.rpcUrl,
     NET_EVM_ESCROW: chain.contracts.escrow,
     NET_EVM_STAKING: chain.contracts.staking,
@@ -110,6 +114,15 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     const body = await stats.json();
     assert.equal(body.providers.live_verified, bonded);
     assert.equal(body.staked_security, String(chain.expected.state.staking.totalStaked));
+    // The settlement history catches up beside the snapshots, in the data directory.
+    let settlements = body.settlements;
+    while (!settlements.synced) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      settlements = (await (await fetch(`${url}/stats`)).json()).settlements;
+    }
+    const total = chain.expected.settlements.reduce((sum, b) => sum + b.settlements, 0);
+    assert.equal(settlements.count, total);
+    assert.ok((await Deno.stat(`${dataDir}/pgdata`)).isDirectory);
     child.kill("SIGTERM");
     const status = await child.status;
     await rest;
@@ -211,4 +224,70 @@ Deno.test("main: with the chain down at start it serves 503, then refuses wrong 
     errors,
     /Cannot continue: .*NET_EVM_STAKING 0x[0-9a-f]{40} is not a Staking contract/,
   );
+});
+
+Deno.test("main: a store of another chain stops start-up (exit 2); --rebuild-history rebuilds it", async () => {
+  await using router = serve(createRouterHandler({ source: () => [] }));
+  await using chain = await startChainFixture({ providers: 4, routerUrls: [router.url] });
+  const dataDir = await freshDataDir();
+  const other = await openStore({ dataDir }, {
+    chainId: 1,
+    escrow: chain.contracts.escrow,
+    scanFromBlock: chain.deployment.fromBlock,
+    log: () => {},
+  });
+  await other.close();
+  const env = {
+    NET_EVM_RPC_URL: chain.anvil.rpcUrl,
+    NET_EVM_ESCROW: chain.contracts.escrow,
+    NET_EVM_STAKING: chain.contracts.staking,
+    NET_EVM_EMISSION: chain.contracts.emission,
+    NET_EVM_REGISTRY: chain.contracts.registry,
+    NET_STATS_SCAN_FROM_BLOCK: String(chain.deployment.fromBlock),
+    NET_STATS_DATA_DIR: dataDir,
+  };
+  const refused = await run(["--bind", "127.0.0.1:0"], env);
+  assert.equal(refused.code, 2, refused.stderr);
+  assert.match(
+    refused.stderr,
+    /Cannot use the settlement history: .*belongs to chain id 1, expected 31337/,
+  );
+  // Rebuilt on request: the store is replaced and the indexer serves (stopped by SIGTERM).
+  const child = command(["--bind", "127.0.0.1:0", "--rebuild-history", "--confirmations", "0"], {
+    PATH: Deno.env.get("PATH") ?? "",
+    HOME: Deno.env.get("HOME") ?? "",
+    ...env,
+  }).spawn();
+  const errors = new Response(child.stderr).text();
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let stdout = "";
+    let url: string | undefined;
+    while (!url) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the indexer exited before listening:\n${stdout}\n${await errors}`);
+      stdout += value;
+      url = stdout.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+    }
+    const rest = (async () => {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
+    })();
+    for (;;) {
+      const response = await fetch(`${url}/stats`);
+      const body = await response.json();
+      if (response.status === 200 && body.settlements.synced) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    child.kill("SIGTERM");
+    assert.equal((await child.status).code, 0, await errors);
+    await rest;
+    assert.match(await errors, /history store: rebuilt/);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+    await child.status;
+  }
 });

@@ -17,7 +17,7 @@ import { statsView } from "../../indexer/views.ts";
 import { closedPort, serve } from "../_http.ts";
 import { answer, OpenApiChecker } from "../_openapi.ts";
 import { assertRoutesDocumented } from "../_routes.ts";
-import { handSnapshot } from "./_network.ts";
+import { handSnapshot, handSync } from "./_network.ts";
 
 /** The generated document of an indexer service (the same for every state). */
 const INDEXER_OPENAPI = createIndexerService({ state: () => initialState(30, 60) }).document();
@@ -44,7 +44,7 @@ Deno.test("every path the indexer serves is documented, and only those", async (
   // The handler's own list of paths (its 404 message) is the documented list.
   const missing = await handler(new Request("http://127.0.0.1:8088/nope"));
   const { error } = await missing.json();
-  const named = [...error.message.matchAll(/\/[a-z.]+/g)].map((m) => m[0]).filter((p) =>
+  const named = [...error.message.matchAll(/\/[a-z.{}/]+/g)].map((m) => m[0]).filter((p) =>
     p !== "/nope"
   );
   assert.deepEqual(named.toSorted(), documented.toSorted());
@@ -79,21 +79,26 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     log: () => {},
   });
   await using _refresher = refresher;
-  await using server = serve(createIndexerHandler({ state: () => refresher.state }));
+  await using server = serve(createIndexerHandler({
+    state: () => refresher.state,
+    readProviderHistory: (address) => refresher.readProviderHistory(address),
+  }));
   const get = async (path: string, init?: RequestInit) => {
     const response = await fetch(`${server.url}${path}`, init);
     return answer(path, init?.method ?? "get", response);
   };
 
   // Before the first snapshot: 503 no_snapshot everywhere, /health says starting.
-  for (const path of ["/stats", "/models", "/providers", "/health"]) {
+  const someone = `/providers/0x${"1".repeat(40)}`;
+  for (const path of ["/stats", "/models", "/providers", "/epochs", someone, "/health"]) {
     const before = await get(path);
     assert.equal(before.status, 503);
-    checker.check(before);
+    checker.check({ ...before, path: path.replace(/0x[0-9a-f]{40}/, "{address}") });
   }
 
-  // Serving.
+  // Serving, the settlement history synced.
   await refresher.refresh();
+  await refresher.syncHistory();
   const stats = await get("/stats");
   assert.equal(stats.status, 200, stats.body);
   checker.check(stats);
@@ -103,11 +108,8 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.ok(report.rejected_ads.by_reason.commitment_mismatch >= 1);
   assert.ok(report.rejected_ads.by_reason.malformed >= 1);
   assert.ok(report.routers.list.some((r: { error: unknown }) => r.error !== null));
-  for (const path of ["/models", "/providers", "/health", "/openapi.json"]) {
-    const ok = await get(path);
-    assert.equal(ok.status, 200, `${path}: ${ok.body}`);
-    checker.check(ok);
-  }
+  assert.equal(report.settlements.synced, true);
+  await checkHistoryAnswers(get, checker);
   assert.ok(JSON.parse((await get("/providers")).body).providers.length >= 3);
   assert.deepEqual(
     JSON.parse((await get("/openapi.json")).body),
@@ -129,10 +131,12 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   // reason, /health 503 with last_error.
   await devnet.stop();
   await refresher.refresh();
-  const down = await get("/stats");
-  assert.equal(down.status, 503);
-  assert.equal(JSON.parse(down.body).error.code, "chain_unreachable");
-  checker.check(down);
+  for (const path of ["/stats", "/models", "/providers", "/epochs", someone]) {
+    const down = await get(path);
+    assert.equal(down.status, 503);
+    assert.equal(JSON.parse(down.body).error.code, "chain_unreachable");
+    checker.check({ ...down, path: path.replace(/0x[0-9a-f]{40}/, "{address}") });
+  }
   const health = await get("/health");
   assert.equal(health.status, 503);
   assert.equal(JSON.parse(health.body).last_error.code, "chain_unreachable");
@@ -162,7 +166,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
 
 Deno.test("the checker refuses answers that break the document", () => {
   const checker = new OpenApiChecker(INDEXER_OPENAPI);
-  const stats = statsView(handSnapshot());
+  const stats = statsView(handSnapshot(), handSync());
   const reply = (body: unknown, status = 200, headers: HeadersInit = {}) => ({
     path: "/stats",
     method: "get",
@@ -184,3 +188,36 @@ Deno.test("the checker refuses answers that break the document", () => {
   const plain = { ...reply(stats), headers: new Headers({ "content-type": "text/html" }) };
   assert.throws(() => checker.check(plain), /content type text\/html is not documented/);
 });
+
+type Get = (path: string, init?: RequestInit) => ReturnType<typeof answer>;
+
+/** The listed views with queries, one provider's history, bad queries (400), unknown (404). */
+async function checkHistoryAnswers(get: Get, checker: OpenApiChecker): Promise<void> {
+  const paid = JSON.parse((await get("/providers?limit=1")).body).providers[0].provider;
+  const listed = [
+    "/models",
+    "/models?limit=1&tier=verified",
+    "/providers",
+    "/providers?limit=2",
+    "/epochs",
+    "/epochs?order=desc&limit=3",
+    `/providers/${paid}`,
+    "/health",
+    "/openapi.json",
+  ];
+  for (const path of listed) {
+    const ok = await get(path);
+    assert.equal(ok.status, 200, `${path}: ${ok.body}`);
+    checker.check({ ...ok, path: path.split("?")[0].replace(/0x[0-9a-f]{40}/, "{address}") });
+  }
+  for (
+    const path of ["/models?limit=0", "/providers?tier=x", "/epochs?cursor=x", "/providers/0x1"]
+  ) {
+    const bad = await get(path);
+    assert.equal(bad.status, 400, path);
+    checker.check({ ...bad, path: path.split("?")[0].replace("/0x1", "/{address}") });
+  }
+  const unknown = await get(`/providers/0x${"9".repeat(40)}`);
+  assert.equal(unknown.status, 404, unknown.body);
+  checker.check({ ...unknown, path: "/providers/{address}" });
+}

@@ -15,6 +15,7 @@ import { startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
 import { closedPort, serve } from "../_http.ts";
 import { capacityOf, routerEntry, tokensPerSecOf } from "./_network.ts";
+import { freshDataDir } from "./_stores.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -120,6 +121,7 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     confirmations: 0,
     clock: () => now,
     log: (line) => logs.push(line),
+    history: { dataDir: await freshDataDir() },
   };
   await using refresher = new Refresher(options);
   const handle = createIndexerHandler({ state: () => refresher.state, clock: () => now });
@@ -268,6 +270,10 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     head = await chain.client.getBlockNumber();
     const state = await refresher.refresh();
     assert.equal(state.failing, false, state.lastError?.message);
+    // The settlement history runs beside the snapshots: its first pass (the whole scan).
+    const pass = await refresher.syncHistory();
+    assert.equal(pass.failing, false, pass.lastError?.message);
+    assert.equal(pass.role, "writer");
     const expected = expectedListing(normal);
     // Sanity of the fixture: a realistic mix, all of it served by some router.
     assert.ok(bonded.length >= 20 && bonded.length < truth.state.providers.length);
@@ -339,7 +345,9 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
       by_reason: total,
     });
     assert.deepEqual(s.settlements, {
+      synced: true,
       scanned_to_block: String(head),
+      head_block: String(head),
       confirmations: 0,
       amount: String(truth.settlements.reduce((sum, b) => sum + b.amount, 0n)),
       tokens: String(truth.settlements.reduce((sum, b) => sum + b.tokens, 0n)),
@@ -353,14 +361,16 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
       taken_at: now.toISOString(),
     });
 
+    const synced = { synced: true, scanned_to_block: String(head), head_block: String(head) };
+    const history = { ...synced, confirmations: 0 };
     const models = await get("/models");
     assert.equal(models.status, 200);
-    assert.deepEqual(models.body, { models: expected.models });
+    assert.deepEqual(models.body, { models: expected.models, next_cursor: null, history });
     assert.ok(models.body.models.some((m: Json) => m.tiers.tee > 0 && m.tiers.verified > 0));
 
     const providers = await get("/providers");
     assert.equal(providers.status, 200);
-    assert.deepEqual(providers.body, { providers: expected.providers });
+    assert.deepEqual(providers.body, { providers: expected.providers, next_cursor: null, history });
     assert.ok(
       providers.body.providers.some((p: Json) => p.reputation > 0 && p.reputation < 1),
       "reputations differ between providers",
@@ -430,8 +440,8 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
       ].sort(),
     );
     assert.deepEqual(s.capacity, expected.capacity);
-    assert.deepEqual((await get("/providers")).body, { providers: expected.providers });
-    assert.deepEqual((await get("/models")).body, { models: expected.models });
+    assert.deepEqual((await get("/providers")).body.providers, expected.providers);
+    assert.deepEqual((await get("/models")).body.models, expected.models);
   });
 
   await t.step("a router whose whole body is too large is not used", async () => {
@@ -447,14 +457,14 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     const expected = expectedListing((i, p) => i !== 0 && normal(i, p));
     assert.ok(expected.providers.length < bonded.length);
     assert.equal(s.providers.live_verified, expected.providers.length);
-    assert.deepEqual((await get("/providers")).body, { providers: expected.providers });
+    assert.deepEqual((await get("/providers")).body.providers, expected.providers);
     routers[0].reset();
   });
 
   await t.step("settlements are indexed incrementally: only new blocks are scanned", async () => {
     now = new Date(now.getTime() + 30_000);
     await refresher.refresh();
-    const scanned = BigInt(refresher.cursor!.lastBlock!.number);
+    const scanned = refresher.history.lastBlock!.number;
     const provider = bonded[0].address as Address;
     const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
       chainId: chain.anvil.chainId,
@@ -625,21 +635,28 @@ Deno.test("the default confirmation depth leaves the newest blocks for later", a
     client: { retryCount: 0 },
     scanFromBlock: chain.deployment.fromBlock,
     log: () => {},
+    history: { dataDir: await freshDataDir() },
   });
   const head = await chain.client.getBlockNumber();
-  const first = await refresher.refresh();
-  assert.equal(first.snapshot?.settlements.scannedTo, head - 12n);
-  assert.equal(first.snapshot?.settlements.confirmations, 12);
+  await refresher.refresh();
+  const first = await refresher.syncHistory();
+  assert.equal(first.confirmed?.number, head - 12n);
+  assert.equal(first.confirmations, 12);
+  // The newest 12 blocks are scanned into the unconfirmed window, not counted.
+  assert.equal(first.lastBlock?.number, head);
   await chain.rpc("anvil_mine", ["0xc"]);
-  const second = await refresher.refresh();
-  assert.equal(second.snapshot?.settlements.scannedTo, head);
-  const total = (buckets: readonly { amount: bigint }[]) =>
-    buckets.reduce((s, b) => s + b.amount, 0n);
-  assert.equal(total(second.snapshot!.settlements.buckets), total(chain.expected.settlements));
-  assert.deepEqual(
-    second.snapshot!.settlements.buckets.map((b) => ({ ...b })),
-    chain.expected.settlements,
+  await refresher.refresh();
+  const second = await refresher.syncHistory();
+  assert.equal(second.confirmed?.number, head);
+  const buckets = [...second.figures!.recent.values()].flat().sort((a, b) =>
+    a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
   );
+  assert.equal(second.figures!.fromEpoch, 0n, "the seed's epochs are all recent");
+  assert.equal(
+    second.figures!.total.amount,
+    chain.expected.settlements.reduce((s, b) => s + b.amount, 0n),
+  );
+  assert.deepEqual(buckets.map((b) => ({ ...b })), chain.expected.settlements);
 });
 
 Deno.test("a chain down at start-up is chain_unreachable (URL path never shown); no contracts is chain_error", async () => {
@@ -666,6 +683,11 @@ Deno.test("a chain down at start-up is chain_unreachable (URL path never shown);
       state.lastError!.message,
     );
     assert.equal(state.lastError!.message.includes("secret-api-key"), false);
+    // The settlement history fails on its own, visibly, with the same care for the URL.
+    const history = await r.syncHistory();
+    assert.equal(history.failing, true);
+    assert.equal(history.lastError?.code, "chain_unreachable", history.lastError?.message);
+    assert.equal(history.lastError!.message.includes("secret-api-key"), false);
   }
 
   // Up now, but nothing is deployed at those addresses: reachable, and the reads fail.
@@ -695,6 +717,7 @@ Deno.test("refresh is single flight; the loop refreshes on its own and stops cle
     confirmations: 0,
     refreshSecs: 0.05,
     log: () => {},
+    history: { dataDir: await freshDataDir() },
   });
   const [a, b] = [refresher.refresh(), refresher.refresh()];
   assert.equal(a, b, "the same promise");
@@ -728,7 +751,7 @@ Deno.test("refresh is single flight; the loop refreshes on its own and stops cle
   assert.equal(state.refreshing, false);
 });
 
-Deno.test("with no confirmations, a scan that ends on another fork than the snapshot is refused", async () => {
+Deno.test("with no confirmations, settlement figures from another fork than the snapshot are never served", async () => {
   await using router = serve(() => Response.json({ ads: [] }));
   await using chain = await startChainFixture({ providers: 5, routerUrls: [router.url] });
   // A node that answers by-number block lookups (the settlement scan's) from another fork
@@ -759,12 +782,23 @@ Deno.test("with no confirmations, a scan that ends on another fork than the snap
     scanFromBlock: chain.deployment.fromBlock,
     confirmations: 0,
     log: () => {},
+    history: { dataDir: await freshDataDir() },
   });
+  const handle = createIndexerHandler({ state: () => refresher.state });
+  const settlements = async () =>
+    (await (await handle(new Request("http://127.0.0.1:8088/stats"))).json()).settlements;
   await refresher.refresh();
+  await refresher.syncHistory();
   assert.ok(refresher.state.snapshot, "an honest node gives a snapshot");
+  assert.equal((await settlements()).synced, true);
   forked = true;
   await refresher.refresh();
-  assert.equal(refresher.state.snapshot, null, "mixed forks must not be served");
-  assert.ok(refresher.state.failing);
-  assert.match(JSON.stringify(refresher.state.lastError), /reorganized during the refresh/);
+  // The history now reads the block by number from the other fork: it rescans that fork,
+  // whose last block is not the snapshot's.
+  await refresher.syncHistory();
+  assert.ok(refresher.state.snapshot, "the chain state is still served");
+  const mixed = await settlements();
+  assert.equal(mixed.synced, false, "mixed forks must not be served");
+  assert.deepEqual([mixed.amount, mixed.tokens, mixed.count], [null, null, null]);
+  assert.equal(refresher.history.confirmed?.hash, otherFork);
 });

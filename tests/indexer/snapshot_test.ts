@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { SnapshotError } from "../../indexer/errors.ts";
 import { buildSnapshot, type RouterAnswer } from "../../indexer/snapshot.ts";
-import { HAND, handAd, handSettlements, handState } from "./_network.ts";
+import { AdCache } from "../../indexer/verify_entry.ts";
+import { HAND, handAd, handState } from "./_network.ts";
 
 const takenAt = new Date("2030-03-17T05:15:00.000Z");
-const settlements = { buckets: handSettlements(), scannedTo: 4230n, confirmations: 12 };
 const chain = handState();
 const [r1, r2] = chain.routers;
 
@@ -13,7 +13,7 @@ function entry(i: number, capacity = HAND.providers[i].capacity) {
 }
 
 function build(routers: RouterAnswer[], state = chain) {
-  return buildSnapshot({ takenAt, chain: state, routers, settlements });
+  return buildSnapshot({ takenAt, chain: state, routers });
 }
 
 Deno.test("capacity comes from the first router (Registry order) that verified the provider", () => {
@@ -96,17 +96,50 @@ Deno.test("no router registered: a snapshot with no live provider (the chain's t
   assert.deepEqual([snapshot.live.length, snapshot.routers.length], [0, 0]);
 });
 
-Deno.test("settlements are grouped per provider and sorted by epoch", () => {
-  const snapshot = build([{ router: r1, entries: [] }]);
-  const p0 = snapshot.settledBy.get(HAND.providers[0].address)!;
-  assert.deepEqual(p0.map((b) => [b.epoch, b.settlements]), [[0n, 1], [1n, 2], [3n, 1]]);
-  assert.equal(snapshot.settledBy.get(HAND.providers[2].address), undefined);
+Deno.test("an ad cache gives the same verdicts, and still compares with the chain every time", () => {
+  const cache = new AdCache();
+  const routers = [{ router: r1, entries: HAND.providers.map((_, i) => entry(i)) }];
+  const plain = build(routers);
+  const first = buildSnapshot({ takenAt, chain, routers }, { adCache: cache });
+  cache.rotate();
+  assert.equal(cache.size, 4);
+  const second = buildSnapshot({ takenAt, chain, routers }, { adCache: cache });
+  for (const snapshot of [first, second]) {
+    assert.deepEqual(
+      snapshot.live.map((p) => p.state.address),
+      plain.live.map((p) => p.state.address),
+    );
+    assert.deepEqual(snapshot.rejections, plain.rejections);
+  }
+  assert.equal(second.live[0].ad, first.live[0].ad, "the cached check was reused");
+  // The chain moved P0's commitment: the cached ad no longer matches it.
+  const moved = {
+    ...chain,
+    providers: chain.providers.map((p, i) =>
+      i === 0 ? { ...p, adCommitment: `0x${"9".repeat(64)}` as const } : p
+    ),
+  };
+  const third = buildSnapshot({ takenAt, chain: moved, routers }, { adCache: cache });
+  assert.equal(third.rejections.commitment_mismatch, 1);
+  assert.equal(third.live.some((p) => p.state.address === HAND.providers[0].address), false);
+  // A malformed ad is remembered as such.
+  const bad = { ...entry(1), ad: { ...handAd(1), endpoint: "ftp://x" } };
+  for (let round = 0; round < 2; round++) {
+    const snapshot = buildSnapshot({ takenAt, chain, routers: [{ router: r1, entries: [bad] }] }, {
+      adCache: cache,
+    });
+    assert.equal(snapshot.rejections.malformed, 1, `round ${round}`);
+  }
+  // Entries unused for two refreshes are forgotten.
+  cache.rotate();
+  cache.rotate();
+  assert.equal(cache.size, 0);
 });
 
 Deno.test("examples are capped per router", () => {
   const junk = Array.from({ length: 25 }, () => ({ nope: true }));
   const snapshot = buildSnapshot(
-    { takenAt, chain, routers: [{ router: r1, entries: junk }], settlements },
+    { takenAt, chain, routers: [{ router: r1, entries: junk }] },
     { examplesPerRouter: 3 },
   );
   assert.equal(snapshot.rejections.malformed, 25);

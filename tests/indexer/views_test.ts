@@ -1,7 +1,7 @@
 // Every expected figure below is worked out by hand from `HAND` in `_network.ts`.
 import assert from "node:assert/strict";
 import { modelsView, providersView, statsView } from "../../indexer/views.ts";
-import { handSnapshot } from "./_network.ts";
+import { handSnapshot, handSync } from "./_network.ts";
 
 const E30 = "1000000000000000000000000000000";
 const P0 = "0x1111111111111111111111111111111111111111";
@@ -20,7 +20,7 @@ const zeros = {
 };
 
 Deno.test("/stats: counts, sums and chain figures as decimal strings", () => {
-  const stats = statsView(handSnapshot());
+  const stats = statsView(handSnapshot(), handSync());
   assert.deepEqual(stats.providers, { registered: 4, bonded: 3, live_verified: 3 });
   assert.equal(stats.validators, 1);
   assert.equal(stats.staked_security, "9000000000000000000000000000001");
@@ -63,7 +63,9 @@ Deno.test("/stats: counts, sums and chain figures as decimal strings", () => {
   ]);
   // 1e30 + 2 + 3 + 4 + 5 + 6 + 7 over every bucket, P3's included (settlements are history).
   assert.deepEqual(stats.settlements, {
+    synced: true,
     scanned_to_block: "4230",
+    head_block: "4242",
     confirmations: 12,
     amount: "1000000000000000000000000000027",
     tokens: "1210",
@@ -78,7 +80,7 @@ Deno.test("/stats: counts, sums and chain figures as decimal strings", () => {
 });
 
 Deno.test("/models: cheapest price rule, counts, reputation and tokens/sec by hand", () => {
-  assert.deepEqual(modelsView(handSnapshot()), {
+  assert.deepEqual(modelsView(handSnapshot(), handSync()), {
     models: [
       {
         model: "acme/alpha",
@@ -111,11 +113,13 @@ Deno.test("/models: cheapest price rule, counts, reputation and tokens/sec by ha
         context_length: 2048,
       },
     ],
+    next_cursor: null,
+    history: { synced: true, scanned_to_block: "4230", head_block: "4242", confirmations: 12 },
   });
 });
 
 Deno.test("/providers: one entry per live-verified provider, with recent volume and reputation", () => {
-  const { providers } = providersView(handSnapshot());
+  const { providers } = providersView(handSnapshot(), handSync());
   assert.deepEqual(providers.map((p) => p.provider), [P0, P1, P2]);
   const [p0, p1, p2] = providers;
   assert.equal(p0.tier, "verified");
@@ -149,24 +153,25 @@ Deno.test("/providers: one entry per live-verified provider, with recent volume 
     ],
     total: { amount: "1000000000000000000000000000009", tokens: "1060", settlements: 4 },
   });
-  assert.deepEqual(p1.settled.epochs.slice(4), [
+  assert.deepEqual(p1.settled!.epochs.slice(4), [
     volume("4", "5", "40", 1),
     volume("5", "6", "50", 1),
   ]);
-  assert.deepEqual(p1.settled.total, { amount: "11", tokens: "90", settlements: 2 });
-  assert.deepEqual(p2.settled.total, { amount: "0", tokens: "0", settlements: 0 });
+  assert.deepEqual(p1.settled!.total, { amount: "11", tokens: "90", settlements: 2 });
+  assert.deepEqual(p2.settled!.total, { amount: "0", tokens: "0", settlements: 0 });
   // Finished epochs 0..4: P0 paid in 0, 1, 3 (3/5); P1 in 4 (epoch 5 is unfinished); P2 never.
   assert.deepEqual(providers.map((p) => p.reputation), [0.6, 0.2, 0]);
 });
 
 Deno.test("the view windows are options", () => {
   const snapshot = handSnapshot();
-  const { providers } = providersView(snapshot, { recentEpochs: 2, reputationEpochs: 2 });
-  assert.deepEqual(providers[0].settled.epochs.map((e) => e.epoch), ["4", "5"]);
+  const sync = handSync(snapshot);
+  const { providers } = providersView(snapshot, sync, { recentEpochs: 2, reputationEpochs: 2 });
+  assert.deepEqual(providers[0].settled!.epochs.map((e) => e.epoch), ["4", "5"]);
   // Window 2 → epochs 3..4: P0 paid in 3 (1/2), P1 in 4 (1/2), P2 never.
   assert.deepEqual(providers.map((p) => p.reputation), [0.5, 0.5, 0]);
   assert.deepEqual(
-    modelsView(snapshot, { reputationEpochs: 2 }).models.map((m) => m.reputation),
+    modelsView(snapshot, sync, { reputationEpochs: 2 }).models.map((m) => m.reputation),
     [0.3333, 0.25, 0.25],
   );
 });

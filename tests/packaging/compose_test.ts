@@ -6,7 +6,9 @@
  * and the resolved environment parses with their own config parsers; published ports are
  * the bound ports; health checks probe paths those programs serve; dependencies wait for
  * health. One test starts the real devnet exactly as the compose command configures it and
- * proves that a fresh chain gets the contract addresses the indexer uses by default.
+ * proves that a fresh chain gets the contract addresses the indexer uses by default; another
+ * opens the history store with the replicas' database URL on a real PostgreSQL set up as the
+ * `postgres` service sets it up.
  */
 
 import assert from "node:assert/strict";
@@ -17,6 +19,8 @@ import { DEVNET_PORTS, startDevnet } from "../../devnet/network.ts";
 import { INDEXER_HELP, parseIndexerConfig } from "../../indexer/config.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { initialState } from "../../indexer/state.ts";
+import { openStore } from "../../indexer/store/mod.ts";
+import { startPostgres } from "../_postgres.ts";
 import {
   type Compose,
   denoTasks,
@@ -31,6 +35,8 @@ import {
 
 const compose: Compose = readCompose();
 const services: Record<string, Compose> = compose.services;
+/** The services built from this repository's Dockerfile (the others are third-party images). */
+const ours: [string, Compose][] = Object.entries(services).filter(([, s]) => s.build);
 
 /** The variables a program reads, as its `--help` text names them. */
 function namesIn(help: string): Set<string> {
@@ -51,21 +57,38 @@ function devnetArgs(): string[] {
   return command.slice(1);
 }
 
-Deno.test("compose.yaml: parses; the services are devnet, indexer and a daemon profile", () => {
+Deno.test("compose.yaml: parses; devnet, indexer, a daemon profile and a replicas profile", () => {
   assert.equal(compose.name, "net-consumer");
-  assert.deepEqual(Object.keys(services).toSorted(), ["daemon", "devnet", "indexer"]);
+  assert.deepEqual(Object.keys(services).toSorted(), [
+    "daemon",
+    "devnet",
+    "indexer",
+    "indexer-replica",
+    "postgres",
+  ]);
   assert.deepEqual(services.daemon.profiles, ["daemon"], "the daemon is opt-in");
   assert.equal(services.indexer.profiles, undefined, "`up indexer` needs no profile");
-  for (const [name, service] of Object.entries(services)) {
+  assert.deepEqual(services.postgres.profiles, ["replicas"], "PostgreSQL is opt-in");
+  assert.deepEqual(services["indexer-replica"].profiles, ["replicas"]);
+  assert.deepEqual(ours.map(([name]) => name).toSorted(), [
+    "daemon",
+    "devnet",
+    "indexer",
+    "indexer-replica",
+  ]);
+  for (const [name, service] of ours) {
     assert.equal(service.build?.context, ".", `${name} builds the image of this Dockerfile`);
     assert.ok(exists("Dockerfile"));
   }
+  // The third-party image is a pinned major version of the official PostgreSQL image.
+  assert.match(services.postgres.image, /^postgres:\d+(-bookworm)?$/);
+  assert.equal(services.postgres.build, undefined);
 });
 
 Deno.test("compose.yaml: every command is a program of the image and a task of deno.json", () => {
   const programs = entrypointPrograms();
   const tasks = denoTasks();
-  for (const [name, service] of Object.entries(services)) {
+  for (const [name, service] of ours) {
     const command: string[] = service.command;
     assert.ok(Array.isArray(command) && command.length > 0, `${name} has a command list`);
     assert.ok(programs.includes(command[0]), `${name}: ${command[0]} is not a program`);
@@ -184,7 +207,7 @@ Deno.test("compose.yaml: the daemon's variables are the ones it reads, and they 
 });
 
 Deno.test("compose.yaml: health checks probe what each program serves, on its port", async () => {
-  for (const [name, service] of Object.entries(services)) {
+  for (const [name, service] of ours) {
     const probe = parseProbe(service.healthcheck.test);
     assert.ok(exists(probe.script), `${name}: ${probe.script} does not exist`);
     assert.equal(probe.url.hostname, "127.0.0.1");
@@ -207,6 +230,103 @@ Deno.test("compose.yaml: health checks probe what each program serves, on its po
 
   const devnet = parseProbe(services.devnet.healthcheck.test);
   assert.equal(devnet.url.port, String(DEVNET_PORTS.gateways), "gateway 0 of --ports fixed");
+
+  // The replicas probe like the indexer; PostgreSQL's own probe asks for its user and database.
+  assert.deepEqual(services["indexer-replica"].healthcheck.test, services.indexer.healthcheck.test);
+  const pg = services.postgres;
+  const env = serviceEnv(pg);
+  assert.deepEqual(pg.healthcheck.test, [
+    "CMD",
+    "pg_isready",
+    `--username=${env.POSTGRES_USER}`,
+    `--dbname=${env.POSTGRES_DB}`,
+    "--host=127.0.0.1",
+  ]);
+});
+
+/** The replicas' database URL, and the `postgres` service's settings it must match. */
+function replicaDatabase(shell: Record<string, string> = {}) {
+  const parsed = parseIndexerConfig([], serviceEnv(services["indexer-replica"], shell));
+  assert.ok(!parsed.help);
+  return { url: new URL(parsed.config.databaseUrl!), pg: serviceEnv(services.postgres, shell) };
+}
+
+Deno.test("compose.yaml: the indexer keeps its history on a volume", () => {
+  const indexer = services.indexer;
+  const parsed = parseIndexerConfig([], serviceEnv(indexer));
+  assert.ok(!parsed.help);
+  const [volume, mount] = indexer.volumes[0].split(":");
+  assert.ok(volume in compose.volumes, `volume ${volume} is declared`);
+  assert.ok(parsed.config.dataDir!.startsWith(`${mount}/`), `${parsed.config.dataDir} is on it`);
+  assert.equal(parsed.config.databaseUrl, null, "the plain indexer uses the embedded store");
+  assert.equal(parsed.config.rebuildHistory, false);
+});
+
+Deno.test("compose.yaml: the replicas share PostgreSQL and are otherwise the indexer", () => {
+  const replica = services["indexer-replica"];
+  // The same variables and defaults as the indexer, but the history store.
+  const own = serviceEnv(replica);
+  const indexer = serviceEnv(services.indexer);
+  const history = ["NET_STATS_DATA_DIR", "NET_STATS_REBUILD_HISTORY", "NET_STATS_DATABASE_URL"];
+  const strip = (env: Record<string, string>) =>
+    Object.fromEntries(Object.entries(env).filter(([name]) => !history.includes(name)));
+  assert.deepEqual(strip(own), strip(indexer));
+  const known = namesIn(INDEXER_HELP);
+  for (const name of Object.keys(replica.environment)) assert.ok(known.has(name), name);
+  assert.equal(replica.volumes, undefined, "no local history: it is in PostgreSQL");
+  // The URL names the service, its user, password and database, on PostgreSQL's port.
+  const { url, pg } = replicaDatabase();
+  assert.equal(url.hostname, "postgres");
+  assert.equal(url.port, "5432");
+  assert.equal(decodeURIComponent(url.username), pg.POSTGRES_USER);
+  assert.equal(decodeURIComponent(url.password), pg.POSTGRES_PASSWORD);
+  assert.equal(url.pathname, `/${pg.POSTGRES_DB}`);
+  // The password is one variable for both services.
+  const changed = replicaDatabase({ NET_POSTGRES_PASSWORD: "s3cret" });
+  assert.deepEqual([changed.url.password, changed.pg.POSTGRES_PASSWORD], ["s3cret", "s3cret"]);
+  // Several replicas, published on as many host ports, each on the indexer's bind port.
+  const replicas = replica.deploy.replicas;
+  assert.ok(Number.isInteger(replicas) && replicas >= 2, `${replicas} replicas`);
+  const [entry] = replica.ports;
+  const match = /^127\.0\.0\.1:(\d+)-(\d+):(\d+)$/.exec(entry);
+  assert.ok(match, `port range ${entry}: expected 127.0.0.1:first-last:container`);
+  assert.equal(Number(match[2]) - Number(match[1]) + 1, replicas, "one host port per replica");
+  assert.ok(Number(match[1]) > 8088, "beside the plain indexer's 8088");
+  const parsed = parseIndexerConfig([], own);
+  assert.ok(!parsed.help);
+  assert.equal(Number(match[3]), parsed.config.bind.port);
+  assert.deepEqual(replica.depends_on, {
+    devnet: { condition: "service_healthy" },
+    postgres: { condition: "service_healthy" },
+  });
+  // PostgreSQL keeps its data on a volume and is not published on the host.
+  assert.equal(services.postgres.ports, undefined);
+  const [volume, mount] = services.postgres.volumes[0].split(":");
+  assert.ok(volume in compose.volumes);
+  assert.equal(mount, "/var/lib/postgresql/data");
+});
+
+Deno.test("the replicas' database URL opens the history store on a PostgreSQL set up like the service", async () => {
+  await using server = await startPostgres();
+  const { url, pg } = replicaDatabase();
+  // What the official image does with POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB.
+  await server.sql(`CREATE ROLE ${pg.POSTGRES_USER} LOGIN PASSWORD '${pg.POSTGRES_PASSWORD}'`);
+  await server.sql(`CREATE DATABASE ${pg.POSTGRES_DB} OWNER ${pg.POSTGRES_USER}`);
+  url.hostname = "127.0.0.1";
+  url.port = String(server.port);
+  const store = await openStore({ databaseUrl: url.href }, {
+    chainId: 31337,
+    escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
+    scanFromBlock: 1n,
+    log: () => {},
+  });
+  try {
+    assert.equal(store.backend, "postgres");
+    assert.equal(store.writer, true);
+    assert.equal(store.location.includes(pg.POSTGRES_PASSWORD), false, "shown without password");
+  } finally {
+    await store.close();
+  }
 });
 
 Deno.test("compose.yaml: services start after their dependencies are healthy", () => {

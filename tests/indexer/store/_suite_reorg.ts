@@ -128,6 +128,29 @@ async function edgeCases(t: Deno.TestContext, backend: SuiteBackend): Promise<vo
     });
   });
 
+  await t.step(
+    "reset discards the whole history; a rescan of the new fork counts it alone",
+    async () => {
+      await using store = await open(await backend.fresh());
+      await store.commitChunk(chain.chunk(100n, 150n, 150n, 5));
+      const fork = chain.forked(140n, 6);
+      assert.equal((await store.reconcile(fork.canonical(160n))).kind, "deep_reorg");
+      const cursor = await store.reset();
+      assert.deepEqual(cursor, {
+        nextBlock: 100n,
+        lastBlock: null,
+        confirmed: null,
+        head: null,
+        chunkSize: cursor.chunkSize,
+      });
+      const state = await store.state();
+      assert.deepEqual(state.window, { blocks: 0, settlements: 0, from: null, to: null });
+      await assertConfirmed(store, []);
+      await store.commitChunk(fork.chunk(100n, 160n, 160n, 5));
+      await assertConfirmed(store, fork.range(100n, 155n));
+    },
+  );
+
   await t.step("with no confirmations, a changed last block is a deep reorg", async () => {
     await using store = await open(await backend.fresh(), { confirmations: 0 });
     await store.commitChunk(chain.chunk(100n, 120n, 120n, 0));

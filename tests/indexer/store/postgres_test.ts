@@ -67,6 +67,7 @@ async function writerCases(t: Deno.TestContext, server: Server, backend: SuiteBa
         /is not the writer/,
       );
       await rejectsWith(second.reconcile(chain.canonical(200n)), "not_writer");
+      await rejectsWith(second.reset(), "not_writer");
       assert.equal(await second.tryBecomeWriter(), false);
       assert.equal((await second.state()).cursor.nextBlock, 100n, "a replica still reads");
       await holder.kill();

@@ -1,0 +1,417 @@
+/**
+ * The settlement history beside the snapshot loop: a loop of its own that keeps the persistent
+ * store (`store/`) up to date with the Escrow's `Settled` logs and reads the figures the API
+ * serves from it. It never makes the chain-state endpoints fail: whatever happens here (the
+ * store unreachable, a block no endpoint can return, a deep reorg) is shown on `/health`, and
+ * the settlement figures are `null` until the history has caught up again.
+ *
+ * - **One writer.** The process holding the store's writer lock scans and commits; every other
+ *   replica on the same PostgreSQL database only reads, and tries to take the lock on each pass
+ *   (so one of them takes over within a poll interval of the writer's death).
+ * - **A pass** (writer): the chain head, the stored hashes checked against the chain (a fork in
+ *   the unconfirmed window undone; a deeper one discards the history, which is scanned again),
+ *   then `eth_getLogs` from the store's next block to the head, each chunk committed with its
+ *   block hashes as soon as it is read. A block that cannot be read even alone is reported by
+ *   number, and the scan waits there (retrying on every pass).
+ * - **Figures** are read again only when the store's confirmed block moved (or older epochs
+ *   are needed), as one consistent set.
+ *
+ * @module
+ */
+
+import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
+import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import { type Address, BaseError } from "viem";
+import { NetError } from "../errors.ts";
+import { SnapshotError } from "./errors.ts";
+import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
+import { scanPass } from "./_history_scan.ts";
+import {
+  type BlockHash,
+  type HistoryStore,
+  type SettlementBucket,
+  type StoreCursor,
+  StoreError,
+  type StoreIdentity,
+} from "./store/mod.ts";
+
+/** A failure of the history loop, as `/health` shows it. */
+export interface HistoryFailure {
+  /** `store_unavailable`, `store_error`, `chain_unreachable`, `chain_error`, `internal`. */
+  code: string;
+  /** What failed, what was found, what was expected. */
+  message: string;
+  /** When. */
+  at: Date;
+}
+
+/** A rescan of the whole history (after a reorg deeper than the confirmation depth). */
+export interface HistoryRescan {
+  /** When. */
+  at: Date;
+  /** Why. */
+  reason: string;
+}
+
+/** The history's state: replaced as a whole whenever something changes. */
+export interface HistoryState {
+  /** The confirmation depth (configuration). */
+  confirmations: number;
+  /** The first block of the scan (configuration). */
+  scanFromBlock: bigint;
+  /** The store, once open: its backend and where it is (a URL without its password). */
+  store: { backend: "embedded" | "postgres"; location: string } | null;
+  /** `writer` (scans and commits), `reader` (another process writes), or `null` (not open). */
+  role: "writer" | "reader" | null;
+  /** The last block whose settlements are counted (the store's confirmed block), or `null`. */
+  confirmed: BlockHash | null;
+  /** The last block scanned, unconfirmed window included, or `null`. */
+  lastBlock: BlockHash | null;
+  /** The chain head the history last measured, or `null`. */
+  headBlock: bigint | null;
+  /** The block the scan waits at because no endpoint answer for it could be read, or `null`. */
+  unreadable: { block: bigint; message: string; since: Date } | null;
+  /** Whether the last pass failed (then {@linkcode lastError} says why). */
+  failing: boolean;
+  /** The most recent failure, kept after later successes, or `null`. */
+  lastError: HistoryFailure | null;
+  /** Stopped for good: the store cannot be used by this process (its message), or `null`. */
+  stopped: string | null;
+  /** Rescans from the first block since start. */
+  rescans: { count: number; last: HistoryRescan | null };
+  /** The figures last read, or `null` before the first read. */
+  figures: HistoryFigures | null;
+}
+
+/** Opens the store once the chain id is known. */
+export type StoreOpener = (identity: StoreIdentity) => Promise<HistoryStore>;
+
+/** Options of {@linkcode History}. */
+export interface HistoryOptions {
+  /** The JSON-RPC endpoint. */
+  rpcUrl: string;
+  /** Options of the history's own chain client (it never shares a batch with the snapshot). */
+  client?: ChainClientOptions;
+  /** The Escrow whose `Settled` logs are indexed. */
+  escrow: Address;
+  /** The first block of the scan. */
+  scanFromBlock: bigint;
+  /** Confirmation depth, blocks. */
+  confirmations: number;
+  /** The store, or how to open it once the chain id is known. */
+  store: HistoryStore | StoreOpener;
+  /** Largest `eth_getLogs` range, blocks. @default {10_000} */
+  maxChunkSize?: number;
+  /** The clock. @default {() => new Date()} */
+  clock?: () => Date;
+  /** Receives one line per rescan, role change, unreadable block and failure. */
+  log?: (message: string) => void;
+  /** Receives a store error this process cannot get past (e.g. a corrupt store). */
+  onFatal?: (error: StoreError) => void;
+}
+
+/** Store failures that no retry fixes: the history stops (and `onFatal` is told). */
+const FATAL: ReadonlySet<string> = new Set([
+  "corrupt",
+  "newer_schema",
+  "mismatch",
+  "locked",
+  "invalid_input",
+]);
+
+/** The initial state. */
+export function initialHistoryState(confirmations = 12, scanFromBlock = 0n): HistoryState {
+  return {
+    confirmations,
+    scanFromBlock,
+    store: null,
+    role: null,
+    confirmed: null,
+    lastBlock: null,
+    headBlock: null,
+    unreadable: null,
+    failing: false,
+    lastError: null,
+    stopped: null,
+    rescans: { count: 0, last: null },
+    figures: null,
+  };
+}
+
+/** The settlement history: its store, its writer pass, its figures. */
+export class History {
+  readonly #options: HistoryOptions;
+  readonly #clock: () => Date;
+  readonly #log: (message: string) => void;
+  #store: HistoryStore | undefined;
+  #ownStore = false;
+  #client: ChainClient | undefined;
+  #state: HistoryState;
+  /** The first epoch the views need; `undefined` until the first snapshot says. */
+  #fromEpoch: bigint | undefined;
+  #inflight: Promise<HistoryState> | undefined;
+  #abort = new AbortController();
+  #listeners = new Set<(state: HistoryState) => void>();
+
+  /** Creates the history; nothing happens until {@linkcode History.pass}. */
+  constructor(options: HistoryOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? (() => new Date());
+    this.#log = options.log ?? ((message) => console.error(message));
+    this.#state = initialHistoryState(options.confirmations, options.scanFromBlock);
+    if (typeof options.store !== "function") this.#store = options.store;
+  }
+
+  /** The current state. */
+  get state(): HistoryState {
+    return this.#state;
+  }
+
+  /** The first epoch whose buckets the figures must hold (the views' recent epochs). */
+  set fromEpoch(epoch: bigint) {
+    this.#fromEpoch = epoch;
+  }
+
+  /** Calls `listener` with every new state; returns the unsubscribe function. */
+  subscribe(listener: (state: HistoryState) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #set(patch: Partial<HistoryState>): void {
+    this.#state = { ...this.#state, ...patch };
+    for (const listener of this.#listeners) listener(this.#state);
+  }
+
+  /**
+   * One pass: open the store if needed, take the writer lock if free, scan to the head (writer)
+   * or read the store's position (reader), and read the figures again if they moved. Single
+   * flight: while a pass runs, this returns it. Never throws: failures become the state's
+   * `lastError`.
+   */
+  pass(): Promise<HistoryState> {
+    this.#inflight ??= this.#run().finally(() => {
+      this.#inflight = undefined;
+    });
+    return this.#inflight;
+  }
+
+  /**
+   * One provider's whole history and the confirmed block it was read at, or `null` while the
+   * store is not open.
+   *
+   * @throws {StoreError} when the read fails.
+   */
+  async readProvider(
+    address: string,
+  ): Promise<{ buckets: SettlementBucket[]; at: BlockHash | null } | null> {
+    const store = this.#store;
+    if (!store || this.#state.role === null) return null;
+    return await readProviderBuckets(store, address.toLowerCase() as `0x${string}`);
+  }
+
+  /** Cancels a running pass and closes the store if this history opened it. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#inflight?.catch(() => {});
+    this.#abort = new AbortController();
+    if (this.#ownStore) {
+      await this.#store?.close();
+      this.#store = undefined;
+    }
+  }
+
+  async #run(): Promise<HistoryState> {
+    if (this.#state.stopped) return this.#state;
+    const signal = this.#abort.signal;
+    try {
+      const store = await this.#open();
+      if (!store) return this.#state;
+      const writer = store.writer || await store.tryBecomeWriter();
+      this.#setRole(writer ? "writer" : "reader", store);
+      if (writer) await this.#scan(store, signal);
+      // One consistent position: the cursor the figures were read at (a replica's figures may
+      // be newer than the cursor it read first, when the writer committed in between).
+      let { cursor } = await store.state();
+      const read = await this.#readFigures(store, cursor.confirmed);
+      if (read) cursor = read.cursor;
+      this.#set({
+        confirmed: cursor.confirmed,
+        lastBlock: cursor.lastBlock,
+        headBlock: writer ? this.#state.headBlock : cursor.head,
+        ...(read ? { figures: read.figures } : {}),
+      });
+      if (this.#state.failing) this.#log("indexer: the settlement history is running again");
+      this.#set({ failing: false, ...(writer ? {} : { unreadable: null }) });
+    } catch (error) {
+      if (!signal.aborted) await this.#fail(error);
+    }
+    return this.#state;
+  }
+
+  async #open(): Promise<HistoryStore | undefined> {
+    if (this.#store) return this.#store;
+    const client = await this.#connect();
+    const opener = this.#options.store as StoreOpener;
+    this.#store = await opener({
+      chainId: client.chain.id,
+      escrow: this.#options.escrow.toLowerCase() as `0x${string}`,
+      scanFromBlock: this.#options.scanFromBlock,
+    });
+    this.#ownStore = true;
+    return this.#store;
+  }
+
+  async #connect(): Promise<ChainClient> {
+    if (this.#client) return this.#client;
+    this.#client = await createChainClient(this.#options.rpcUrl, this.#options.client ?? {});
+    return this.#client;
+  }
+
+  #setRole(role: "writer" | "reader", store: HistoryStore): void {
+    if (this.#state.role !== role) {
+      if (this.#state.role !== null || role === "reader") {
+        this.#log(`indexer: settlement history: this process is now the ${role}`);
+      }
+      this.#set({ role, store: { backend: store.backend, location: store.location } });
+    }
+  }
+
+  async #scan(store: HistoryStore, signal: AbortSignal): Promise<void> {
+    const client = await this.#connect();
+    try {
+      await scanPass(store, client, {
+        escrow: this.#options.escrow,
+        confirmations: this.#options.confirmations,
+        maxChunkSize: this.#options.maxChunkSize ?? 10_000,
+        signal,
+        progress: {
+          onHead: (head) => this.#set({ headBlock: head }),
+          onCommit: (cursor) => {
+            this.#set({
+              confirmed: cursor.confirmed,
+              lastBlock: cursor.lastBlock,
+              ...(this.#state.unreadable ? { unreadable: null } : {}),
+            });
+          },
+          onRescan: (reason) => this.#rescan(reason),
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof SettlementScanError) || error.reason !== "range_limit") throw error;
+      const { cursor } = await store.state();
+      const block = cursor.nextBlock;
+      if (this.#state.unreadable?.block !== block) {
+        this.#log(
+          `indexer: settlement history waits at block ${block}: ${error.shortMessage}`,
+        );
+        this.#set({ unreadable: { block, message: error.shortMessage, since: this.#clock() } });
+      }
+      return;
+    }
+    if (this.#state.unreadable) this.#set({ unreadable: null });
+  }
+
+  #rescan(reason: string): void {
+    const at = this.#clock();
+    this.#log(
+      `indexer: rescanning settlements from block ${this.#options.scanFromBlock}: ${reason}`,
+    );
+    this.#set({
+      rescans: { count: this.#state.rescans.count + 1, last: { at, reason } },
+      figures: null,
+    });
+  }
+
+  /** Reads the figures again when the confirmed block moved (or older epochs are needed). */
+  async #readFigures(
+    store: HistoryStore,
+    confirmed: BlockHash | null,
+  ): Promise<{ figures: HistoryFigures; cursor: StoreCursor } | undefined> {
+    // Not before a snapshot said which epochs the views need (all of them could be many).
+    const fromEpoch = this.#fromEpoch;
+    if (fromEpoch === undefined) return undefined;
+    const figures = this.#state.figures;
+    const at = figures?.at ?? null;
+    const moved = at === null
+      ? confirmed !== null || figures === null
+      : confirmed === null || at.number !== confirmed.number || at.hash !== confirmed.hash;
+    if (!moved && figures!.fromEpoch <= fromEpoch) return undefined;
+    return await readFigures(store, fromEpoch);
+  }
+
+  async #fail(error: unknown): Promise<void> {
+    const failure = this.#classify(error);
+    const store = this.#store;
+    if (error instanceof StoreError) {
+      if (FATAL.has(error.reason)) {
+        this.#set({ stopped: failure.message, role: null });
+        this.#log(`indexer: the settlement history stopped: ${failure.message}`);
+        this.#options.onFatal?.(error);
+      } else if (error.reason === "lost_lock" || error.reason === "conflict") {
+        this.#set({ role: "reader" });
+      } else if (error.reason === "failed" || error.reason === "closed") {
+        // A lost connection: reopen on the next pass (another replica may write meanwhile).
+        if (this.#ownStore && store) {
+          this.#store = undefined;
+          await store.close().catch(() => {});
+          this.#set({ role: null });
+        }
+      }
+    }
+    if (error instanceof ChainConfigError && error.reason === "unreachable") {
+      this.#client = undefined;
+    }
+    if (!this.#state.failing || this.#state.lastError?.message !== failure.message) {
+      this.#log(`indexer: settlement history: ${failure.message}`);
+    }
+    this.#set({ failing: true, lastError: failure });
+  }
+
+  #classify(error: unknown): HistoryFailure {
+    const at = this.#clock();
+    const text = error instanceof NetError
+      ? error.shortMessage
+      : error instanceof Error
+      ? error.message.split("\n")[0]
+      : String(error);
+    const origin = safeOrigin(this.#options.rpcUrl);
+    const redact = (message: string) =>
+      origin && this.#options.rpcUrl !== origin && this.#options.rpcUrl !== `${origin}/`
+        ? message.replaceAll(this.#options.rpcUrl, `${origin}/…`)
+        : message;
+    let code: string;
+    if (error instanceof StoreError) {
+      code = error.reason === "unreachable" || error.reason === "failed"
+        ? "store_unavailable"
+        : "store_error";
+    } else if (
+      (error instanceof ChainConfigError && error.reason === "unreachable") ||
+      ((error instanceof ChainReadError || error instanceof SettlementScanError) &&
+        error.reason === "rpc")
+    ) {
+      code = "chain_unreachable";
+    } else if (
+      error instanceof ChainConfigError || error instanceof ChainReadError ||
+      error instanceof SettlementScanError || error instanceof SnapshotError
+    ) {
+      code = "chain_error";
+    } else if (error instanceof BaseError) {
+      code = "chain_unreachable";
+    } else {
+      console.error("indexer: unexpected settlement history failure", error);
+      code = "internal";
+    }
+    return { code, message: redact(text), at };
+  }
+}
+
+function safeOrigin(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+export type { HistoryFigures, HistorySync, Volume } from "./_history_data.ts";
