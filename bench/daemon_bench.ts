@@ -113,6 +113,8 @@ const config: DaemonConfig = {
   allowedOrigins: [],
   allowedHosts: [],
   maxBodyBytes: 4 << 20,
+  maxQueue: 512,
+  queueTimeoutSecs: 120,
 };
 const daemon = createDaemon(config, {
   port: daemonServer.port,

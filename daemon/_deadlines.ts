@@ -9,14 +9,34 @@
 import { DaemonError } from "./daemon_error.ts";
 
 /**
- * An abort controller for one request: aborted when the client goes away (`request.signal`)
- * and by the surface on timeouts and cancellation. Call `release()` when the request is done.
+ * The reason a request's controller is aborted with when its client went away (closed the
+ * connection, or cancelled the reply's body): a cancel, not a failure.
+ */
+export class ClientGone extends Error {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "ClientGone" as const;
+
+  /** Creates the reason. */
+  constructor() {
+    super("The client went away");
+  }
+}
+
+/** Whether `controller` was aborted because its client went away. */
+export function clientGone(controller: AbortController): boolean {
+  return controller.signal.aborted && controller.signal.reason instanceof ClientGone;
+}
+
+/**
+ * An abort controller for one request: aborted (with {@linkcode ClientGone}) when the client
+ * goes away (`request.signal`), and by the surface on timeouts and cancellation. Call
+ * `release()` when the request is done.
  */
 export function requestController(
   request: Request,
 ): { controller: AbortController; release: () => void } {
   const controller = new AbortController();
-  const onAbort = () => controller.abort(request.signal.reason);
+  const onAbort = () => controller.abort(new ClientGone());
   if (request.signal.aborted) onAbort();
   else request.signal.addEventListener("abort", onAbort, { once: true });
   return {

@@ -10,7 +10,7 @@
 import type { ChatReply, ChatRequest, ServedBy, Tier } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { withTimeout } from "./_deadlines.ts";
+import { ClientGone, clientGone, withTimeout } from "./_deadlines.ts";
 
 /**
  * Asks the backend for a reply and waits for its first chunk, at most the first-byte timeout.
@@ -91,13 +91,41 @@ export function servedHeaders(served: ServedBy): Record<string, string> {
   };
 }
 
+const noted = new WeakSet<AbortController>();
+
+/**
+ * Notes, once per request, that its client went away: one line, no stack. A cancel is not a
+ * refusal; the slot and the sockets it held are released by the abort itself.
+ */
+export function noteCancel(
+  context: SurfaceContext,
+  call: { controller: AbortController; what: string; when: string },
+): void {
+  if (noted.has(call.controller)) return;
+  noted.add(call.controller);
+  context.note(`daemon: ${call.what} cancelled by the client ${call.when}`);
+}
+
+/**
+ * If the request was cancelled by its client, notes it (once) and returns `true`: the caller
+ * then ends quietly instead of reporting an error.
+ */
+export function endedByCancel(
+  context: SurfaceContext,
+  call: { controller: AbortController; what: string; when: string },
+): boolean {
+  if (!clientGone(call.controller)) return false;
+  noteCancel(context, call);
+  return true;
+}
+
 /**
  * A streamed response body from a generator of text pieces. Cancelling the body (the client
- * went away) aborts the request and closes the generator.
+ * went away) aborts the request (with `ClientGone`), notes the cancel and closes the generator.
  */
 export function textStream(
   pieces: AsyncGenerator<string, void, undefined>,
-  options: { controller: AbortController; onDone: () => void },
+  options: { controller: AbortController; onDone: () => void; onCancel?: () => void },
 ): ReadableStream<Uint8Array> {
   const { controller, onDone } = options;
   const encoder = new TextEncoder();
@@ -124,7 +152,8 @@ export function textStream(
       }
     },
     async cancel() {
-      controller.abort();
+      if (!controller.signal.aborted) controller.abort(new ClientGone());
+      options.onCancel?.();
       finish();
       await pieces.return(undefined).catch(() => {});
     },

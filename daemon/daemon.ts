@@ -106,6 +106,9 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     fetch: options.fetch,
     clock,
     attemptTimeoutMs: options.attemptTimeoutMs,
+    maxQueue: config.maxQueue,
+    queueTimeoutMs: config.queueTimeoutSecs * 1000,
+    log: (line) => log(line),
   });
   const handler = createDaemonHandler({
     backend,

@@ -32,6 +32,10 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
   evm?: DaemonConfig["evm"];
   /** Approved measurements file. */
   measurementsFile?: string;
+  /** `--max-queue`. @default {512} */
+  maxQueue?: number;
+  /** `--queue-timeout-secs`. @default {120} */
+  queueTimeoutSecs?: number;
 }
 
 /** Serves a real daemon on a free loopback port. */
@@ -48,6 +52,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     allowedOrigins: [],
     allowedHosts: [],
     maxBodyBytes: 4 << 20,
+    maxQueue: options.maxQueue ?? 512,
+    queueTimeoutSecs: options.queueTimeoutSecs ?? 120,
   };
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;

@@ -11,6 +11,7 @@ import { GatewaySet } from "../../daemon/gateway_set.ts";
 import { publicMessage } from "../../daemon/http_error.ts";
 import { NetworkBackend, rank } from "../../daemon/network_backend.ts";
 import { ProviderReputation } from "../../daemon/provider_reputation.ts";
+import { ProviderScheduler } from "../../daemon/scheduler.ts";
 import { VerdictLog } from "../../daemon/verdict_log.ts";
 import { EchoEngine } from "../../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../../devnet/gateway.ts";
@@ -290,6 +291,9 @@ async function startNetwork(count: number) {
     trust: { nonces: new NonceBook() },
     verdicts,
     reputation,
+    // Ties are broken at random to spread load; here the first of the preference order wins,
+    // so which provider is tried first is known.
+    scheduler: new ProviderScheduler({ random: () => 0 }),
   });
   return {
     providers: providers.map(({ p }) => p),
@@ -397,9 +401,9 @@ Deno.test("NetworkBackend: a refused provider is logged with the fixed public me
   assert.equal(accepted.provider, good.ad.provider);
   assert.equal(refused.outcome, "refused");
   assert.equal(refused.provider, bad.ad.provider);
-  assert.equal(refused.code, "attestation_failed");
+  assert.equal(refused.code, "key_not_vouched");
   // The log is served to clients: the fixed message of the code, never which check failed.
-  assert.equal(refused.verdict, publicMessage(new DaemonError("attestation_failed", "detail")));
+  assert.equal(refused.verdict, publicMessage(new DaemonError("key_not_vouched", "detail")));
   assert.doesNotMatch(refused.verdict, /signed by|expected|0x/);
 
   assert.ok(net.reputation.score(bad.ad.provider) < 0.5, "the refusal lowered bad's score");
@@ -426,10 +430,10 @@ Deno.test("NetworkBackend: when every provider is refused, the refusal is the an
     2,
     ...net.providers.map((p) => entryOf(p, { ...p.ad, serving_key: IMPOSTOR_KEY })),
   );
-  await refusedWith(chat(net.backend), "attestation_failed");
+  await refusedWith(chat(net.backend), "key_not_vouched");
   assert.deepEqual(net.verdicts.latest().map((r) => [r.outcome, r.code]), [
-    ["refused", "attestation_failed"],
-    ["refused", "attestation_failed"],
+    ["refused", "key_not_vouched"],
+    ["refused", "key_not_vouched"],
   ]);
 });
 
