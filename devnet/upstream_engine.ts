@@ -26,7 +26,12 @@ export interface UpstreamEngineOptions {
   apiKey?: string;
   /** Context length advertised for each model (the OpenAI API does not say). @default {8192} */
   contextLength?: number;
-  /** Time allowed for the model list and for the first byte of a reply, in ms. @default {30000} */
+  /**
+   * Time allowed for the model list and for the head of a reply, in ms. The reply's stream is
+   * not timed: it runs for as long as the upstream generates (or until the request is aborted).
+   *
+   * @default {30000}
+   */
   timeoutMs?: number;
 }
 
@@ -106,12 +111,15 @@ export class UpstreamEngine implements InferenceEngine {
         }`,
       );
     }
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    // The timeout bounds the wait for the head only; the abort (the requester went away)
+    // stops the upstream's request at any time, stream included.
+    const head = new AbortController();
+    const timer = setTimeout(() => head.abort(), this.#timeoutMs);
     let response: Response;
     try {
       response = await this.#fetch(`${this.#base}/v1/chat/completions`, {
         method: "POST",
-        signal: AbortSignal.any([signal, timeout]),
+        signal: AbortSignal.any([signal, head.signal]),
         headers: { "content-type": "application/json", ...this.#headers },
         body: JSON.stringify({
           ...body,
@@ -121,9 +129,16 @@ export class UpstreamEngine implements InferenceEngine {
         }),
       });
     } catch (cause) {
-      throw new EngineError("upstream", `Cannot reach the upstream at ${this.#base}: ${cause}`, {
-        cause,
-      });
+      signal.throwIfAborted();
+      throw new EngineError(
+        "upstream",
+        head.signal.aborted
+          ? `Cannot complete with the upstream at ${this.#base}: no answer within ${this.#timeoutMs} ms`
+          : `Cannot reach the upstream at ${this.#base}: ${cause}`,
+        { cause },
+      );
+    } finally {
+      clearTimeout(timer);
     }
     if (!response.ok || !response.body) {
       const text = await readBodyLimited(response, { maxBytes: 4096 })
