@@ -46,6 +46,37 @@ export function requestController(
 }
 
 /**
+ * An abort controller aborted (with the same reason) as soon as any of `sources` aborts;
+ * `dispose()` stops listening. Unlike `AbortSignal.any`, whose combined signal the sources hold
+ * only weakly (so it can be collected, and a later abort lost, while a fetch still streams), the
+ * sources here hold the controller for as long as they listen.
+ */
+export function linkedController(
+  ...sources: AbortSignal[]
+): { controller: AbortController; dispose: () => void } {
+  const controller = new AbortController();
+  const listeners: [AbortSignal, () => void][] = [];
+  const dispose = () => {
+    for (const [source, listener] of listeners) source.removeEventListener("abort", listener);
+    listeners.length = 0;
+  };
+  for (const source of sources) {
+    if (source.aborted) {
+      controller.abort(source.reason);
+      break;
+    }
+    const listener = () => {
+      controller.abort(source.reason);
+      dispose();
+    };
+    source.addEventListener("abort", listener, { once: true });
+    listeners.push([source, listener]);
+  }
+  if (controller.signal.aborted) dispose();
+  return { controller, dispose };
+}
+
+/**
  * Runs `promise` against a timer: when `ms` passes first, aborts `controller` and throws a
  * `timeout` error saying what was awaited.
  */

@@ -240,7 +240,7 @@ export class GatewayClient {
     }
     const type = response.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
     if (response.status === 200 && type === "message/ohttp-chunked-res" && response.body) {
-      return response.body;
+      return signal ? cancelledOnAbort(response.body, signal) : response.body;
     }
     const detail = await readBodyLimited(response, { maxBytes: 4096, url }).catch(() => undefined);
     const code = errorCode(detail);
@@ -299,6 +299,44 @@ export class GatewayClient {
   #malformed(path: string, expected: string): GatewayError {
     return new GatewayError("gateway", `Cannot use the answer of ${this.url}${path}: ${expected}`);
   }
+}
+
+/**
+ * The relay's body, cancelled as soon as `signal` aborts: the socket to the gateway is closed
+ * then, whoever is reading. (`fetch`'s own signal is not enough: the request it builds follows
+ * the signal through a weakly held dependent signal, which can be collected during a long
+ * stream, and the abort is then lost — measured: the socket stayed open to the reply's end.)
+ */
+function cancelledOnAbort(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const onAbort = () => reader.cancel(signal.reason).catch(() => {});
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  const done = () => signal.removeEventListener("abort", onAbort);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const step = await reader.read();
+        if (signal.aborted) {
+          done();
+          controller.error(signal.reason);
+        } else if (step.done) {
+          done();
+          controller.close();
+        } else controller.enqueue(step.value);
+      } catch (error) {
+        done();
+        controller.error(signal.aborted ? signal.reason : error);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
 }
 
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

@@ -8,6 +8,7 @@
 
 import { parseDaemonConfig } from "./config.ts";
 import { createDaemon } from "./daemon.ts";
+import { type DaemonServer, serveDaemon } from "./serve.ts";
 
 if (import.meta.main) {
   let parsed;
@@ -24,13 +25,13 @@ if (import.meta.main) {
   const { config } = parsed;
   let handler: (req: Request) => Promise<Response> = () =>
     Promise.resolve(new Response("starting", { status: 503 }));
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: DaemonServer;
   try {
-    server = Deno.serve({
+    // Not Deno.serve: it does not tell a waiting request that its client left (serve.ts).
+    server = await serveDaemon((req) => handler(req), {
       hostname: config.bind.hostname,
       port: config.bind.port,
-      onListen: () => {},
-    }, (req) => handler(req));
+    });
   } catch (error) {
     console.error(
       `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
@@ -39,13 +40,13 @@ if (import.meta.main) {
     );
     Deno.exit(1);
   }
-  const port = server.addr.port;
+  const port = server.port;
   let daemon;
   try {
     daemon = createDaemon(config, { port });
   } catch (error) {
     console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
-    await server.shutdown();
+    await server.close();
     Deno.exit(2);
   }
   handler = daemon.handler;
@@ -69,9 +70,13 @@ if (import.meta.main) {
       console.warn(`daemon: ${error instanceof Error ? error.message.split("\n")[0] : error}`),
   );
   // Graceful: stop accepting, let replies in flight finish (at most 30 s), then exit.
+  const finished = Promise.withResolvers<void>();
+  let stopping = false;
   const stop = () => {
+    if (stopping) return;
+    stopping = true;
     console.log("daemon: stopping…");
-    server.shutdown();
+    server.shutdown().then(finished.resolve);
     Deno.unrefTimer(setTimeout(() => {
       console.warn("daemon: replies still running after 30 s; exiting anyway");
       Deno.exit(0);
@@ -79,7 +84,7 @@ if (import.meta.main) {
   };
   Deno.addSignalListener("SIGINT", stop);
   if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
-  await server.finished;
+  await finished.promise;
   console.log("daemon: stopped");
   Deno.exit(0);
 }

@@ -42,6 +42,7 @@ import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
 import { type OpenedReply, openSealedReply } from "./sealed_reply.ts";
+import { linkedController } from "./_deadlines.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 
 export { rank } from "./scheduler.ts";
@@ -297,7 +298,9 @@ export class NetworkBackend implements ChatBackend {
         ),
       limit,
     );
-    const attemptSignal = AbortSignal.any([signal, head.signal]);
+    // The relay is aborted when the request is (the client went away) or the head times out.
+    const attempt = linkedController(signal, head.signal);
+    const attemptSignal = attempt.controller.signal;
     try {
       // The sealed request is small (the body limit bounds it): sent whole with a
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
@@ -313,6 +316,7 @@ export class NetworkBackend implements ChatBackend {
       ]);
       return { opened, verdict: trusted.verdict };
     } catch (error) {
+      attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
       throw error;
     } finally {

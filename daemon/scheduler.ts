@@ -7,11 +7,13 @@
  *   the gateway lists it), or {@linkcode DEFAULT_CAPACITY} when it advertises none. A provider
  *   that answered "at capacity" (`503` + `Retry-After`) takes nothing more from this daemon until
  *   that time passes or one of this daemon's own requests there ends.
- * - **The rule**: among the candidates with a free slot that this request has not already seen
- *   fail, the reliable ones (the daemon's own reputation ≥ ½) come first; within them, the
- *   cheapest blended price and everything within {@linkcode PRICE_BAND_PERCENT} % of it form the
- *   band; in the band, the least relative load (in flight ÷ capacity) wins; ties are broken at
- *   random. A burst therefore spreads over every provider of the band instead of landing on one.
+ * - **The rule**: the candidates this request has not already seen fail are put in preference
+ *   order ({@linkcode rank}: reliable ones — the daemon's own reputation ≥ ½ — first, then by
+ *   blended price) and cut into price bands: a band is a candidate and every one of the same
+ *   reliability priced within {@linkcode PRICE_BAND_PERCENT} % above it. The first band with a
+ *   free slot is used; in it, the least relative load (in flight ÷ capacity) wins; ties are
+ *   broken at random. A burst therefore spreads over every provider of the band instead of
+ *   landing on one, and spills over to the next band only when the band is full.
  *
  * @example
  * ```ts ignore
@@ -116,31 +118,39 @@ export class ProviderScheduler {
     options: PickOptions,
   ): ProviderCandidate | undefined {
     const score = options.score ?? (() => 0.5);
-    const open: ProviderCandidate[] = [];
-    for (const c of candidates) {
-      const free = options.exclude?.has(c.provider) ? 0 : this.free(c);
-      // Ranked by this daemon's own view of free slots, not the listing's (stale) one.
-      if (free > 0) open.push({ ...c, available: free });
+    // The preference order without load (the listing's free slots are stale; ours count).
+    const ranked = rank(
+      candidates.filter((c) => !options.exclude?.has(c.provider)).map((c) => ({
+        ...c,
+        available: 1,
+      })),
+      options.model,
+      score,
+    );
+    for (let at = 0; at < ranked.length;) {
+      // A band: the candidates of one reliability class priced within the band of its cheapest.
+      const anchor = ranked[at];
+      const reliable = score(anchor.provider) >= 0.5;
+      const ceiling = priceOf(anchor, options.model) * (100n + PRICE_BAND_PERCENT);
+      let least: ProviderCandidate[] = [];
+      let leastLoad: [number, number] = [1, 0]; // in flight, capacity: compared as fractions
+      for (; at < ranked.length; at++) {
+        const c = ranked[at];
+        if ((score(c.provider) >= 0.5) !== reliable) break;
+        if (priceOf(c, options.model) * 100n > ceiling) break;
+        if (this.free(c) === 0) continue;
+        const load: [number, number] = [this.inFlight(c.provider), this.capacityOf(c)];
+        const order = load[0] * leastLoad[1] - leastLoad[0] * load[1];
+        if (least.length === 0 || order < 0) {
+          least = [c];
+          leastLoad = load;
+        } else if (order === 0) least.push(c);
+      }
+      if (least.length === 0) continue; // this band is full: the next one
+      const chosen = least[Math.min(least.length - 1, Math.floor(this.#random() * least.length))];
+      return candidates.find((c) => c.provider === chosen.provider);
     }
-    if (open.length === 0) return undefined;
-    const ranked = rank(open, options.model, score);
-    const head = ranked[0];
-    const reliable = score(head.provider) >= 0.5;
-    const ceiling = priceOf(head, options.model) * (100n + PRICE_BAND_PERCENT);
-    let least: ProviderCandidate[] = [];
-    let leastLoad: [number, number] = [1, 0]; // in flight, capacity: compared as fractions
-    for (const c of ranked) {
-      if ((score(c.provider) >= 0.5) !== reliable) break;
-      if (priceOf(c, options.model) * 100n > ceiling) break;
-      const load: [number, number] = [this.inFlight(c.provider), this.capacityOf(c)];
-      const order = load[0] * leastLoad[1] - leastLoad[0] * load[1];
-      if (least.length === 0 || order < 0) {
-        least = [c];
-        leastLoad = load;
-      } else if (order === 0) least.push(c);
-    }
-    const chosen = least[Math.min(least.length - 1, Math.floor(this.#random() * least.length))];
-    return candidates.find((c) => c.provider === chosen.provider);
+    return undefined;
   }
 
   /** Takes a slot at `candidate` for one request. */

@@ -8,6 +8,7 @@
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { DaemonConfig } from "../../daemon/config.ts";
 import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
+import { serveDaemon } from "../../daemon/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
 import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
 import { serve, type TestServer } from "../_http.ts";
@@ -42,7 +43,8 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
 export async function startDaemon(options: StartDaemonOptions): Promise<RunningDaemon> {
   const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
   let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
-  const server: TestServer = serve((req) => handler(req));
+  // Served as `main.ts` serves it (`serve.ts`), so a client's leaving is seen as in production.
+  const server = await serveDaemon((req) => handler(req), { hostname: "127.0.0.1", port: 0 });
   const config: DaemonConfig = {
     bind: { hostname: "127.0.0.1", port: server.port },
     gateway: options.gateway ?? null,
@@ -58,7 +60,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;
   return {
-    url: server.url,
+    url: `http://127.0.0.1:${server.port}`,
     port: server.port,
     daemon,
     dataDir,
