@@ -192,7 +192,13 @@ export async function relay(
     throw error;
   }
   const url = `${base}/v1/relay`;
+  // One controller for the upstream request: the connect timeout aborts it while waiting for
+  // the head; the requester leaving aborts it at any time. (Not `AbortSignal.any`: its combined
+  // signal is held only weakly by its sources, so a later abort could be lost mid-stream.)
   const connect = new AbortController();
+  const onGone = () => connect.abort(signal?.reason);
+  if (signal?.aborted) onGone();
+  else signal?.addEventListener("abort", onGone, { once: true });
   const timer = setTimeout(() => connect.abort(), options.relayConnectTimeoutMs);
   let upstream: Response;
   try {
@@ -200,12 +206,13 @@ export async function relay(
       method: "POST",
       body,
       headers: { "content-type": SEALED_REQUEST },
-      signal: signal ? AbortSignal.any([connect.signal, signal]) : connect.signal,
+      signal: connect.signal,
       redirect: "manual",
       // Required to stream a request body with fetch.
       ...({ duplex: "half" } as Record<string, string>),
     });
   } catch (error) {
+    signal?.removeEventListener("abort", onGone);
     if (signal?.aborted) throw signal.reason;
     throw connect.signal.aborted
       ? new ServiceError(
@@ -223,6 +230,7 @@ export async function relay(
   } finally {
     clearTimeout(timer);
   }
+  if (!upstream.ok) signal?.removeEventListener("abort", onGone);
   await refuseRedirect(target, upstream);
   if (upstream.status === 503) {
     const busy = await busyAnswer(target, upstream, url);
