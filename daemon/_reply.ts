@@ -7,6 +7,7 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import type { ChatReply, ChatRequest, ServedBy, Tier } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import type { SurfaceContext } from "./_context.ts";
@@ -119,9 +120,21 @@ export function endedByCancel(
   return true;
 }
 
+/** Most UTF-16 code units of text written to the client at once. */
+const MAX_WRITE_LENGTH = 16 * 1024;
+const READY = Symbol("ready");
+
+/** Resolves once the microtasks queued now have run: the pieces ready by then are ready. */
+function readyNow(): Promise<typeof READY> {
+  return new Promise((resolve) => setImmediate(() => resolve(READY)));
+}
+
 /**
- * A streamed response body from a generator of text pieces. Cancelling the body (the client
- * went away) aborts the request (with `ClientGone`), notes the cancel and closes the generator.
+ * A streamed response body from a generator of text pieces. The pieces ready together (the
+ * events of one sealed chunk, which a provider fills with every token it has ready) go out in
+ * one write; a piece that has to be waited for goes out alone, as soon as it comes. Cancelling
+ * the body (the client went away) aborts the request (with `ClientGone`), notes the cancel and
+ * closes the generator.
  */
 export function textStream(
   pieces: AsyncGenerator<string, void, undefined>,
@@ -130,6 +143,7 @@ export function textStream(
   const { controller, onDone } = options;
   const encoder = new TextEncoder();
   let done = false;
+  let pending: Promise<IteratorResult<string, void>> | undefined;
   const finish = () => {
     if (!done) {
       done = true;
@@ -139,12 +153,35 @@ export function textStream(
   return new ReadableStream<Uint8Array>({
     async pull(stream) {
       try {
-        const step = await pieces.next();
+        const step = await (pending ?? pieces.next());
+        pending = undefined;
         if (step.done) {
           stream.close();
           finish();
-        } else {
-          stream.enqueue(encoder.encode(step.value));
+          return;
+        }
+        let text = step.value;
+        let ended = false;
+        // One tick for the whole batch: what is ready before it fires goes out together.
+        const tick = readyNow();
+        while (text.length < MAX_WRITE_LENGTH) {
+          const next = pieces.next();
+          const ready = await Promise.race([next, tick]);
+          if (ready === READY) {
+            pending = next;
+            next.catch(() => {}); // awaited by the next pull, or dropped with the stream
+            break;
+          }
+          if (ready.done) {
+            ended = true;
+            break;
+          }
+          text += ready.value;
+        }
+        stream.enqueue(encoder.encode(text));
+        if (ended) {
+          stream.close();
+          finish();
         }
       } catch (error) {
         stream.error(error);

@@ -51,7 +51,7 @@ export interface OpenSealedReplyOptions {
  * at capacity: authenticated, so only the provider can say it).
  */
 export async function openSealedReply(
-  sealed: SealedHttpRequest,
+  sealed: Pick<SealedHttpRequest, "openResponse">,
   stream: ReadableStream<Uint8Array>,
   options: OpenSealedReplyOptions = {},
 ): Promise<OpenedReply> {

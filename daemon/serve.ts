@@ -181,8 +181,8 @@ async function write(
     res.writeHead(response.status, head).end(bytes);
     return;
   }
+  // The head goes out with the first piece of the body (the daemon answers once it has one).
   res.writeHead(response.status, head);
-  res.flushHeaders();
   const reader = body.getReader();
   const stop = () => reader.cancel(gone.reason).catch(() => {});
   gone.addEventListener("abort", stop, { once: true });

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import type { OpenedHttpRequest } from "../crypto/mod.ts";
 import { encodeSse } from "../io/sse.ts";
 import {
@@ -349,27 +350,62 @@ async function aggregate(
   });
 }
 
-/** One server-sent event per chunk, produced as the engine produces them (no read-ahead). */
+/** Most bytes of events sealed together in one chunk. */
+const MAX_BATCH_BYTES = 16 * 1024;
+const encoder = new TextEncoder();
+const READY = Symbol("ready");
+
+/** Resolves once the microtasks queued now have run: what the engine has ready by then is ready. */
+function readyNow(): Promise<typeof READY> {
+  return new Promise((resolve) => setImmediate(() => resolve(READY)));
+}
+
+/**
+ * The reply's server-sent events, produced as the engine produces them (no read-ahead), each
+ * batch sealed as one chunk: one event per chunk while the engine is slower than the reader (a
+ * real model, or `--token-delay-ms`), and every event the engine has ready at once together when
+ * it is faster (up to 16 KiB) — fewer seals here, fewer opens at the requester.
+ */
 function eventStream(run: EngineRun, log: (message: string) => void): ReadableStream<Uint8Array> {
   const { served, chunks } = run;
-  const emit = (
-    controller: ReadableStreamDefaultController<Uint8Array>,
-    r: IteratorResult<ChatChunk>,
-  ) => {
+  let pending: Promise<IteratorResult<ChatChunk>> | undefined;
+  let finished = false;
+  const render = (r: IteratorResult<ChatChunk>): string => {
     if (r.done) {
-      controller.enqueue(encodeSse("[DONE]"));
-      controller.close();
-      run.free();
-      return;
+      finished = true;
+      return "data: [DONE]\n\n";
     }
     served.account(r.value);
-    controller.enqueue(encodeSse(JSON.stringify(r.value)));
+    // JSON text has no line breaks: one `data:` line is the whole event.
+    return `data: ${JSON.stringify(r.value)}\n\n`;
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    controller.close();
+    run.free();
   };
   return new ReadableStream<Uint8Array>({
-    start: (controller) => emit(controller, run.first),
+    start: (controller) => {
+      controller.enqueue(encoder.encode(render(run.first)));
+      if (finished) end(controller);
+    },
     pull: async (controller) => {
       try {
-        emit(controller, await chunks.next());
+        let batch = render(await (pending ?? chunks.next()));
+        pending = undefined;
+        // One tick for the whole batch: what is ready before it fires is sealed together.
+        const tick = readyNow();
+        while (!finished && batch.length < MAX_BATCH_BYTES) {
+          const step = chunks.next();
+          const ready = await Promise.race([step, tick]);
+          if (ready === READY) {
+            pending = step;
+            step.catch(() => {}); // awaited by the next pull, or dropped with the stream
+            break;
+          }
+          batch += render(ready);
+        }
+        controller.enqueue(encoder.encode(batch));
+        if (finished) end(controller);
       } catch (error) {
         if (run.abort.signal.aborted) {
           // The requester went away: the abort billed what was produced and freed the slot.
