@@ -67,9 +67,11 @@ async function relay(request: Request): Promise<Response> {
         headers: { "content-type": body.stream ? "text/event-stream" : "application/json" },
       });
     } catch (error) {
-      lease.release();
-      if (!(error instanceof ProviderBusyError)) throw error;
-      scheduler.busy(lease.candidate.provider, error.retryAfterMs);
+      if (!(error instanceof ProviderBusyError)) {
+        lease.release();
+        throw error;
+      }
+      lease.release({ busyForMs: error.retryAfterMs });
     }
   }
 }

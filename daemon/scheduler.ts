@@ -61,8 +61,12 @@ export interface PickOptions {
 export interface Lease {
   /** The provider it is held at. */
   readonly candidate: ProviderCandidate;
-  /** Gives the slot back; idempotent. */
-  release(): void;
+  /**
+   * Gives the slot back; idempotent. With `busyForMs`, the provider answered that it is at
+   * capacity: it takes nothing more from this daemon for that long (or until another of this
+   * daemon's requests there ends).
+   */
+  release(options?: { busyForMs?: number }): void;
 }
 
 interface ProviderState {
@@ -160,10 +164,15 @@ export class ProviderScheduler {
     let released = false;
     return {
       candidate,
-      release: () => {
+      release: (options = {}) => {
         if (released) return;
         released = true;
         state.inFlight--;
+        if (options.busyForMs !== undefined) {
+          state.busyUntil = this.#now() + options.busyForMs;
+          this.#states.set(candidate.provider, state);
+          return; // nothing freed: the provider is full
+        }
         // One of this daemon's own requests there ended: that slot is free, whatever it said.
         state.busyUntil = 0;
         if (state.inFlight === 0) this.#states.delete(candidate.provider);

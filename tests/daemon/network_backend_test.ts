@@ -275,8 +275,19 @@ async function startNetwork(count: number) {
   let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
   /** The path of every request the gateway got. */
   const asked: string[] = [];
-  const gateway = serve((req) => {
-    asked.push(new URL(req.url).pathname);
+  /** Relays of these providers are answered "busy" (as a gateway passes a provider's on). */
+  const busy = new Set<string>();
+  const gateway = serve(async (req) => {
+    const path = new URL(req.url).pathname;
+    asked.push(path);
+    const provider = /^\/v1\/providers\/(0x[0-9a-f]{40})\/relay$/.exec(path)?.[1];
+    if (provider && busy.has(provider)) {
+      await req.body?.cancel();
+      return Response.json({ error: { code: "provider_busy", message: "busy" } }, {
+        status: 503,
+        headers: { "retry-after": "1" },
+      });
+    }
     return gatewayHandler(req);
   });
   gatewayHandler = createGatewayHandler({
@@ -300,6 +311,8 @@ async function startNetwork(count: number) {
     entries,
     gateway,
     relays: () => asked.filter((path) => path.endsWith("/relay")),
+    keys: () => asked.filter((path) => path.endsWith("/key")),
+    busy,
     verdicts,
     reputation,
     backend,
@@ -467,4 +480,29 @@ Deno.test("NetworkBackend: the client's own bad request is not held against the 
     [`/v1/providers/${net.providers[0].ad.provider}/relay`],
     "only the first provider was tried: another would refuse the request too",
   );
+});
+
+Deno.test("NetworkBackend: a busy provider costs nothing: the request goes to another, no reputation is lost, the key is kept", async () => {
+  await using net = await startNetwork(2);
+  const [first, second] = net.providers; // first has the lower address: chosen first while idle
+  await chat(net.backend); // served by first: its key is fetched once
+  const scores = net.providers.map((p) => net.reputation.score(p.ad.provider));
+  const firstKey = `/v1/providers/${first.ad.provider}/key`;
+  const keys = net.keys().filter((path) => path === firstKey).length;
+  assert.equal(keys, 1);
+  net.busy.add(first.ad.provider);
+  const { served } = await chat(net.backend);
+  assert.equal(served.provider, second.ad.provider, "the request moved on");
+  // (Scores decay with time; a failure would have taken it from ⅔ to ½.)
+  assert.ok(
+    Math.abs(net.reputation.score(first.ad.provider) - scores[0]) < 0.01,
+    `being busy cost reputation: ${scores[0]} → ${net.reputation.score(first.ad.provider)}`,
+  );
+  assert.equal(
+    net.keys().filter((path) => path === firstKey).length,
+    keys,
+    "the busy provider's key was kept (not fetched again)",
+  );
+  assert.ok(net.relays().includes(`/v1/providers/${first.ad.provider}/relay`), "it was asked");
+  assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });

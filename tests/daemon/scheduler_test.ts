@@ -137,6 +137,15 @@ Deno.test("scheduler: a provider that said it is busy takes nothing until Retry-
   advance(500);
   assert.equal(s.free(only), 4, "Retry-After passed");
   assert.equal(s.nextExpiry(), undefined);
+
+  // A request that was answered "busy" gives its slot back without announcing a free one.
+  const refused = s.acquire(only);
+  refused.release({ busyForMs: 1000 });
+  assert.equal(freed, 1, "nothing freed");
+  assert.equal(s.inFlight(only.provider), 0);
+  assert.equal(s.free(only), 0, "busy until Retry-After");
+  advance(1000);
+  assert.equal(s.free(only), 4);
 });
 
 Deno.test("scheduler: capacity is the advertised max_concurrency, or the default; a lease releases once", () => {
