@@ -18,6 +18,8 @@ export interface SurfaceContext {
   readonly randomBytes: (length: number) => Uint8Array;
   /** Receives unexpected errors. */
   readonly log: ErrorLogger;
+  /** Receives one-line notes (a client's cancel): no error, no stack. */
+  readonly note: (line: string) => void;
   /** How long to wait for the first chunk of a reply. */
   readonly firstByteTimeoutMs: number;
   /** How long to wait between two chunks of a reply. */

@@ -9,20 +9,71 @@
 import { DaemonError } from "./daemon_error.ts";
 
 /**
- * An abort controller for one request: aborted when the client goes away (`request.signal`)
- * and by the surface on timeouts and cancellation. Call `release()` when the request is done.
+ * The reason a request's controller is aborted with when its client went away (closed the
+ * connection, or cancelled the reply's body): a cancel, not a failure.
+ */
+export class ClientGone extends Error {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "ClientGone" as const;
+
+  /** Creates the reason. */
+  constructor() {
+    super("The client went away");
+  }
+}
+
+/** Whether `controller` was aborted because its client went away. */
+export function clientGone(controller: AbortController): boolean {
+  return controller.signal.aborted && controller.signal.reason instanceof ClientGone;
+}
+
+/**
+ * An abort controller for one request: aborted (with {@linkcode ClientGone}) when the client
+ * goes away (`request.signal`), and by the surface on timeouts and cancellation. Call
+ * `release()` when the request is done.
  */
 export function requestController(
   request: Request,
 ): { controller: AbortController; release: () => void } {
   const controller = new AbortController();
-  const onAbort = () => controller.abort(request.signal.reason);
+  const onAbort = () => controller.abort(new ClientGone());
   if (request.signal.aborted) onAbort();
   else request.signal.addEventListener("abort", onAbort, { once: true });
   return {
     controller,
     release: () => request.signal.removeEventListener("abort", onAbort),
   };
+}
+
+/**
+ * An abort controller aborted (with the same reason) as soon as any of `sources` aborts;
+ * `dispose()` stops listening. Unlike `AbortSignal.any`, whose combined signal the sources hold
+ * only weakly (so it can be collected, and a later abort lost, while a fetch still streams), the
+ * sources here hold the controller for as long as they listen.
+ */
+export function linkedController(
+  ...sources: AbortSignal[]
+): { controller: AbortController; dispose: () => void } {
+  const controller = new AbortController();
+  const listeners: [AbortSignal, () => void][] = [];
+  const dispose = () => {
+    for (const [source, listener] of listeners) source.removeEventListener("abort", listener);
+    listeners.length = 0;
+  };
+  for (const source of sources) {
+    if (source.aborted) {
+      controller.abort(source.reason);
+      break;
+    }
+    const listener = () => {
+      controller.abort(source.reason);
+      dispose();
+    };
+    source.addEventListener("abort", listener, { once: true });
+    listeners.push([source, listener]);
+  }
+  if (controller.signal.aborted) dispose();
+  return { controller, dispose };
 }
 
 /**

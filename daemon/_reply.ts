@@ -7,10 +7,11 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import type { ChatReply, ChatRequest, ServedBy, Tier } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { withTimeout } from "./_deadlines.ts";
+import { ClientGone, clientGone, withTimeout } from "./_deadlines.ts";
 
 /**
  * Asks the backend for a reply and waits for its first chunk, at most the first-byte timeout.
@@ -91,17 +92,58 @@ export function servedHeaders(served: ServedBy): Record<string, string> {
   };
 }
 
+const noted = new WeakSet<AbortController>();
+
 /**
- * A streamed response body from a generator of text pieces. Cancelling the body (the client
- * went away) aborts the request and closes the generator.
+ * Notes, once per request, that its client went away: one line, no stack. A cancel is not a
+ * refusal; the slot and the sockets it held are released by the abort itself.
+ */
+export function noteCancel(
+  context: SurfaceContext,
+  call: { controller: AbortController; what: string; when: string },
+): void {
+  if (noted.has(call.controller)) return;
+  noted.add(call.controller);
+  context.note(`daemon: ${call.what} cancelled by the client ${call.when}`);
+}
+
+/**
+ * If the request was cancelled by its client, notes it (once) and returns `true`: the caller
+ * then ends quietly instead of reporting an error.
+ */
+export function endedByCancel(
+  context: SurfaceContext,
+  call: { controller: AbortController; what: string; when: string },
+): boolean {
+  if (!clientGone(call.controller)) return false;
+  noteCancel(context, call);
+  return true;
+}
+
+/** Most UTF-16 code units of text written to the client at once. */
+const MAX_WRITE_LENGTH = 16 * 1024;
+const READY = Symbol("ready");
+
+/** Resolves once the microtasks queued now have run: the pieces ready by then are ready. */
+function readyNow(): Promise<typeof READY> {
+  return new Promise((resolve) => setImmediate(() => resolve(READY)));
+}
+
+/**
+ * A streamed response body from a generator of text pieces. The pieces ready together (the
+ * events of one sealed chunk, which a provider fills with every token it has ready) go out in
+ * one write; a piece that has to be waited for goes out alone, as soon as it comes. Cancelling
+ * the body (the client went away) aborts the request (with `ClientGone`), notes the cancel and
+ * closes the generator.
  */
 export function textStream(
   pieces: AsyncGenerator<string, void, undefined>,
-  options: { controller: AbortController; onDone: () => void },
+  options: { controller: AbortController; onDone: () => void; onCancel?: () => void },
 ): ReadableStream<Uint8Array> {
   const { controller, onDone } = options;
   const encoder = new TextEncoder();
   let done = false;
+  let pending: Promise<IteratorResult<string, void>> | undefined;
   const finish = () => {
     if (!done) {
       done = true;
@@ -111,12 +153,35 @@ export function textStream(
   return new ReadableStream<Uint8Array>({
     async pull(stream) {
       try {
-        const step = await pieces.next();
+        const step = await (pending ?? pieces.next());
+        pending = undefined;
         if (step.done) {
           stream.close();
           finish();
-        } else {
-          stream.enqueue(encoder.encode(step.value));
+          return;
+        }
+        let text = step.value;
+        let ended = false;
+        // One tick for the whole batch: what is ready before it fires goes out together.
+        const tick = readyNow();
+        while (text.length < MAX_WRITE_LENGTH) {
+          const next = pieces.next();
+          const ready = await Promise.race([next, tick]);
+          if (ready === READY) {
+            pending = next;
+            next.catch(() => {}); // awaited by the next pull, or dropped with the stream
+            break;
+          }
+          if (ready.done) {
+            ended = true;
+            break;
+          }
+          text += ready.value;
+        }
+        stream.enqueue(encoder.encode(text));
+        if (ended) {
+          stream.close();
+          finish();
         }
       } catch (error) {
         stream.error(error);
@@ -124,7 +189,8 @@ export function textStream(
       }
     },
     async cancel() {
-      controller.abort();
+      if (!controller.signal.aborted) controller.abort(new ClientGone());
+      options.onCancel?.();
       finish();
       await pieces.return(undefined).catch(() => {});
     },

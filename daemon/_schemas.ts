@@ -84,6 +84,12 @@ export function errorResponses(
 ): Record<number, ResponseSpec> {
   const content = { "application/json": { schema: errorSchema(dialect) } };
   const e = (description: string): ResponseSpec => ({ description, content });
+  const retryAfter = z.object({
+    "retry-after": z.string().regex(/^[0-9]+$/).optional().openapi({
+      description: "Seconds after which asking again may succeed: sent with `no_provider` and " +
+        "`overloaded`.",
+    }),
+  });
   const out: Record<number, ResponseSpec> = {
     403: e("`forbidden_host` (the Host header is not allowed) or `forbidden_origin`."),
     414: e("`url_too_long`: the URL is longer than 8,192 characters."),
@@ -99,13 +105,27 @@ export function errorResponses(
   }
   if (kind !== "local") {
     out[502] = e(
-      "`provider_error` or a refusal of trust (`attestation_failed`, `attestation_mock`, " +
-        "`attestation_stale`, `decryption_failed`, `stream_truncated`): nothing was sent.",
+      "`provider_error` (the provider answered with an error or broke the reply's contract), " +
+        "`decryption_failed` or `stream_truncated` (the sealed reply could not be opened).",
     );
-    out[503] = e("`no_gateway` or `no_provider`.");
+    out[503] = {
+      ...e(
+        "`no_gateway` (no gateway is reachable); `no_provider` (the model is offered but no " +
+          "provider can serve it right now); `overloaded` (chats: the queue is full, or every " +
+          "provider stayed at capacity until `--queue-timeout-secs`). `no_provider` and " +
+          "`overloaded` carry `Retry-After`.",
+      ),
+      headers: retryAfter,
+    };
     out[504] = e("`timeout`: no answer from the network in time.");
   }
   if (kind === "chat") {
+    out[403] = e(
+      "`forbidden_host` or `forbidden_origin`; or a refusal of trust, which a retry cannot fix " +
+        "(nothing was sent; the message is fixed per code): `attestation_mock`, " +
+        "`attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, " +
+        "`attestation_failed`.",
+    );
     out[422] = e("`provider_error` carrying the provider's own 422 (a request it refused).");
     out[429] = e("`provider_error` carrying the provider's own 429 (it is too busy).");
   }

@@ -14,10 +14,12 @@
  * - `chat()` resolves once the first chunk of the opened reply is available. Everything that
  *   can fail before that (no gateway, no provider, attestation, key endorsement, failover to
  *   the next candidate) happens inside `chat()`, and a refusal rejects it with a
- *   {@linkcode DaemonError} whose `code` says why (`no_gateway`, `no_provider`,
- *   `model_not_found`, `attestation_failed`, `attestation_mock`, `attestation_stale`,
+ *   {@linkcode DaemonError} whose `code` says why (`no_gateway`, `no_provider`, `overloaded`,
+ *   `model_not_found`, a refusal of trust — `attestation_failed`, `attestation_mock`,
+ *   `attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch` —,
  *   `decryption_failed`, `stream_truncated`, `provider_error`, `timeout`). The surface then
- *   answers the client with the matching HTTP status.
+ *   answers the client with the matching HTTP status. Waiting for a provider slot (the queue)
+ *   happens inside `chat()` too.
  * - `chunks` yields the provider's chunks in order. It completes normally only after the
  *   sealed stream's final chunk has been verified; a failure after the first chunk rejects the
  *   iteration with a {@linkcode DaemonError} (typically `stream_truncated` or
@@ -26,8 +28,9 @@
  *   `finish_reason`, and a last chunk with `usage` (the surface always asks the provider to
  *   stream with usage). A reply that ends without a finish reason or usage is reported to the
  *   client as `provider_error`.
- * - When the signal aborts (the client went away, or a timeout fired), the backend stops and
- *   releases its connections; the surface also calls the iterator's `return()`.
+ * - When the signal aborts (the client went away, or a timeout fired), the backend stops at
+ *   once — leaves the queue, or aborts its relay and closes its sockets — and releases the
+ *   provider slot it held; the surface also calls the iterator's `return()`.
  * - Any other error thrown (not a `DaemonError`) is logged by the surface and shown to the
  *   client as a generic `internal_error`: internals never leak.
  *

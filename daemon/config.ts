@@ -5,8 +5,6 @@
  * bad value is refused with the setting, the value shown and what was expected. `main.ts` calls
  * it with `Deno.args` and `Deno.env.toObject()`.
  *
- * | flag                         | environment                 | default                     |
- * | ---------------------------- | --------------------------- | --------------------------- |
  * | flag                         | environment                  | default                    |
  * | ---------------------------- | ---------------------------- | -------------------------- |
  * | `--bind <host:port>`         | `NET_DAEMON_BIND`            | `127.0.0.1:11435`          |
@@ -25,6 +23,8 @@
  * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`        | none                       |
  * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`          | none                       |
  * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES`  | `4194304` (4 MiB)          |
+ * | `--max-queue <n>`            | `NET_DAEMON_MAX_QUEUE`       | `512`                      |
+ * | `--queue-timeout-secs <n>`   | `NET_DAEMON_QUEUE_TIMEOUT_SECS` | `120`                   |
  * | `--help`, `-h`               |                              |                            |
  *
  * The network profile (`chain/network_profile.ts`) gives the chain (id, RPC URLs), the Registry
@@ -72,6 +72,7 @@ import { checkApiKey } from "./auth.ts";
 import { networkFor } from "./_network_settings.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
 import { parseOriginPatterns } from "./hygiene.ts";
+import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS } from "./queue.ts";
 import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 
 /** The default listen address. */
@@ -151,6 +152,10 @@ export interface DaemonConfig {
   readonly allowedHosts: readonly string[];
   /** Largest accepted request body, bytes. */
   readonly maxBodyBytes: number;
+  /** Most requests waiting for a provider slot at once. */
+  readonly maxQueue: number;
+  /** Longest wait of a queued request for its first byte, in seconds. */
+  readonly queueTimeoutSecs: number;
 }
 
 /** The result of {@linkcode parseDaemonConfig}: the help text was asked for, or a config. */
@@ -317,6 +322,22 @@ const SETTINGS = defineSettings({
     default: String(DEFAULT_MAX_BODY_BYTES),
     help: "Largest accepted request body, in bytes (4194304 is 4 MiB).",
   },
+  maxQueue: {
+    flag: "max-queue",
+    env: "NET_DAEMON_MAX_QUEUE",
+    kind: integer({ min: 0, max: 1_000_000, unit: "requests" }),
+    default: String(DEFAULT_MAX_QUEUE),
+    help: "Most requests that wait for a free provider slot at once (as Ollama queues); one " +
+      "more is answered 503 overloaded with Retry-After.",
+  },
+  queueTimeoutSecs: {
+    flag: "queue-timeout-secs",
+    env: "NET_DAEMON_QUEUE_TIMEOUT_SECS",
+    kind: integer({ min: 1, max: 86_400, unit: "seconds" }),
+    default: String(DEFAULT_QUEUE_TIMEOUT_MS / 1000),
+    help: "How long a queued request may wait for its first byte before it is answered 503 " +
+      "overloaded with Retry-After.",
+  },
   apiKey: {
     env: "NET_DAEMON_API_KEY",
     kind: text("<key>"),
@@ -457,6 +478,8 @@ export function parseDaemonConfig(
       allowedOrigins: values.allowedOrigins ?? [],
       allowedHosts: allowedHostsFor(values.bind, values.allowedHosts ?? []),
       maxBodyBytes: values.maxBodyBytes,
+      maxQueue: values.maxQueue,
+      queueTimeoutSecs: values.queueTimeoutSecs,
     },
   };
 }

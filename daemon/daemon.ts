@@ -196,6 +196,9 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     fetch: options.fetch,
     clock,
     attemptTimeoutMs: options.attemptTimeoutMs,
+    maxQueue: config.maxQueue,
+    queueTimeoutMs: config.queueTimeoutSecs * 1000,
+    log: (line) => log(line),
   });
   const apiKey: Promise<ApiKey | null> = options.apiKey !== undefined
     ? Promise.resolve({ key: options.apiKey, source: "the caller", generated: false })

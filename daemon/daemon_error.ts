@@ -13,7 +13,7 @@
  *   "attestation_mock",
  *   "Cannot use provider 0x5b38…: its attestation is a mock",
  * );
- * console.assert(error.status === 502 && error.code === "attestation_mock");
+ * console.assert(error.status === 403 && error.code === "attestation_mock");
  * ```
  *
  * @module
@@ -30,12 +30,14 @@ import { NetError } from "../errors.ts";
  * `forbidden_origin` (403), `not_found` (404), `method_not_allowed` (405), `request_too_large`
  * (413), `url_too_long` (414), `headers_too_large` (431), `internal_error` (500).
  *
- * Raised by the network backend: `model_not_found` (404: the network offers no such model),
- * `attestation_failed`, `attestation_mock`, `attestation_stale` (502: the provider could not be
- * verified; nothing was sent), `decryption_failed`, `stream_truncated` (502: the sealed reply
- * could not be opened or ended before its final chunk), `provider_error` (502 unless the backend
- * passes the provider's own status: the provider answered with an error), `no_gateway`,
- * `no_provider` (503), `timeout` (504).
+ * Raised by the network backend: `model_not_found` (404: the network offers no such model);
+ * the refusals of trust, which a retry cannot fix (403: the provider could not be verified;
+ * nothing was sent): `attestation_failed`, `attestation_mock`, `attestation_stale`,
+ * `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`; `decryption_failed`,
+ * `stream_truncated` (502: the sealed reply could not be opened or ended before its final
+ * chunk), `provider_error` (502 unless the backend passes the provider's own status: the
+ * provider answered with an error), `no_gateway`, `no_provider`, `overloaded` (503, the last two
+ * with `Retry-After`), `timeout` (504).
  */
 export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Object.freeze({
   invalid_request_error: 400,
@@ -50,14 +52,18 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   too_many_auth_failures: 429,
   headers_too_large: 431,
   internal_error: 500,
-  attestation_failed: 502,
-  attestation_mock: 502,
-  attestation_stale: 502,
+  attestation_failed: 403,
+  attestation_mock: 403,
+  attestation_stale: 403,
+  measurement_not_approved: 403,
+  key_not_vouched: 403,
+  tier_mismatch: 403,
   decryption_failed: 502,
   stream_truncated: 502,
   provider_error: 502,
   no_gateway: 503,
   no_provider: 503,
+  overloaded: 503,
   timeout: 504,
 });
 
@@ -78,11 +84,15 @@ export type DaemonErrorCode =
   | "attestation_failed"
   | "attestation_mock"
   | "attestation_stale"
+  | "measurement_not_approved"
+  | "key_not_vouched"
+  | "tier_mismatch"
   | "decryption_failed"
   | "stream_truncated"
   | "provider_error"
   | "no_gateway"
   | "no_provider"
+  | "overloaded"
   | "timeout";
 
 /**
@@ -94,8 +104,25 @@ export const CRYPTO_ERROR_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonEr
   "attestation_failed",
   "attestation_mock",
   "attestation_stale",
+  "measurement_not_approved",
+  "key_not_vouched",
+  "tier_mismatch",
   "decryption_failed",
   "stream_truncated",
+]);
+
+/**
+ * The refusals of trust: the provider could not be verified, so nothing was sent. They are
+ * 403s, because a retry cannot fix them (an SDK does not retry a 403, so the user sees the
+ * reason at once).
+ */
+export const TRUST_REFUSAL_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonErrorCode>([
+  "attestation_failed",
+  "attestation_mock",
+  "attestation_stale",
+  "measurement_not_approved",
+  "key_not_vouched",
+  "tier_mismatch",
 ]);
 
 /** Options of {@linkcode DaemonError}. */
@@ -109,6 +136,11 @@ export interface DaemonErrorOptions {
   status?: number;
   /** The request field at fault (OpenAI's `param`), e.g. `"model"`. @default {null} */
   param?: string | null;
+  /**
+   * When the client may try again, in whole seconds: sent as `Retry-After` (`no_provider`,
+   * `overloaded`).
+   */
+  retryAfterSeconds?: number;
   /** More detail; logged, never sent for the cryptographic codes. */
   details?: string;
   /** What to do next. */
@@ -127,6 +159,8 @@ export class DaemonError extends NetError {
   readonly status: number;
   /** The request field at fault, or `null`. */
   readonly param: string | null;
+  /** When the client may try again (`Retry-After`), in whole seconds, if said. */
+  readonly retryAfterSeconds: number | undefined;
 
   /**
    * Creates the error.
@@ -144,8 +178,15 @@ export class DaemonError extends NetError {
         `Cannot create DaemonError: status must be an integer in 400–599, found ${status}`,
       );
     }
+    const retry = options.retryAfterSeconds;
+    if (retry !== undefined && (!Number.isSafeInteger(retry) || retry < 0)) {
+      throw new RangeError(
+        `Cannot create DaemonError: retryAfterSeconds must be a whole number of seconds, found ${retry}`,
+      );
+    }
     this.code = code;
     this.status = status;
     this.param = options.param ?? null;
+    this.retryAfterSeconds = retry;
   }
 }

@@ -11,9 +11,9 @@
  * @module
  */
 
-import type { Address } from "viem";
-import { type ProviderAd, validateAd } from "../chain/ad.ts";
-import { ReasonError } from "../errors.ts";
+import type { Address, Hex } from "viem";
+import { adCommitment, type ProviderAd, validateAd } from "../chain/ad.ts";
+import { NetError, ReasonError } from "../errors.ts";
 import { fetchJson, FetchJsonError, readBodyLimited } from "../io/fetch_json.ts";
 import type { NetworkModel, Tier } from "./backend.ts";
 
@@ -26,16 +26,48 @@ export class GatewayError extends ReasonError<GatewayFailure> {
   override readonly name = "GatewayError" as const;
   /** The HTTP status the gateway answered, if any. */
   readonly status: number | undefined;
+  /** The gateway's error code (`provider_unreachable`, …), when it sent a well-formed one. */
+  readonly code: string | undefined;
 
   /** Creates the error: `gateway` (try another gateway) or `provider` (another provider). */
   constructor(
     reason: GatewayFailure,
     shortMessage: string,
-    options: { status?: number; cause?: unknown } = {},
+    options: { status?: number; code?: string; cause?: unknown } = {},
   ) {
     super(reason, shortMessage, options);
     this.status = options.status;
+    this.code = options.code;
   }
+}
+
+/**
+ * A provider said it is at capacity (`503` with `Retry-After`, `docs/protocol.md` §4): busy, not
+ * broken. It costs the provider no reputation and keeps its cached key; the request moves on to
+ * another provider or waits for a slot.
+ */
+export class ProviderBusyError extends NetError {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "ProviderBusyError" as const;
+  /** How long the provider asked to be left alone, in ms (its `Retry-After`, bounded). */
+  readonly retryAfterMs: number;
+
+  /** Creates the error; `retryAfterMs` is clamped to 0.1–30 s. */
+  constructor(shortMessage: string, retryAfterMs: number) {
+    super(shortMessage);
+    this.retryAfterMs = Math.min(30_000, Math.max(100, retryAfterMs));
+  }
+}
+
+/**
+ * The wait a `Retry-After` value asks for, in ms: delay-seconds (`"1"`) or an HTTP date; 1 s
+ * when absent or unreadable (`RFC 9110` §10.2.3).
+ */
+export function retryAfterMs(value: string | null, now: Date = new Date()): number {
+  if (value === null) return 1000;
+  if (/^\d{1,9}$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? 1000 : Math.max(0, date - now.getTime());
 }
 
 /** A candidate provider as a gateway lists it, its ad validated. */
@@ -50,6 +82,13 @@ export interface ProviderCandidate {
   available: number;
   /** Observed tokens/s as advertised (0 when unknown). */
   tokensPerSec: number;
+  /**
+   * The concurrent requests the provider advertises it serves (`capacity.max_concurrency`),
+   * when it says.
+   */
+  maxConcurrency?: number;
+  /** `keccak256(JCS(ad))`, computed once when the listing was read. */
+  commitment?: Hex;
 }
 
 /** Options of {@linkcode GatewayClient}. */
@@ -127,12 +166,17 @@ export class GatewayClient {
       const provider = ad.provider.toLowerCase() as Address;
       if (ad.tier !== tier || !ad.models.some((m) => m.id === model)) continue;
       if (typeof entry.provider === "string" && entry.provider.toLowerCase() !== provider) continue;
-      const capacity = entry.capacity as { available_concurrency?: unknown } | null;
+      const capacity = entry.capacity as
+        | { available_concurrency?: unknown; max_concurrency?: unknown }
+        | null;
       const metrics = entry.metrics as { tokens_per_sec?: unknown } | null;
+      const max = capacity?.max_concurrency;
       out.push({
         provider,
         tier,
         ad,
+        commitment: adCommitment(ad),
+        ...(isCount(max) && max > 0 ? { maxConcurrency: max } : {}),
         available: isCount(capacity?.available_concurrency)
           ? capacity!.available_concurrency as number
           : 0,
@@ -196,10 +240,16 @@ export class GatewayClient {
     }
     const type = response.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
     if (response.status === 200 && type === "message/ohttp-chunked-res" && response.body) {
-      return response.body;
+      return signal ? cancelledOnAbort(response.body, signal) : response.body;
     }
     const detail = await readBodyLimited(response, { maxBytes: 4096, url }).catch(() => undefined);
     const code = errorCode(detail);
+    if (response.status === 503 && code === "provider_busy") {
+      throw new ProviderBusyError(
+        `Provider ${provider} is at capacity (through ${this.url})`,
+        retryAfterMs(response.headers.get("retry-after")),
+      );
+    }
     // A gateway error about the provider (unknown, unreachable, failing) means: next provider.
     const reason: GatewayFailure = response.status >= 500 && code === undefined
       ? "gateway"
@@ -209,7 +259,7 @@ export class GatewayClient {
       `Cannot relay to provider ${provider} through ${this.url}: status ${response.status}${
         code ? ` (${code})` : ""
       }, expected 200 message/ohttp-chunked-res`,
-      { status: response.status },
+      { status: response.status, code },
     );
   }
 
@@ -233,10 +283,15 @@ export class GatewayClient {
       const transport = cause instanceof FetchJsonError &&
         (cause.reason === "unreachable" || cause.reason === "timeout");
       const reason: GatewayFailure = blame === "provider" && !transport ? "provider" : "gateway";
+      const failed = cause instanceof FetchJsonError ? cause : undefined;
       throw new GatewayError(
         reason,
-        cause instanceof FetchJsonError ? cause.shortMessage : `Cannot use ${this.url}${path}`,
-        { cause, status: cause instanceof FetchJsonError ? cause.status : undefined },
+        failed ? failed.shortMessage : `Cannot use ${this.url}${path}`,
+        {
+          cause,
+          status: failed?.status,
+          code: failed?.details ? errorCode(new TextEncoder().encode(failed.details)) : undefined,
+        },
       );
     }
   }
@@ -244,6 +299,44 @@ export class GatewayClient {
   #malformed(path: string, expected: string): GatewayError {
     return new GatewayError("gateway", `Cannot use the answer of ${this.url}${path}: ${expected}`);
   }
+}
+
+/**
+ * The relay's body, cancelled as soon as `signal` aborts: the socket to the gateway is closed
+ * then, whoever is reading. (`fetch`'s own signal is not enough: the request it builds follows
+ * the signal through a weakly held dependent signal, which can be collected during a long
+ * stream, and the abort is then lost — measured: the socket stayed open to the reply's end.)
+ */
+function cancelledOnAbort(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const onAbort = () => reader.cancel(signal.reason).catch(() => {});
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  const done = () => signal.removeEventListener("abort", onAbort);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const step = await reader.read();
+        if (signal.aborted) {
+          done();
+          controller.error(signal.reason);
+        } else if (step.done) {
+          done();
+          controller.close();
+        } else controller.enqueue(step.value);
+      } catch (error) {
+        done();
+        controller.error(signal.aborted ? signal.reason : error);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
 }
 
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

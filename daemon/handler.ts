@@ -110,7 +110,12 @@ export interface DaemonHandlerOptions {
   clock?: () => Date;
   /** Random source for completion and tool-call ids. @default {crypto.getRandomValues} */
   randomBytes?: (length: number) => Uint8Array;
-  /** Receives unexpected errors (then answered with a generic 500). @default {console.error} */
+  /**
+   * Receives unexpected errors (then answered with a generic 500), refusals, and one-line notes
+   * such as a client's cancel (with `error` undefined).
+   *
+   * @default {console.error}
+   */
   log?: ErrorLogger;
 }
 
@@ -137,14 +142,20 @@ function plainVersion(version: string): string {
   return `${match[1]}.${match[2]}.${match[3]}`;
 }
 
+/** The default logger: a message, and the error (with its stack) when there is one. */
+const defaultLog: ErrorLogger = (message, error) =>
+  error === undefined ? console.error(message) : console.error(message, error);
+
 function surfaceContext(options: DaemonHandlerOptions): SurfaceContext {
   const clock = options.clock ?? (() => new Date());
+  const log = options.log ?? defaultLog;
   return {
     backend: options.backend,
     clock,
     randomBytes: options.randomBytes ??
       ((length) => crypto.getRandomValues(new Uint8Array(length))),
-    log: options.log ?? ((message, error) => console.error(message, error)),
+    log,
+    note: (line) => log(line, undefined),
     firstByteTimeoutMs: positiveInteger(
       "firstByteTimeoutMs",
       options.firstByteTimeoutMs,
@@ -281,7 +292,7 @@ export function createDaemonHandler(
   options: DaemonHandlerOptions,
 ): (request: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   const service = createDaemonService(options);
-  const log = options.log ?? ((message, error) => console.error(message, error));
+  const log = options.log ?? defaultLog;
   return (request, info) =>
     service.fetch(request, info).catch((error) =>
       errorResponse(error, dialectOf(new URL(request.url).pathname), { log })

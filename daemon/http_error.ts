@@ -14,7 +14,7 @@
  * `DaemonError`, a {@linkcode ModelIdError} or an `HttpRequestError` anywhere in the `cause`
  * chain) are logged and become a generic `internal_error` 500. For the cryptographic codes the
  * message is fixed per code: the client learns the code, never which step failed; the full
- * error goes to the log.
+ * error goes to the log. A `no_provider` or `overloaded` answer carries `Retry-After`.
  *
  * @example
  * ```ts
@@ -67,6 +67,12 @@ const CRYPTO_MESSAGES: Readonly<Partial<Record<DaemonErrorCode, string>>> = {
     "The provider offered a mock attestation, which is never accepted; the request was not sent",
   attestation_stale:
     "The provider's attestation is not fresh (nonce, expiry or collateral); the request was not sent",
+  measurement_not_approved:
+    "The provider's enclave measurement is not in the approved set; the request was not sent",
+  key_not_vouched:
+    "The provider's key is not vouched for by its serving key or the chain; the request was not sent",
+  tier_mismatch:
+    "The provider is not registered in the tier that was asked for; the request was not sent",
   decryption_failed: "The provider's sealed reply could not be opened",
   stream_truncated: "The provider's sealed reply ended before its final chunk",
 };
@@ -174,6 +180,9 @@ export function errorResponse(
   const layer = resolved.cause;
   if (layer instanceof HttpRequestError && layer.allow.length > 0) {
     headers.set("allow", layer.allow.join(", "));
+  }
+  if (resolved.retryAfterSeconds !== undefined) {
+    headers.set("retry-after", String(resolved.retryAfterSeconds));
   }
   return new Response(JSON.stringify(errorBody(resolved, dialect)), {
     status: resolved.status,

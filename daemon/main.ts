@@ -9,6 +9,7 @@
 import type { ApiKey } from "./auth.ts";
 import { type DaemonConfig, parseDaemonConfig } from "./config.ts";
 import { createDaemon } from "./daemon.ts";
+import { type DaemonServer, serveDaemon } from "./serve.ts";
 
 /** The start-up lines about trust: where keys are checked, or loudly that they are not. */
 function trustLine(config: DaemonConfig): string {
@@ -59,13 +60,13 @@ if (import.meta.main) {
   const { config } = parsed;
   let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
     Promise.resolve(new Response("starting", { status: 503 }));
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: DaemonServer;
   try {
-    server = Deno.serve({
+    // Not Deno.serve: it does not tell a waiting request that its client left (serve.ts).
+    server = await serveDaemon((req, info) => handler(req, info), {
       hostname: config.bind.hostname,
       port: config.bind.port,
-      onListen: () => {},
-    }, (req, info) => handler(req, info));
+    });
   } catch (error) {
     console.error(
       `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
@@ -74,13 +75,13 @@ if (import.meta.main) {
     );
     Deno.exit(1);
   }
-  const port = server.addr.port;
+  const port = server.port;
   let daemon;
   try {
     daemon = createDaemon(config, { port });
   } catch (error) {
     console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
-    await server.shutdown();
+    await server.close();
     Deno.exit(2);
   }
   let apiKey: ApiKey | null;
@@ -113,10 +114,14 @@ if (import.meta.main) {
   );
   daemon.start();
   // Graceful: stop accepting, let replies in flight finish (at most 30 s), then exit.
+  const finished = Promise.withResolvers<void>();
+  let stopping = false;
   const stop = () => {
+    if (stopping) return;
+    stopping = true;
     console.log("daemon: stopping…");
     daemon.close();
-    server.shutdown();
+    server.shutdown().then(finished.resolve);
     Deno.unrefTimer(setTimeout(() => {
       console.warn("daemon: replies still running after 30 s; exiting anyway");
       Deno.exit(0);
@@ -124,7 +129,7 @@ if (import.meta.main) {
   };
   Deno.addSignalListener("SIGINT", stop);
   if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
-  await server.finished;
+  await finished.promise;
   console.log("daemon: stopped");
   Deno.exit(0);
 }

@@ -6,7 +6,8 @@
  * sealing, failover.
  *
  * - {@linkcode createDaemon}: a whole daemon from its configuration (gateway resolver, trust
- *   sources, network backend, verdict log, handler).
+ *   sources, network backend, verdict log, handler); {@linkcode serveDaemon} serves its handler
+ *   so that a client's leaving is seen in every phase of its request.
  * - {@linkcode createDaemonHandler}: the pure `(Request) => Promise<Response>` handler, with the
  *   local hygiene (Host allowlist, Origin refusal, body limit) and both dialects;
  *   {@linkcode createDaemonService}: the same service with its route table and its generated
@@ -121,6 +122,12 @@ export {
   type GatewayResolverOptions,
   type GossipOptions,
 } from "./gateway_resolver.ts";
-export { NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
+export { type BackendLoad, NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
+export {
+  type DaemonRequestHandler,
+  type DaemonServer,
+  serveDaemon,
+  type ServeDaemonOptions,
+} from "./serve.ts";
 export { ProviderReputation, type ProviderReputationOptions } from "./provider_reputation.ts";
 export { type ProviderTrustOptions, type RegistryRecord } from "./provider_trust.ts";

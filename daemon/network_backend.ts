@@ -1,21 +1,24 @@
 /**
  * The daemon's network backend: the real {@linkcode ChatBackend}.
  *
- * Per request: resolve a gateway (`gateway_resolver.ts`), list the candidate providers for
- * the model and tier, rank them, and for each in turn until one answers: establish trust in
- * its key (`provider_trust.ts`: endorsement, or full TEE attestation), seal the request to
- * that key (`crypto/`), relay it through the gateway, and open the sealed reply up to its
- * first chunk (`sealed_reply.ts`). A failure before that first chunk moves on to the next
- * provider (or, when the gateway itself fails, to the next gateway); after it, failures reach
- * the client in-stream. Every accepted or refused provider is recorded in the verdict log.
+ * Per request: resolve a gateway (`gateway_resolver.ts`), take the candidate providers for the
+ * model and tier (`candidate_cache.ts`: cached briefly, refreshed in the background), and let
+ * the scheduler (`scheduler.ts`) choose one with a free slot — or wait in the bounded queue
+ * (`queue.ts`) while every acceptable one is at capacity. For the chosen provider: establish
+ * trust in its key (`provider_trust.ts`: endorsement, cached until it expires, or full TEE
+ * attestation), seal the request to that key (`crypto/`), relay it through the gateway, and
+ * open the sealed reply up to its first chunk (`sealed_reply.ts`). A provider that says it is at
+ * capacity is busy, not broken: the request moves on or waits, at no cost to the provider. Any
+ * other failure before that first chunk moves on to the next acceptable provider, until every
+ * one was tried (or, when the gateway itself fails, to the next gateway); after it, failures
+ * reach the client in-stream. The slot is held until the reply ends or the client goes away.
+ * Every accepted or refused provider is recorded in the verdict log.
  *
  * Nothing leaves the machine in the clear: the only request bodies sent are sealed ones.
  *
  * @module
  */
 
-import { blendedPrice } from "../chain/ad.ts";
-import { SealError, sealHttpRequest } from "../crypto/mod.ts";
 import type {
   ChatBackend,
   ChatCompletionChunk,
@@ -23,14 +26,34 @@ import type {
   ChatRequest,
   NetworkModel,
 } from "./backend.ts";
-import { DaemonError } from "./daemon_error.ts";
+import { CandidateCache } from "./candidate_cache.ts";
+import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
 import { publicMessage } from "./http_error.ts";
-import { GatewayClient, GatewayError, type ProviderCandidate } from "./gateway_client.ts";
+import {
+  GatewayClient,
+  GatewayError,
+  ProviderBusyError,
+  type ProviderCandidate,
+} from "./gateway_client.ts";
 import type { GatewayResolver } from "./gateway_resolver.ts";
 import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./provider_trust.ts";
 import { ProviderReputation } from "./provider_reputation.ts";
-import { openSealedReply } from "./sealed_reply.ts";
+import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
+import { type Lease, ProviderScheduler } from "./scheduler.ts";
+import { type OpenedReply, openSealedReply } from "./sealed_reply.ts";
+import { RequestSealer } from "./sealer.ts";
+import { linkedController } from "./_deadlines.ts";
 import type { VerdictLog } from "./verdict_log.ts";
+import {
+  best,
+  classify,
+  type Failure,
+  final,
+  NO_PROVIDER_RETRY_SECONDS,
+  retryable,
+} from "./_failover.ts";
+
+export { rank } from "./scheduler.ts";
 
 /** Options of {@linkcode NetworkBackend}. */
 export interface NetworkBackendOptions {
@@ -46,7 +69,11 @@ export interface NetworkBackendOptions {
   clock?: () => Date;
   /** How long a model list is reused, in ms. @default {10000} */
   modelsTtlMs?: number;
-  /** Most providers tried for one request. @default {3} */
+  /**
+   * Most providers that may fail one request (busy answers do not count).
+   *
+   * @default {Infinity: every acceptable candidate is tried}
+   */
   maxProviderAttempts?: number;
   /** Most gateways tried for one request. @default {3} */
   maxGatewayAttempts?: number;
@@ -60,17 +87,45 @@ export interface NetworkBackendOptions {
    * @default {60000}
    */
   attemptTimeoutMs?: number;
+  /** Most requests waiting for a slot (`--max-queue`). @default {512} */
+  maxQueue?: number;
+  /**
+   * How long a request may wait for a slot, from its arrival, in ms (`--queue-timeout-secs`).
+   *
+   * @default {120000}
+   */
+  queueTimeoutMs?: number;
+  /** The scheduler (in-flight counts and the choice). @default {a fresh ProviderScheduler} */
+  scheduler?: ProviderScheduler;
+  /** Where a cancelled or failed attempt is noted (one line). @default {() => {}} */
+  log?: (line: string) => void;
 }
 
-/** Codes that describe a provider that could not be trusted. */
-const REFUSALS = new Set(["attestation_failed", "attestation_mock", "attestation_stale"]);
+/** How long a model the network offered counts as offered when no provider lists it. */
+const KNOWN_MODEL_MS = 3_600_000;
+
+/** What the daemon sees of its own load, for tests and benchmarks. */
+export interface BackendLoad {
+  /** Requests holding a provider slot (being answered). */
+  readonly inFlight: number;
+  /** Requests waiting in the queue for a slot. */
+  readonly queued: number;
+}
 
 /** The network side of the daemon. */
 export class NetworkBackend implements ChatBackend {
   readonly #options: NetworkBackendOptions;
   readonly #clock: () => Date;
-  readonly #keys = new TrustedKeyCache();
+  // Verified-tier keys are kept until their endorsement expires; the chain (when configured)
+  // is still asked on every request, through its own short cache (`trust_sources.ts`).
+  readonly #keys = new TrustedKeyCache({ maxAgeMs: Number.POSITIVE_INFINITY });
   readonly #reputation: ProviderReputation;
+  readonly #scheduler: ProviderScheduler;
+  readonly #queue: RequestQueue;
+  readonly #candidates: CandidateCache;
+  readonly #sealer = new RequestSealer();
+  /** `tier|model` → when the network last offered it (clock ms). */
+  readonly #known = new Map<string, number>();
   #models: { at: number; list: readonly NetworkModel[] } | undefined;
 
   /** Creates the backend. */
@@ -78,6 +133,19 @@ export class NetworkBackend implements ChatBackend {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#reputation = options.reputation ?? new ProviderReputation({ clock: this.#clock });
+    this.#scheduler = options.scheduler ?? new ProviderScheduler();
+    const scheduler = this.#scheduler;
+    this.#queue = new RequestQueue({
+      maxQueue: options.maxQueue ?? DEFAULT_MAX_QUEUE,
+      nextWake: () => scheduler.nextExpiry(),
+    });
+    this.#candidates = new CandidateCache({ onRefresh: () => this.#queue.wake() });
+    scheduler.onFree(() => this.#queue.wake());
+  }
+
+  /** Requests in flight and waiting now. */
+  get load(): BackendLoad {
+    return { inFlight: this.#scheduler.totalInFlight, queued: this.#queue.size };
   }
 
   /** {@inheritDoc ChatBackend.listModels} */
@@ -88,55 +156,98 @@ export class NetworkBackend implements ChatBackend {
     }
     const list = await this.#withGateway(signal, (gateway) => gateway.models(signal));
     this.#models = { at: now, list };
+    for (const m of list) this.#remember(m.tier, m.model);
     return list;
   }
 
   /** {@inheritDoc ChatBackend.chat} */
   async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
-    return await this.#withGateway(signal, async (gateway) => {
-      const candidates = rank(
-        await gateway.providers(request.model, request.tier, signal),
-        request.model,
-        (provider) => this.#reputation.score(provider),
-      );
-      if (candidates.length === 0) {
-        // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
-        this.#models = undefined;
-        const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
-        const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
-        throw new GatewayExhausted(
-          listed
-            ? new DaemonError(
-              "no_provider",
-              `No provider can serve ${request.model} in the ${request.tier} tier right now`,
-            )
-            : new DaemonError(
-              "model_not_found",
-              `The network offers no model ${request.model} in the ${request.tier} tier`,
-              { param: "model" },
-            ),
-        );
+    const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    return await this.#withGateway(
+      signal,
+      (gateway) => this.#serve(gateway, request, { signal, deadline }),
+    );
+  }
+
+  /** Serves `request` through `gateway`: choose, wait, attempt, until served or exhausted. */
+  async #serve(
+    gateway: GatewayClient,
+    request: ChatRequest,
+    call: { signal: AbortSignal; deadline: number },
+  ): Promise<ChatReply> {
+    const { signal } = call;
+    const { model, tier } = request;
+    let candidates = await this.#candidates.get(gateway, { model, tier }, signal);
+    if (candidates.length === 0) {
+      candidates = await this.#candidates.get(gateway, { model, tier, fresh: true }, signal);
+    }
+    if (candidates.length === 0) {
+      throw new GatewayExhausted(await this.#noCandidate(request, signal));
+    }
+    this.#remember(tier, model);
+    const failures: Failure[] = [];
+    const excluded = new Set<string>();
+    const limit = this.#options.maxProviderAttempts ?? Infinity;
+    const score = (provider: string) => this.#reputation.score(provider);
+    const take = (): Lease | undefined => {
+      const list = this.#candidates.peek(gateway.url, model, tier) ?? candidates;
+      if (failures.length >= limit || list.every((c) => excluded.has(c.provider))) {
+        throw new Exhausted();
       }
-      const failures: DaemonError[] = [];
-      for (const candidate of candidates.slice(0, this.#options.maxProviderAttempts ?? 3)) {
-        try {
-          const reply = await this.#attempt(gateway, candidate, request, signal);
-          this.#reputation.record(candidate.provider, true);
-          return reply;
-        } catch (error) {
-          this.#keys.forget(candidate.provider);
-          if (error instanceof GatewayError && error.reason === "gateway") throw error;
-          signal.throwIfAborted();
-          const failure = asDaemonError(error, candidate);
-          // The provider (or the path to it) failed this request; a bad request of the
-          // client's own (a provider's 4xx) says nothing about the provider.
-          if (retryable(failure)) this.#reputation.record(candidate.provider, false);
-          if (!retryable(failure)) throw failure;
-          failures.push(failure);
+      const pick = this.#scheduler.pick(list, { model, exclude: excluded, score });
+      return pick && this.#scheduler.acquire(pick);
+    };
+    let waited = false;
+    while (true) {
+      let lease: Lease;
+      try {
+        lease = await this.#queue.wait(`${tier}\u0000${model}`, take, {
+          signal,
+          deadline: call.deadline,
+          label: `${model} in the ${tier} tier`,
+          front: waited,
+        });
+      } catch (error) {
+        if (error instanceof Exhausted) throw new GatewayExhausted(final(request, failures));
+        throw error;
+      }
+      waited = true;
+      const { candidate } = lease;
+      try {
+        const reply = await this.#attempt(gateway, candidate, request, signal);
+        this.#reputation.record(candidate.provider, true);
+        return {
+          served: {
+            provider: candidate.provider,
+            tier: candidate.tier,
+            verdict: reply.verdict,
+            gateway: gateway.url,
+          },
+          chunks: leasedChunks(reply.opened, lease, signal),
+        };
+      } catch (error) {
+        if (error instanceof ProviderBusyError) {
+          // Busy, not broken: no penalty, the key stays cached; wait for a slot somewhere.
+          lease.release({ busyForMs: error.retryAfterMs });
+          continue;
         }
+        lease.release();
+        this.#keys.forget(candidate.provider);
+        if (error instanceof GatewayError && error.reason === "gateway") throw error;
+        signal.throwIfAborted();
+        const failure = classify(error, candidate);
+        // A bad request of the client's own (a provider's 4xx) says nothing about the
+        // provider, and another provider would refuse it too.
+        if (!retryable(failure.error)) throw failure.error;
+        this.#reputation.record(candidate.provider, false);
+        this.#options.log?.(
+          `daemon: provider ${candidate.provider} failed a request (${failure.error.code}); ` +
+            "trying the next one",
+        );
+        excluded.add(candidate.provider);
+        failures.push(failure);
       }
-      throw new GatewayExhausted(best(failures));
-    });
+    }
   }
 
   async #attempt(
@@ -144,7 +255,7 @@ export class NetworkBackend implements ChatBackend {
     candidate: ProviderCandidate,
     request: ChatRequest,
     signal: AbortSignal,
-  ): Promise<ChatReply> {
+  ): Promise<{ opened: OpenedReply; verdict: string }> {
     const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
       this.#options.verdicts.append({
         at: this.#clock(),
@@ -164,7 +275,7 @@ export class NetworkBackend implements ChatBackend {
         keyCache: this.#keys,
       }, signal);
     } catch (error) {
-      if (error instanceof DaemonError && REFUSALS.has(error.code)) {
+      if (error instanceof DaemonError && TRUST_REFUSAL_CODES.has(error.code)) {
         // The log is served to clients: the fixed message per code, never which check failed.
         record("refused", publicMessage(error), error.code);
       }
@@ -174,10 +285,11 @@ export class NetworkBackend implements ChatBackend {
     record("accepted", trusted.verdict);
     // Only now, with a key that passed every check, is the request sealed and sent.
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
-    const sealed = await sealHttpRequest(trusted.keyConfig, {
+    // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
+    const sealed = await this.#sealer.seal(trusted.keyConfig, {
       body: request.body,
-      headers: { date: this.#clock().toUTCString() },
-    });
+      headers: [["date", this.#clock().toUTCString()]],
+    }, { reuse: candidate.tier === "verified" });
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
     const limit = this.#options.attemptTimeoutMs ?? 60_000;
@@ -192,36 +304,63 @@ export class NetworkBackend implements ChatBackend {
         ),
       limit,
     );
-    let reply;
+    // The relay is aborted when the request is (the client went away) or the head times out.
+    const attempt = linkedController(signal, head.signal);
+    const attemptSignal = attempt.controller.signal;
     try {
-      const attemptSignal = AbortSignal.any([signal, head.signal]);
       // The sealed request is small (the body limit bounds it): sent whole with a
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
-      const whole = new Uint8Array(await new Response(sealed.body).arrayBuffer());
-      const stream = await gateway.relay(candidate.provider, whole, attemptSignal);
-      reply = await Promise.race([
-        openSealedReply(sealed, stream),
+      const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
+      const opened = await Promise.race([
+        openSealedReply(sealed, stream, { signal: attemptSignal }),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
+      return { opened, verdict: trusted.verdict };
     } catch (error) {
+      attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
       throw error;
     } finally {
       clearTimeout(timer);
     }
-    return {
-      served: {
-        provider: candidate.provider,
-        tier: candidate.tier,
-        verdict: trusted.verdict,
-        gateway: gateway.url,
-      },
-      chunks: prepend(reply.first, reply.rest),
-    };
+  }
+
+  /**
+   * The refusal when a gateway lists no candidate: `model_not_found` when the network does not
+   * offer the model in that tier (nor did lately), `no_provider` (with `Retry-After`) when it
+   * does but nobody can serve it now.
+   */
+  async #noCandidate(request: ChatRequest, signal: AbortSignal): Promise<DaemonError> {
+    // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
+    this.#models = undefined;
+    const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
+    const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
+    const seen = this.#known.get(`${request.tier}\u0000${request.model}`);
+    const recently = seen !== undefined && this.#clock().getTime() - seen < KNOWN_MODEL_MS;
+    if (!listed && !recently) {
+      return new DaemonError(
+        "model_not_found",
+        `The network offers no model ${request.model} in the ${request.tier} tier`,
+        { param: "model" },
+      );
+    }
+    return new DaemonError(
+      "no_provider",
+      `No provider can serve ${request.model} in the ${request.tier} tier right now` +
+        (listed ? "" : " (the network offered it within the last hour)"),
+      { retryAfterSeconds: NO_PROVIDER_RETRY_SECONDS },
+    );
+  }
+
+  #remember(tier: string, model: string): void {
+    const key = `${tier}\u0000${model}`;
+    this.#known.delete(key);
+    this.#known.set(key, this.#clock().getTime());
+    if (this.#known.size > 10_000) this.#known.delete(this.#known.keys().next().value!);
   }
 
   /**
@@ -260,32 +399,6 @@ export class NetworkBackend implements ChatBackend {
   }
 }
 
-/**
- * Orders candidates (`docs/daemon.md`, "The network side"): those with free capacity first;
- * then those this daemon has found reliable (`score` ≥ ½: unknown providers count as
- * reliable) before those that keep failing it; then the lowest blended price of the model
- * (input + output, exact); then the better reputation; then the higher observed throughput;
- * then by address, so the order is total.
- */
-export function rank(
-  candidates: readonly ProviderCandidate[],
-  model: string,
-  score: (provider: string) => number = () => 0.5,
-): ProviderCandidate[] {
-  const price = (c: ProviderCandidate) =>
-    blendedPrice(c.ad.models.find((x) => x.id === model)!.prices);
-  return [...candidates].map((c) => ({ c, price: price(c), score: score(c.provider) }))
-    .sort((a, b) => {
-      if ((a.c.available > 0) !== (b.c.available > 0)) return a.c.available > 0 ? -1 : 1;
-      if ((a.score >= 0.5) !== (b.score >= 0.5)) return a.score >= 0.5 ? -1 : 1;
-      if (a.price !== b.price) return a.price < b.price ? -1 : 1;
-      if (a.score !== b.score) return b.score - a.score;
-      if (a.c.tokensPerSec !== b.c.tokensPerSec) return b.c.tokensPerSec - a.c.tokensPerSec;
-      return a.c.provider < b.c.provider ? -1 : a.c.provider > b.c.provider ? 1 : 0;
-    })
-    .map(({ c }) => c);
-}
-
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */
 class GatewayExhausted extends Error {
   constructor(readonly failure: DaemonError) {
@@ -293,48 +406,47 @@ class GatewayExhausted extends Error {
   }
 }
 
+/** Every acceptable candidate of a request was tried (thrown out of the queue's `take`). */
+class Exhausted extends Error {}
+
 /**
- * The failure that explains best why nothing was served: a refusal of trust first (it says
- * why nothing was sent), then anything but "no such model", then the first.
+ * The reply's chunks, holding the provider slot until they end: at their last chunk, at a
+ * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
  */
-function best(failures: readonly DaemonError[]): DaemonError {
-  return failures.find((f) => REFUSALS.has(f.code)) ??
-    failures.find((f) => f.code !== "model_not_found") ?? failures[0];
-}
-
-/** Whether the next provider should be tried after this failure. */
-function retryable(error: DaemonError): boolean {
-  if (error.code === "provider_error") {
-    // The provider refused the request itself (bad request): another one would too.
-    return !(error.status >= 400 && error.status < 500 &&
-      ![404, 408, 409, 429].includes(error.status));
-  }
-  return error.code !== "no_provider" && error.code !== "model_not_found";
-}
-
-function asDaemonError(error: unknown, candidate: ProviderCandidate): DaemonError {
-  if (error instanceof DaemonError) return error;
-  if (error instanceof GatewayError) {
-    return new DaemonError("provider_error", error.shortMessage, { cause: error });
-  }
-  if (error instanceof SealError) {
-    return new DaemonError(
-      "attestation_failed",
-      `Cannot seal to the key of provider ${candidate.provider}: ${error.shortMessage}`,
-      { cause: error },
-    );
-  }
-  throw error;
-}
-
-async function* prepend(
-  first: ChatCompletionChunk,
-  rest: AsyncGenerator<ChatCompletionChunk>,
-): AsyncGenerator<ChatCompletionChunk> {
-  try {
-    yield first;
-    yield* rest;
-  } finally {
-    await rest.return(undefined);
-  }
+function leasedChunks(
+  opened: OpenedReply,
+  lease: Lease,
+  signal: AbortSignal,
+): AsyncIterable<ChatCompletionChunk> {
+  const free = () => {
+    signal.removeEventListener("abort", free);
+    lease.release();
+  };
+  signal.addEventListener("abort", free, { once: true });
+  let first: ChatCompletionChunk | undefined = opened.first;
+  const { rest } = opened;
+  const iterator: AsyncIterator<ChatCompletionChunk> = {
+    async next() {
+      if (first !== undefined) {
+        const value = first;
+        first = undefined;
+        return { done: false, value };
+      }
+      try {
+        const step = await rest.next();
+        if (step.done) free();
+        return step;
+      } catch (error) {
+        free();
+        throw error;
+      }
+    },
+    async return() {
+      first = undefined;
+      free();
+      await rest.return(undefined).catch(() => {});
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }

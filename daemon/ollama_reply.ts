@@ -22,7 +22,7 @@ import type { OllamaChatCall, OllamaLoadCall } from "./ollama_request.ts";
 import type { SurfaceContext } from "./_context.ts";
 import { requestController } from "./_deadlines.ts";
 import type { OllamaLine } from "./_ollama_schemas.ts";
-import { openReply, servedHeaders, textStream } from "./_reply.ts";
+import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
 import {
   aggregateReply,
   type AssembledToolCall,
@@ -116,12 +116,18 @@ export async function serveOllamaChat(
   const { call } = served;
   const start = context.clock().getTime();
   const { controller, release } = requestController(served.request);
+  const cancel = {
+    controller,
+    what: `${call.endpoint} ${JSON.stringify(call.requestedModel)}`,
+    when: "before its reply started (queued or waiting for a provider)",
+  };
   try {
     const reply = await openReply(context, {
       request: call.request,
       requestedModel: call.requestedModel,
       controller,
     });
+    cancel.when = "during its reply";
     const events = replyEvents(context, { reply, controller });
     if (!call.stream) {
       let firstToken: number | undefined;
@@ -161,10 +167,19 @@ export async function serveOllamaChat(
     }
     const out = ollamaHeaders(NDJSON_TYPE);
     for (const [k, v] of Object.entries(servedHeaders(reply.served))) out.set(k, v);
-    const pieces = ndjsonLines(context, { call, events, start });
-    return new Response(textStream(pieces, { controller, onDone: release }), { headers: out });
+    const pieces = ndjsonLines(context, { call, events, start, cancel });
+    return new Response(
+      textStream(pieces, {
+        controller,
+        onDone: release,
+        onCancel: () => noteCancel(context, cancel),
+      }),
+      { headers: out },
+    );
   } catch (error) {
     release();
+    // The client is gone: nobody reads an answer. One line in the log, not an error.
+    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
     throw error;
   }
 }
@@ -189,6 +204,7 @@ async function* ndjsonLines(
     call: OllamaChatCall;
     events: AsyncGenerator<ReplyEvent, void, undefined>;
     start: number;
+    cancel: { controller: AbortController; what: string; when: string };
   },
 ): AsyncGenerator<string, void, undefined> {
   const { call, events, start } = stream;
@@ -260,6 +276,7 @@ async function* ndjsonLines(
       }
     }
   } catch (error) {
+    if (endedByCancel(context, stream.cancel)) return;
     yield streamErrorText(error, "ollama", { log: context.log });
   } finally {
     await events.return(undefined);

@@ -31,7 +31,7 @@ import {
   type OpenAIChatBody,
   type OpenAIModelEntry,
 } from "./_openai_schemas.ts";
-import { openReply, servedHeaders, textStream } from "./_reply.ts";
+import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
 import { aggregateReply } from "./_reply_buffer.ts";
 import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
 import { validate } from "./_validate.ts";
@@ -112,12 +112,18 @@ export async function serveOpenAIChat(
 ): Promise<Response> {
   const { call } = served;
   const { controller, release } = requestController(served.request);
+  const cancel = {
+    controller,
+    what: `chat ${JSON.stringify(call.requestedModel)}`,
+    when: "before its reply started (queued or waiting for a provider)",
+  };
   try {
     const reply = await openReply(context, {
       request: call.request,
       requestedModel: call.requestedModel,
       controller,
     });
+    cancel.when = "during its reply";
     const id = randomId(context, "chatcmpl-");
     const created = Math.floor(context.clock().getTime() / 1000);
     const events = replyEvents(context, { reply, controller });
@@ -156,14 +162,28 @@ export async function serveOpenAIChat(
     const headers = jsonHeaders(reply.served);
     headers.set("content-type", "text/event-stream; charset=utf-8");
     headers.set("cache-control", "no-cache, no-store");
-    const pieces = sseEvents(context, { call, events, id, created });
-    return new Response(textStream(pieces, { controller, onDone: release }), { headers });
+    const pieces = sseEvents(context, { call, events, id, created, cancel });
+    return new Response(
+      textStream(pieces, {
+        controller,
+        onDone: release,
+        onCancel: () => noteCancel(context, cancel),
+      }),
+      { headers },
+    );
   } catch (error) {
     release();
+    // The client is gone: nobody reads an answer. One line in the log, not an error.
+    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
     throw error;
   }
 }
 
+/**
+ * The SSE events of a streamed reply. Each event is the JSON text `JSON.stringify` would give
+ * for a `chat.completion.chunk` (same fields, same order), built from a prefix and a suffix
+ * fixed per reply: only the delta is serialised per token.
+ */
 async function* sseEvents(
   context: SurfaceContext,
   stream: {
@@ -171,28 +191,28 @@ async function* sseEvents(
     events: AsyncGenerator<ReplyEvent, void, undefined>;
     id: string;
     created: number;
+    cancel: { controller: AbortController; what: string; when: string };
   },
 ): AsyncGenerator<string, void, undefined> {
   const { call, events } = stream;
-  const meta = stream;
   type Delta = ChatCompletionChunkOut["choices"][number]["delta"];
-  const chunk = (delta: Delta, finishReason: string | null = null) => {
-    const value: ChatCompletionChunkOut = {
-      id: meta.id,
-      object: "chat.completion.chunk",
-      created: meta.created,
-      model: call.requestedModel,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-    };
-    if (call.includeUsage) value.usage = null;
-    return `data: ${JSON.stringify(value)}\n\n`;
-  };
+  const prefix = `data: {"id":${JSON.stringify(stream.id)},"object":"chat.completion.chunk",` +
+    `"created":${stream.created},"model":${JSON.stringify(call.requestedModel)},` +
+    `"choices":[{"index":0,"delta":`;
+  const usage = call.includeUsage ? `,"usage":null` : "";
+  const open = `,"logprobs":null,"finish_reason":null}]${usage}}\n\n`;
+  const chunk = (delta: Delta, finishReason: string | null = null) =>
+    `${prefix}${JSON.stringify(delta)}${
+      finishReason === null
+        ? open
+        : `,"logprobs":null,"finish_reason":${JSON.stringify(finishReason)}}]${usage}}\n\n`
+    }`;
   try {
     yield chunk({ role: "assistant", content: "" });
     for await (const event of events) {
       switch (event.type) {
         case "content":
-          yield chunk({ content: event.text });
+          yield `${prefix}{"content":${JSON.stringify(event.text)}}${open}`;
           break;
         case "refusal":
           yield chunk({ refusal: event.text });
@@ -209,9 +229,9 @@ async function* sseEvents(
         case "usage":
           if (call.includeUsage) {
             const last: ChatCompletionChunkOut = {
-              id: meta.id,
+              id: stream.id,
               object: "chat.completion.chunk",
-              created: meta.created,
+              created: stream.created,
               model: call.requestedModel,
               choices: [],
               usage: event.usage,
@@ -223,6 +243,7 @@ async function* sseEvents(
     }
     yield "data: [DONE]\n\n";
   } catch (error) {
+    if (endedByCancel(context, stream.cancel)) return;
     yield streamErrorText(error, "openai", { log: context.log });
   } finally {
     await events.return(undefined);

@@ -130,7 +130,8 @@ export interface TrustedKey {
 /**
  * Checks a candidate and returns the key to seal to.
  *
- * @throws {DaemonError} `attestation_failed`, `attestation_mock`, `attestation_stale` or
+ * @throws {DaemonError} a refusal of trust (`attestation_failed`, `attestation_mock`,
+ * `attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`) or
  * `no_provider` (TEE tier without an approved set).
  * @throws {GatewayError} when the gateway cannot be used (the caller fails over).
  */
@@ -147,13 +148,18 @@ export async function trustProvider(
     const record = await options.registry(provider, signal);
     const problem = registryMismatch(record, candidate);
     if (problem) {
-      throw refuse("attestation_failed", `Cannot trust provider ${provider}: ${problem}`);
+      // The one mismatch a client can act on is the tier; the rest mean the chain does not
+      // vouch for this provider's key (not registered, inactive, unbonded, other key or ad).
+      const code = record?.active && record.bonded && record.tier !== candidate.tier
+        ? "tier_mismatch"
+        : "key_not_vouched";
+      throw refuse(code, `Cannot trust provider ${provider}: ${problem}`);
     }
     onChain = `, on-chain trust root${record?.note ? ` (${record.note})` : ""}`;
   }
 
   if (candidate.tier === "verified") {
-    const commitment = adCommitment(ad);
+    const commitment = candidate.commitment ?? adCommitment(ad);
     // Without the chain, the serving key is the one in the ad the gateway listed: say so. A
     // cached key says where its trust comes from now (the chain may be unreachable since).
     const verdict = `endorsed-key by ${abbreviate(servingKey, 12)}${
@@ -175,7 +181,7 @@ export async function trustProvider(
     } catch (error) {
       if (!(error instanceof EndorsementError)) throw error;
       throw refuse(
-        error.reason === "expired" ? "attestation_stale" : "attestation_failed",
+        ENDORSEMENT_CODES[error.reason] ?? "attestation_failed",
         `Cannot trust the key of provider ${provider}: ${error.shortMessage}`,
         error,
       );
@@ -229,6 +235,11 @@ export async function trustProvider(
         ? "attestation_mock"
         : error.reason === "stale"
         ? "attestation_stale"
+        : error.check === "measurement"
+        ? "measurement_not_approved"
+        : error.check === "endorsement_signer" ||
+            (error.check === "endorsement" && error.reason === "binding")
+        ? "key_not_vouched"
         : "attestation_failed";
       throw refuse(code, `Cannot trust provider ${provider}: ${error.shortMessage}`, error);
     }
@@ -242,6 +253,13 @@ export async function trustProvider(
     throw error;
   }
 }
+
+/** The refusal code of each endorsement failure that has its own (the rest: `attestation_failed`). */
+const ENDORSEMENT_CODES: Partial<Record<EndorsementError["reason"], DaemonErrorCode>> = {
+  expired: "attestation_stale",
+  wrong_signer: "key_not_vouched",
+  bad_signature: "key_not_vouched",
+};
 
 function refuse(code: DaemonErrorCode, message: string, cause?: unknown): DaemonError {
   return new DaemonError(code, message, { cause });
@@ -261,7 +279,7 @@ export function registryMismatch(
   if (record.trustRoot.toLowerCase() !== candidate.ad.serving_key.toLowerCase()) {
     return `its ad names serving key ${candidate.ad.serving_key}, the on-chain trust root is ${record.trustRoot}`;
   }
-  const commitment = adCommitment(candidate.ad);
+  const commitment = candidate.commitment ?? adCommitment(candidate.ad);
   if (commitment.toLowerCase() !== record.adCommitment.toLowerCase()) {
     return `its ad hashes to ${abbreviate(commitment, 12)}, the on-chain commitment is ${
       abbreviate(record.adCommitment, 12)

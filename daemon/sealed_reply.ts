@@ -17,6 +17,7 @@ import { readAllLimited } from "../io/read_limited.ts";
 import { parseSse, SseError } from "../io/sse.ts";
 import type { ChatCompletionChunk } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
+import { ProviderBusyError, retryAfterMs } from "./gateway_client.ts";
 
 /** Provider statuses shown to clients as they are; the rest become 502. */
 const PASSED_THROUGH: ReadonlySet<number> = new Set([400, 404, 413, 422, 429]);
@@ -33,6 +34,11 @@ export interface OpenedReply {
 export interface OpenSealedReplyOptions {
   /** Largest single event, in bytes. @default {1 MiB} */
   maxEventBytes?: number;
+  /**
+   * The request's signal: once it aborts (the client went away, a deadline passed), a failure
+   * to read is that abort, not a truncated stream.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -41,22 +47,35 @@ export interface OpenSealedReplyOptions {
  * @throws {DaemonError} `decryption_failed` / `stream_truncated` when the sealed stream is
  * broken, `provider_error` (with the provider's status) for a provider's error answer or a
  * reply that is not an event stream of chunks.
+ * @throws {ProviderBusyError} when the provider answered `503` inside the sealed exchange (it is
+ * at capacity: authenticated, so only the provider can say it).
  */
 export async function openSealedReply(
-  sealed: SealedHttpRequest,
+  sealed: Pick<SealedHttpRequest, "openResponse">,
   stream: ReadableStream<Uint8Array>,
   options: OpenSealedReplyOptions = {},
 ): Promise<OpenedReply> {
+  const { signal } = options;
+  const failure = (error: unknown) => {
+    if (signal?.aborted) return signal.reason;
+    return cryptoFailure(error);
+  };
   let opened;
   try {
     opened = await sealed.openResponse(stream);
   } catch (error) {
-    throw cryptoFailure(error);
+    throw failure(error);
   }
   if (opened.status !== 200) {
     const body = await readAllLimited(opened.body, 64 * 1024).catch((error) => {
-      throw cryptoFailure(error);
+      throw failure(error);
     });
+    if (opened.status === 503) {
+      throw new ProviderBusyError(
+        "The provider is at capacity (a sealed 503)",
+        retryAfterMs(opened.headers.get("retry-after")),
+      );
+    }
     const message = body ? providerMessage(body) : undefined;
     throw new DaemonError(
       "provider_error",
@@ -74,7 +93,7 @@ export async function openSealedReply(
       `The provider answered ${type ?? "no content type"}, expected text/event-stream`,
     );
   }
-  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20);
+  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal);
   const first = await rest.next();
   if (first.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
@@ -85,6 +104,7 @@ export async function openSealedReply(
 async function* chunks(
   body: ReadableStream<Uint8Array>,
   maxEventBytes: number,
+  signal: AbortSignal | undefined,
 ): AsyncGenerator<ChatCompletionChunk> {
   const events = parseSse(body, { maxEventBytes });
   let done = false;
@@ -121,6 +141,8 @@ async function* chunks(
     }
   } catch (error) {
     if (error instanceof DaemonError) throw error;
+    // A read that failed because the request was aborted is that abort, not a broken stream.
+    if (signal?.aborted) throw signal.reason;
     throw cryptoFailure(error);
   }
   if (!done) {

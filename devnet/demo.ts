@@ -131,7 +131,7 @@ export function demoCommands(daemon: string, indexer: string): string {
     `  ${chat("net/verified/devnet/echo", ',"stream":true').replace("curl -s", "curl -sN")}`,
     "",
     "  # The TEE tier: the devnet has no TEE hardware, so its providers answer mock",
-    "  # attestations and the daemon refuses them (502 attestation_mock):",
+    "  # attestations and the daemon refuses them (403 attestation_mock):",
     `  ${chat("net/tee/devnet/echo")}`,
     "",
     "  # The Ollama API (any Ollama client works with OLLAMA_HOST=" + host + "):",

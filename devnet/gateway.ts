@@ -231,7 +231,9 @@ function relayRoute(directory: ProviderDirectory, forward: ForwardOptions): Rout
     summary: "Relays a sealed exchange to a provider, byte for byte as it arrives, both ways",
     description: "The body is never read, buffered or parsed here: it streams to the provider, " +
       "and the provider's sealed reply streams back. The provider must start answering within " +
-      "the gateway's connect timeout.",
+      "the gateway's connect timeout. A requester that goes away aborts the request to the " +
+      "provider at once. A provider at capacity is answered `503 provider_busy` with its " +
+      "`Retry-After`.",
     params: ProviderParam,
     body: { schema: Sealed, mediaType: SEALED_REQUEST, description: "The sealed request" },
     responses: {
@@ -241,6 +243,12 @@ function relayRoute(directory: ProviderDirectory, forward: ForwardOptions): Rout
       },
       ...PROVIDER_REFUSALS,
       415: errorAnswer(`The body is not ${SEALED_REQUEST} (\`unsupported_media_type\`)`),
+      503: {
+        ...errorAnswer("The provider is at capacity (`provider_busy`): busy, not broken"),
+        headers: z.object({
+          "retry-after": z.string().openapi({ description: "The provider's, in seconds" }),
+        }),
+      },
       504: errorAnswer("The provider did not start answering in time (`provider_timeout`)"),
     },
     handler: (c, { params }) => {
@@ -252,7 +260,7 @@ function relayRoute(directory: ProviderDirectory, forward: ForwardOptions): Rout
         );
       }
       const entry = findProvider(directory, params.provider);
-      return relay(target(entry), c.req.raw.body, forward);
+      return relay(target(entry), c.req.raw.body, forward, c.req.raw.signal);
     },
   });
 }

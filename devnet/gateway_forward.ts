@@ -170,14 +170,19 @@ export async function passThrough(
  * Streams a sealed request to the provider and its sealed reply back, **byte for byte as they
  * arrive**: nothing is buffered or parsed. The connect timeout covers only the wait for the
  * provider's response head; after that the exchange may stream for as long as the provider
- * keeps producing. A client that goes away cancels the response stream, which cancels the
- * upstream body in turn (the request's `signal` is not used: Deno fires it once a response
- * has been delivered).
+ * keeps producing. A client that goes away aborts the upstream request at once: `signal` (the
+ * request's, which fires only when the client disconnects, with the `no-legacy-abort` behaviour
+ * this project runs with) aborts it while waiting for the provider's head and while streaming,
+ * and cancelling the response stream cancels the upstream body too.
+ *
+ * A provider at capacity (`503` with error code `busy`) is answered `503 provider_busy` with
+ * its `Retry-After` (whole seconds, at most an hour): busy is not a failure of the provider.
  */
 export async function relay(
   target: ProviderTarget,
   body: ReadableStream<Uint8Array> | null,
   options: ForwardOptions,
+  signal?: AbortSignal,
 ): Promise<Response> {
   let base: string;
   try {
@@ -187,7 +192,13 @@ export async function relay(
     throw error;
   }
   const url = `${base}/v1/relay`;
+  // One controller for the upstream request: the connect timeout aborts it while waiting for
+  // the head; the requester leaving aborts it at any time. (Not `AbortSignal.any`: its combined
+  // signal is held only weakly by its sources, so a later abort could be lost mid-stream.)
   const connect = new AbortController();
+  const onGone = () => connect.abort(signal?.reason);
+  if (signal?.aborted) onGone();
+  else signal?.addEventListener("abort", onGone, { once: true });
   const timer = setTimeout(() => connect.abort(), options.relayConnectTimeoutMs);
   let upstream: Response;
   try {
@@ -201,6 +212,8 @@ export async function relay(
       ...({ duplex: "half" } as Record<string, string>),
     });
   } catch (error) {
+    signal?.removeEventListener("abort", onGone);
+    if (signal?.aborted) throw signal.reason;
     throw connect.signal.aborted
       ? new ServiceError(
         "provider_timeout",
@@ -217,7 +230,12 @@ export async function relay(
   } finally {
     clearTimeout(timer);
   }
+  if (!upstream.ok) signal?.removeEventListener("abort", onGone);
   await refuseRedirect(target, upstream);
+  if (upstream.status === 503) {
+    const busy = await busyAnswer(target, upstream, url);
+    if (busy) return busy;
+  }
   if (!upstream.ok || mediaType(upstream) !== SEALED_RESPONSE) {
     throw await relayRefusal(target, upstream, url);
   }
@@ -225,6 +243,31 @@ export async function relay(
     status: 200,
     headers: { "content-type": SEALED_RESPONSE, "cache-control": "no-store" },
   });
+}
+
+/**
+ * A provider's "at capacity" answer (`503`, error code `busy`) as the gateway's `503
+ * provider_busy`, with the provider's `Retry-After` when it is a plain number of seconds (else
+ * 1 s); `undefined` for any other 503, which is a failure.
+ */
+async function busyAnswer(
+  target: ProviderTarget,
+  upstream: Response,
+  url: string,
+): Promise<Response | undefined> {
+  const body = await readBodyLimited(upstream, { maxBytes: 4096, url }).catch(() => undefined);
+  if (body === undefined || errorCode(body) !== "busy") return undefined;
+  const said = upstream.headers.get("retry-after")?.trim() ?? "";
+  const seconds = /^\d{1,4}$/.test(said) ? Math.min(3600, Number(said)) : 1;
+  return new Response(
+    JSON.stringify({
+      error: {
+        code: "provider_busy",
+        message: `Provider ${target.provider} is at capacity; try another or ask again later`,
+      },
+    }),
+    { status: 503, headers: { ...JSON_HEADERS, "retry-after": String(seconds) } },
+  );
 }
 
 /**

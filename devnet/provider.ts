@@ -42,7 +42,13 @@ import {
   SEALED_RESPONSE,
 } from "./_wire.ts";
 import type { InferenceEngine } from "./engine.ts";
-import { answerChat, type ModelPrices, ProviderLoad, type ServedUsage } from "./provider_chat.ts";
+import {
+  answerChat,
+  type ModelPrices,
+  ProviderLoad,
+  type ServedUsage,
+  type Slot,
+} from "./provider_chat.ts";
 import { ReplayGuard } from "./replay_guard.ts";
 
 export type { ModelPrices, ServedUsage } from "./provider_chat.ts";
@@ -100,6 +106,8 @@ export const mockAttester: Attester = async ({ nonce, servingPublicKey, endorse 
 const DEFAULT_PRICES: ModelPrices = { input: 150_000n, output: 600_000n };
 /** Largest sealed request read (the inner request is at most 8 MiB). */
 const MAX_SEALED_REQUEST_BYTES = 9 * 1024 * 1024;
+/** `Retry-After` of a busy answer, in seconds: a slot frees as soon as a reply ends. */
+const BUSY_RETRY_AFTER_SECONDS = 1;
 /** The chunked-OHTTP header (7 bytes) and the X25519 `enc` (32 bytes): unique per request. */
 const SEALED_PREFIX_BYTES = 39;
 
@@ -175,6 +183,16 @@ export class DevnetProvider {
     return this.#load.takeUsage();
   }
 
+  /** Requests holding a slot now (being opened or answered). */
+  get inFlight(): number {
+    return this.#load.inFlight;
+  }
+
+  /** How many requests it serves at once. */
+  get maxConcurrency(): number {
+    return this.#load.maxConcurrency;
+  }
+
   #adRoute(): Route {
     return defineRoute({
       method: "get",
@@ -229,8 +247,11 @@ export class DevnetProvider {
       method: "post",
       path: "/v1/relay",
       summary: "Opens a sealed chat request, runs it, and seals the reply as it is produced",
-      description: "A refusal inside the sealed exchange (unknown model, replay, busy) is a " +
-        "sealed error status, readable only by the requester.",
+      description: "A provider whose slots are all taken answers `503 busy` with `Retry-After` " +
+        "at once, before reading the request (busy is not broken: the requester tries another " +
+        "provider or waits). A refusal inside the sealed exchange (unknown model, replay) is a " +
+        "sealed error status, readable only by the requester. A requester that goes away stops " +
+        "the engine and frees the slot; what was produced is billed.",
       body: { schema: Sealed, mediaType: SEALED_REQUEST, description: "The sealed request" },
       responses: {
         200: {
@@ -242,6 +263,12 @@ export class DevnetProvider {
           `The sealed request is over ${MAX_SEALED_REQUEST_BYTES} bytes (\`too_large\`)`,
         ),
         415: errorAnswer(`The body is not ${SEALED_REQUEST} (\`unsupported_media_type\`)`),
+        503: {
+          ...errorAnswer("Every slot is taken (`busy`); ask again after `Retry-After`"),
+          headers: z.object({
+            "retry-after": z.string().openapi({ description: "Seconds to wait, e.g. `1`" }),
+          }),
+        },
       },
       handler: (c) => this.#relay(c.req.raw),
     });
@@ -289,8 +316,37 @@ export class DevnetProvider {
     if (type !== SEALED_REQUEST || !req.body) {
       throw new ServiceError("unsupported_media_type", `Expected a ${SEALED_REQUEST} body`);
     }
+    // A slot first: a busy provider says so at once, before reading or opening anything.
+    const slot = this.#load.reserve();
+    if (!slot) {
+      await req.body.cancel().catch(() => {});
+      return Response.json({
+        error: {
+          code: "busy",
+          message:
+            `All ${this.#load.maxConcurrency} slots of provider ${this.ad.provider} are busy`,
+        },
+      }, {
+        status: 503,
+        headers: { "retry-after": String(BUSY_RETRY_AFTER_SECONDS), "cache-control": "no-store" },
+      });
+    }
+    try {
+      return await this.#serveRelay(req, req.body, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
+  }
+
+  /** Reads, opens and answers a sealed request in the slot taken for it. */
+  async #serveRelay(
+    req: Request,
+    body: ReadableStream<Uint8Array>,
+    slot: Slot,
+  ): Promise<Response> {
     // Sealed requests are small (a chat body): read it whole, bounded, to know its prefix.
-    const bytes = await readAllLimited(req.body, MAX_SEALED_REQUEST_BYTES);
+    const bytes = await readAllLimited(body, MAX_SEALED_REQUEST_BYTES);
     if (bytes === null) {
       throw new ServiceError(
         "too_large",
@@ -306,6 +362,7 @@ export class DevnetProvider {
       this.#clock(),
     );
     if (!verdict.ok) {
+      slot.release();
       this.#log(`refused a request: ${verdict.message}`);
       const error = {
         message: verdict.message,
@@ -327,6 +384,9 @@ export class DevnetProvider {
       prices: this.#prices,
       load: this.#load,
       log: this.#log,
+      slot,
+      // The requester (the gateway) going away stops the engine and frees the slot.
+      signal: req.signal,
     });
     return new Response(sealed, { headers });
   }

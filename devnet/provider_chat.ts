@@ -8,6 +8,7 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import type { OpenedHttpRequest } from "../crypto/mod.ts";
 import { encodeSse } from "../io/sse.ts";
 import {
@@ -53,24 +54,47 @@ export class ProviderLoad {
     return Math.max(0, this.maxConcurrency - this.#inFlight);
   }
 
+  /** Slots taken now (requests being opened or answered). */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
   /** Decode throughput, a moving average over served requests. */
   get tokensPerSec(): number {
     return this.#tokensPerSec;
   }
 
-  /** Takes a slot for one request at `prices`, or `undefined` when every slot is busy. */
-  admit(prices: ModelPrices): ServedRequest | undefined {
+  /**
+   * Takes a slot before the request is even read (a busy provider answers `503` at once, without
+   * opening anything), or `undefined` when every slot is busy. The slot is priced once the
+   * request says which model it asks for ({@linkcode Slot.serve}).
+   */
+  reserve(): Slot | undefined {
     if (this.#inFlight >= this.maxConcurrency) return undefined;
     this.#inFlight++;
-    return new ServedRequest(prices, {
-      release: () => this.#inFlight--,
-      bill: (usage) => this.restoreUsage(usage),
-      observe: (rate) => {
-        this.#tokensPerSec = this.#tokensPerSec === 0
-          ? rate
-          : 0.8 * this.#tokensPerSec + 0.2 * rate;
-      },
-    });
+    let released = false;
+    const release = () => {
+      if (!released) this.#inFlight--;
+      released = true;
+    };
+    return {
+      release,
+      serve: (prices) =>
+        new ServedRequest(prices, {
+          release,
+          bill: (usage) => this.restoreUsage(usage),
+          observe: (rate) => {
+            this.#tokensPerSec = this.#tokensPerSec === 0
+              ? rate
+              : 0.8 * this.#tokensPerSec + 0.2 * rate;
+          },
+        }),
+    };
+  }
+
+  /** Takes a slot for one request at `prices`, or `undefined` when every slot is busy. */
+  admit(prices: ModelPrices): ServedRequest | undefined {
+    return this.reserve()?.serve(prices);
   }
 
   /** Adds usage (served now, or given back because its settlement failed). */
@@ -87,6 +111,14 @@ export class ProviderLoad {
     this.#usage = { tokens: 0n, amount: 0n };
     return usage;
   }
+}
+
+/** A slot taken for a request that is not priced yet. */
+export interface Slot {
+  /** Gives the slot back (the request was refused before it was served); idempotent. */
+  release(): void;
+  /** Prices the request: from now on the slot is held by the returned {@linkcode ServedRequest}. */
+  serve(prices: ModelPrices): ServedRequest;
 }
 
 /** What a served request reports to its provider's counters. */
@@ -164,6 +196,13 @@ export interface ChatContext {
   load: ProviderLoad;
   /** Where failures are reported. */
   log: (message: string) => void;
+  /** The slot taken for this request ({@linkcode ProviderLoad.reserve}). @default {one is taken now} */
+  slot?: Slot;
+  /**
+   * Aborts when the requester goes away: the engine (and an upstream engine's request) stops
+   * at once and the slot is freed; only what was produced is billed.
+   */
+  signal?: AbortSignal;
 }
 
 type SealedError = (status: number, type: string, message: string) => ReadableStream<Uint8Array>;
@@ -218,22 +257,39 @@ export async function answerChat(
   context: ChatContext,
 ): Promise<ReadableStream<Uint8Array>> {
   const sealedError = sealedErrors(opened);
+  const slot = context.slot ?? context.load.reserve();
   const chat = readChat(opened, context.prices, sealedError);
-  if (chat instanceof ReadableStream) return chat;
-  const served = context.load.admit(chat.prices);
-  if (!served) {
+  if (chat instanceof ReadableStream) {
+    slot?.release();
+    return chat;
+  }
+  if (!slot) {
     return sealedError(503, "overloaded", `All ${context.load.maxConcurrency} slots are busy`);
   }
+  const served = slot.serve(chat.prices);
   const abort = new AbortController();
+  const { signal } = context;
+  const onGone = () => abort.abort(signal?.reason ?? new Error("the requester went away"));
+  if (signal?.aborted) onGone();
+  else signal?.addEventListener("abort", onGone, { once: true });
+  // Whatever ends the run (its end, a failure, the requester leaving) frees the slot once.
+  const free = () => {
+    signal?.removeEventListener("abort", onGone);
+    served.release();
+  };
+  abort.signal.addEventListener("abort", () => {
+    served.billPartial(chat.body);
+    free();
+  }, { once: true });
   const chunks = context.engine.complete(chat.body, abort.signal)[Symbol.asyncIterator]();
   let first: IteratorResult<ChatChunk>;
   try {
     first = await chunks.next();
   } catch (error) {
-    served.release();
+    free();
     return engineFailure(error, sealedError);
   }
-  const run: EngineRun = { body: chat.body, first, chunks, served, abort };
+  const run: EngineRun = { body: chat.body, first, chunks, served, abort, free };
   if (chat.body.stream !== true) return await aggregate(opened, run, sealedError);
   return opened.respond({
     status: 200,
@@ -249,6 +305,8 @@ interface EngineRun {
   chunks: AsyncIterator<ChatChunk>;
   served: ServedRequest;
   abort: AbortController;
+  /** Frees the slot (once) and stops listening for the requester leaving. */
+  free: () => void;
 }
 
 /** The whole reply as one `chat.completion` object. */
@@ -272,7 +330,7 @@ async function aggregate(
   } catch (error) {
     return engineFailure(error, sealedError);
   } finally {
-    run.served.release();
+    run.free();
   }
   return opened.respond({
     status: 200,
@@ -292,30 +350,70 @@ async function aggregate(
   });
 }
 
-/** One server-sent event per chunk, produced as the engine produces them (no read-ahead). */
+/** Most bytes of events sealed together in one chunk. */
+const MAX_BATCH_BYTES = 16 * 1024;
+const encoder = new TextEncoder();
+const READY = Symbol("ready");
+
+/** Resolves once the microtasks queued now have run: what the engine has ready by then is ready. */
+function readyNow(): Promise<typeof READY> {
+  return new Promise((resolve) => setImmediate(() => resolve(READY)));
+}
+
+/**
+ * The reply's server-sent events, produced as the engine produces them (no read-ahead), each
+ * batch sealed as one chunk: one event per chunk while the engine is slower than the reader (a
+ * real model, or `--token-delay-ms`), and every event the engine has ready at once together when
+ * it is faster (up to 16 KiB) — fewer seals here, fewer opens at the requester.
+ */
 function eventStream(run: EngineRun, log: (message: string) => void): ReadableStream<Uint8Array> {
   const { served, chunks } = run;
-  const emit = (
-    controller: ReadableStreamDefaultController<Uint8Array>,
-    r: IteratorResult<ChatChunk>,
-  ) => {
+  let pending: Promise<IteratorResult<ChatChunk>> | undefined;
+  let finished = false;
+  const render = (r: IteratorResult<ChatChunk>): string => {
     if (r.done) {
-      controller.enqueue(encodeSse("[DONE]"));
-      controller.close();
-      served.release();
-      return;
+      finished = true;
+      return "data: [DONE]\n\n";
     }
     served.account(r.value);
-    controller.enqueue(encodeSse(JSON.stringify(r.value)));
+    // JSON text has no line breaks: one `data:` line is the whole event.
+    return `data: ${JSON.stringify(r.value)}\n\n`;
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    controller.close();
+    run.free();
   };
   return new ReadableStream<Uint8Array>({
-    start: (controller) => emit(controller, run.first),
+    start: (controller) => {
+      controller.enqueue(encoder.encode(render(run.first)));
+      if (finished) end(controller);
+    },
     pull: async (controller) => {
       try {
-        emit(controller, await chunks.next());
+        let batch = render(await (pending ?? chunks.next()));
+        pending = undefined;
+        // One tick for the whole batch: what is ready before it fires is sealed together.
+        const tick = readyNow();
+        while (!finished && batch.length < MAX_BATCH_BYTES) {
+          const step = chunks.next();
+          const ready = await Promise.race([step, tick]);
+          if (ready === READY) {
+            pending = step;
+            step.catch(() => {}); // awaited by the next pull, or dropped with the stream
+            break;
+          }
+          batch += render(ready);
+        }
+        controller.enqueue(encoder.encode(batch));
+        if (finished) end(controller);
       } catch (error) {
-        served.release();
+        if (run.abort.signal.aborted) {
+          // The requester went away: the abort billed what was produced and freed the slot.
+          controller.error(run.abort.signal.reason);
+          return;
+        }
         served.billPartial(run.body);
+        run.free();
         log(`stream failed: ${error}`);
         controller.enqueue(encodeSse(JSON.stringify({
           error: { message: "The provider failed mid-stream", type: "provider_error" },
@@ -324,9 +422,7 @@ function eventStream(run: EngineRun, log: (message: string) => void): ReadableSt
       }
     },
     cancel: async (reason) => {
-      run.abort.abort(reason ?? new Error("the client went away"));
-      served.release();
-      served.billPartial(run.body);
+      run.abort.abort(reason ?? new Error("the requester went away"));
       await chunks.return?.(undefined);
     },
   }, { highWaterMark: 0 });

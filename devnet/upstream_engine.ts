@@ -26,7 +26,12 @@ export interface UpstreamEngineOptions {
   apiKey?: string;
   /** Context length advertised for each model (the OpenAI API does not say). @default {8192} */
   contextLength?: number;
-  /** Time allowed for the model list and for the first byte of a reply, in ms. @default {30000} */
+  /**
+   * Time allowed for the model list and for the head of a reply, in ms. The reply's stream is
+   * not timed: it runs for as long as the upstream generates (or until the request is aborted).
+   *
+   * @default {30000}
+   */
   timeoutMs?: number;
 }
 
@@ -106,12 +111,24 @@ export class UpstreamEngine implements InferenceEngine {
         }`,
       );
     }
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    // The timeout bounds the wait for the head only; the abort (the requester went away)
+    // stops the upstream's request at any time, stream included.
+    // (One controller, not `AbortSignal.any`, whose combined signal its sources hold only
+    // weakly: an abort during a long stream must not be lost.)
+    const head = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      head.abort();
+    }, this.#timeoutMs);
+    const onAbort = () => head.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
     let response: Response;
     try {
       response = await this.#fetch(`${this.#base}/v1/chat/completions`, {
         method: "POST",
-        signal: AbortSignal.any([signal, timeout]),
+        signal: head.signal,
         headers: { "content-type": "application/json", ...this.#headers },
         body: JSON.stringify({
           ...body,
@@ -121,11 +138,20 @@ export class UpstreamEngine implements InferenceEngine {
         }),
       });
     } catch (cause) {
-      throw new EngineError("upstream", `Cannot reach the upstream at ${this.#base}: ${cause}`, {
-        cause,
-      });
+      signal.removeEventListener("abort", onAbort);
+      signal.throwIfAborted();
+      throw new EngineError(
+        "upstream",
+        timedOut
+          ? `Cannot complete with the upstream at ${this.#base}: no answer within ${this.#timeoutMs} ms`
+          : `Cannot reach the upstream at ${this.#base}: ${cause}`,
+        { cause },
+      );
+    } finally {
+      clearTimeout(timer);
     }
     if (!response.ok || !response.body) {
+      signal.removeEventListener("abort", onAbort);
       const text = await readBodyLimited(response, { maxBytes: 4096 })
         .then((b) => new TextDecoder().decode(b).slice(0, 200))
         .catch(() => "");
@@ -137,25 +163,36 @@ export class UpstreamEngine implements InferenceEngine {
     let completionText = "";
     let sawUsage = false;
     let last: ChatChunk | undefined;
-    for await (const event of parseSse(response.body)) {
-      if (event.data === "[DONE]") break;
-      let chunk: ChatChunk;
-      try {
-        chunk = JSON.parse(event.data);
-      } catch (cause) {
-        throw new EngineError(
-          "upstream",
-          "Cannot read the upstream's stream: an event is not JSON",
-          {
-            cause,
-          },
-        );
+    // However the stream ends — its end, a failure, the run stopped early or aborted (the
+    // requester went away) — the upstream's body is cancelled, which closes its connection.
+    const upstream = response.body.getReader();
+    const stop = () => upstream.cancel(signal.reason).catch(() => {});
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      for await (const event of parseSse(readerStream(upstream))) {
+        if (event.data === "[DONE]") break;
+        let chunk: ChatChunk;
+        try {
+          chunk = JSON.parse(event.data);
+        } catch (cause) {
+          throw new EngineError(
+            "upstream",
+            "Cannot read the upstream's stream: an event is not JSON",
+            {
+              cause,
+            },
+          );
+        }
+        chunk = { ...chunk, model: body.model };
+        for (const choice of chunk.choices ?? []) completionText += choice.delta?.content ?? "";
+        if (chunk.usage) sawUsage = true;
+        last = chunk;
+        yield chunk;
       }
-      chunk = { ...chunk, model: body.model };
-      for (const choice of chunk.choices ?? []) completionText += choice.delta?.content ?? "";
-      if (chunk.usage) sawUsage = true;
-      last = chunk;
-      yield chunk;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      signal.removeEventListener("abort", stop);
+      await upstream.cancel().catch(() => {});
     }
     if (!sawUsage && last) {
       const prompt = body.messages.reduce(
@@ -177,4 +214,20 @@ export class UpstreamEngine implements InferenceEngine {
       };
     }
   }
+}
+
+/**
+ * A stream over a reader this engine keeps, so it can cancel the upstream's body itself (an
+ * abort through `fetch`'s signal can be lost mid-stream: the request follows it through a
+ * weakly held dependent signal).
+ */
+function readerStream(reader: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const step = await reader.read();
+      if (step.done) controller.close();
+      else controller.enqueue(step.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
 }

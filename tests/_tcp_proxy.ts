@@ -1,9 +1,18 @@
 /**
  * A recording TCP proxy for tests: everything that crosses it, in both directions, is kept,
- * so a test can search the real bytes on the wire (e.g. for a prompt that must never appear).
+ * so a test can search the real bytes on the wire (e.g. for a prompt that must never appear),
+ * and every connection is tracked, so a test can count the sockets a client left open.
  *
  * @module
  */
+
+/** One client connection through the proxy. */
+export interface ProxiedConnection {
+  /** Whether both sides are still open. */
+  readonly open: boolean;
+  /** The bytes this client sent towards the target. */
+  sent(): Uint8Array;
+}
 
 /** A running proxy. */
 export interface TcpProxy extends AsyncDisposable {
@@ -13,6 +22,8 @@ export interface TcpProxy extends AsyncDisposable {
   sent(): Uint8Array;
   /** All bytes the target sent back, concatenated. */
   received(): Uint8Array;
+  /** Every connection accepted so far, in order, open or closed. */
+  connections(): readonly ProxiedConnection[];
   /** Stops the proxy. */
   close(): Promise<void>;
 }
@@ -24,7 +35,13 @@ export function tcpProxy(target: { hostname: string; port: number }): TcpProxy {
   const down: Uint8Array[] = [];
   const conns = new Set<Deno.Conn>();
   const pipes: Promise<void>[] = [];
-  const pump = async (from: Deno.Conn, to: Deno.Conn, log: Uint8Array[]) => {
+  const tracked: { open: boolean; up: Uint8Array[] }[] = [];
+  const pump = async (
+    from: Deno.Conn,
+    to: Deno.Conn,
+    log: Uint8Array[],
+    own?: Uint8Array[],
+  ) => {
     const buffer = new Uint8Array(64 * 1024);
     try {
       while (true) {
@@ -32,6 +49,7 @@ export function tcpProxy(target: { hostname: string; port: number }): TcpProxy {
         if (n === null) break;
         const chunk = buffer.slice(0, n);
         log.push(chunk);
+        own?.push(chunk);
         let written = 0;
         while (written < n) written += await to.write(chunk.subarray(written));
       }
@@ -52,7 +70,13 @@ export function tcpProxy(target: { hostname: string; port: number }): TcpProxy {
       }
       conns.add(client);
       conns.add(server);
-      const both = Promise.all([pump(client, server, up), pump(server, client, down)]).then(() => {
+      const state = { open: true, up: [] as Uint8Array[] };
+      tracked.push(state);
+      const both = Promise.all([
+        pump(client, server, up, state.up),
+        pump(server, client, down),
+      ]).then(() => {
+        state.open = false;
         for (const c of [client, server]) {
           try {
             c.close();
@@ -88,6 +112,13 @@ export function tcpProxy(target: { hostname: string; port: number }): TcpProxy {
     url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
     sent: () => join(up),
     received: () => join(down),
+    connections: () =>
+      tracked.map((state) => ({
+        get open() {
+          return state.open;
+        },
+        sent: () => join(state.up),
+      })),
     close,
     [Symbol.asyncDispose]: close,
   };

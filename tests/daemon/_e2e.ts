@@ -8,6 +8,7 @@
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { DaemonConfig } from "../../daemon/config.ts";
 import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
+import { serveDaemon } from "../../daemon/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
 import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
 import { serve, type TestServer } from "../_http.ts";
@@ -39,13 +40,22 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
   apiKey?: string;
   /** Approved measurements file. */
   measurementsFile?: string;
+  /** `--max-queue`. @default {512} */
+  maxQueue?: number;
+  /** `--queue-timeout-secs`. @default {120} */
+  queueTimeoutSecs?: number;
 }
 
 /** Serves a real daemon on a free loopback port. */
 export async function startDaemon(options: StartDaemonOptions): Promise<RunningDaemon> {
   const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
-  let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
-  const server: TestServer = serve((req) => handler(req));
+  let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
+    Promise.resolve(new Response());
+  // Served as `main.ts` serves it (`serve.ts`), so a client's leaving is seen as in production.
+  const server = await serveDaemon((req, info) => handler(req, info), {
+    hostname: "127.0.0.1",
+    port: 0,
+  });
   const { evm } = options;
   const config: DaemonConfig = {
     bind: { hostname: "127.0.0.1", port: server.port },
@@ -67,11 +77,13 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     allowedOrigins: [],
     allowedHosts: [],
     maxBodyBytes: 4 << 20,
+    maxQueue: options.maxQueue ?? 512,
+    queueTimeoutSecs: options.queueTimeoutSecs ?? 120,
   };
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;
   return {
-    url: server.url,
+    url: `http://127.0.0.1:${server.port}`,
     port: server.port,
     daemon,
     dataDir,

@@ -63,6 +63,8 @@ Deno.test("config: defaults (the devnet profile: trust anchored on its chain, no
     allowedOrigins: [],
     allowedHosts: [],
     maxBodyBytes: 4 * 1024 * 1024,
+    maxQueue: 512,
+    queueTimeoutSecs: 120,
   });
 });
 
@@ -89,6 +91,9 @@ Deno.test("config: every flag", () => {
       "--api-key-file",
       "/etc/net/key",
       "--require-api-key",
+      "--max-queue",
+      "16",
+      "--queue-timeout-secs=30",
     ]),
     {
       bind: { hostname: "::1", port: 0 },
@@ -101,6 +106,8 @@ Deno.test("config: every flag", () => {
       allowedOrigins: ["http://localhost:*", "app://*"],
       allowedHosts: ["host.docker.internal", "[fd00::1]"],
       maxBodyBytes: 1048576,
+      maxQueue: 16,
+      queueTimeoutSecs: 30,
     },
   );
 });
@@ -123,6 +130,8 @@ Deno.test("config: every environment variable", () => {
       NET_CHAIN_GRACE_SECS: "0",
       NET_DAEMON_API_KEY: "net_0123456789abcdef",
       NET_DAEMON_REQUIRE_API_KEY: "yes",
+      NET_DAEMON_MAX_QUEUE: "0",
+      NET_DAEMON_QUEUE_TIMEOUT_SECS: "5",
     }),
     {
       bind: { hostname: "localhost", port: 8080 },
@@ -142,6 +151,8 @@ Deno.test("config: every environment variable", () => {
       allowedOrigins: ["*"],
       allowedHosts: ["mybox.local"],
       maxBodyBytes: 2048,
+      maxQueue: 0,
+      queueTimeoutSecs: 5,
     },
   );
 });
@@ -276,6 +287,10 @@ Deno.test("config: bad values are refused with the value shown", () => {
     [["--allowed-hosts", "::1"], {}, "--allowed-hosts", "IPv6 in brackets"],
     [["--max-body-bytes", "4MiB"], {}, "--max-body-bytes", '"4MiB"'],
     [["--max-body-bytes", "100"], {}, "--max-body-bytes", "at least 1024"],
+    [["--max-queue=-1"], {}, "--max-queue", "a whole number of requests"],
+    [[], { NET_DAEMON_MAX_QUEUE: "lots" }, "NET_DAEMON_MAX_QUEUE", '"lots"'],
+    [["--queue-timeout-secs", "0"], {}, "--queue-timeout-secs", "1 to 86400"],
+    [[], { NET_DAEMON_QUEUE_TIMEOUT_SECS: "2m" }, "NET_DAEMON_QUEUE_TIMEOUT_SECS", '"2m"'],
     [["--port", "1"], {}, "arguments", "--port"],
     [["serve"], {}, "arguments", "serve"],
     [["--bind"], {}, "arguments", "--bind"],

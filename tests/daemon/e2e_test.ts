@@ -164,7 +164,7 @@ Deno.test("TEE tier: a mock attestation is refused and nothing is relayed", asyn
       model: "net/tee/devnet/echo",
       messages: [{ role: "user", content: "secret for the enclave" }],
     }),
-    502,
+    403,
     "attestation_mock",
   );
   assert.ok(!containsBytes(wire.sent(), encoder.encode("/relay")), "a request was relayed");
@@ -208,20 +208,20 @@ Deno.test("TEE tier: a verified synthetic enclave is served, and each broken bin
       name: "a measurement that is not approved",
       tee: {},
       approve: false,
-      status: 502,
-      code: "attestation_failed",
+      status: 403,
+      code: "measurement_not_approved",
     },
     {
       name: "a quote bound to another serving key",
       tee: { otherServingKey: privateKeyToAccount(generatePrivateKey()) },
-      status: 502,
+      status: 403,
       code: "attestation_failed",
     },
     {
       name: "an HPKE key not endorsed by the attested key",
       tee: { endorsementSigner: privateKeyToAccount(generatePrivateKey()) },
-      status: 502,
-      code: "attestation_failed",
+      status: 403,
+      code: "key_not_vouched",
     },
   ];
   for (const c of cases) {
@@ -288,7 +288,7 @@ Deno.test("TEE tier: a replayed attestation (stale nonce) is refused", async () 
   };
   await client.chat.completions.create(body); // the first bundle answers its own nonce
   assert.equal(relayed, 1);
-  await refusedWith(client.chat.completions.create(body), 502, "attestation_stale");
+  await refusedWith(client.chat.completions.create(body), 403, "attestation_stale");
   assert.equal(relayed, 1, "a request was relayed after a stale attestation");
 });
 
@@ -313,7 +313,7 @@ Deno.test("TEE tier: the approved set comes from the Registry, and an explicit f
 
   // Not (yet) in the Registry's approved set: refused.
   await using before = await startDaemon({ bootstrap: devnet.gateways, evm, roots: tee.pki.roots });
-  await refusedWith(ask(before.url), 502, "attestation_failed");
+  await refusedWith(ask(before.url), 403, "measurement_not_approved");
 
   // Governance approves the enclave's measurement on chain: served, no file needed.
   const owner = createSigner(devnet.rpcUrl, devAccounts().owner, { chainId: devnet.chainId });
@@ -333,7 +333,7 @@ Deno.test("TEE tier: the approved set comes from the Registry, and an explicit f
     roots: tee.pki.roots,
     measurementsFile: await measurementsFile(["0x" + "ee".repeat(32)]),
   });
-  await refusedWith(ask(pinned.url), 502, "attestation_failed");
+  await refusedWith(ask(pinned.url), 403, "measurement_not_approved");
 });
 
 Deno.test("a gateway that swaps the key configuration gets nothing sealed to its key", async () => {
@@ -358,8 +358,8 @@ Deno.test("a gateway that swaps the key configuration gets nothing sealed to its
       model: "net/verified/devnet/echo",
       messages: [{ role: "user", content: "x" }],
     }),
-    502,
-    "attestation_failed",
+    403,
+    "key_not_vouched",
   );
   assert.equal(relayed, 0, "a request was sealed to the swapped key and relayed");
 });
@@ -496,8 +496,8 @@ Deno.test("with the chain configured, a gateway forging the ad and its key is re
       model: "net/verified/devnet/echo",
       messages: [{ role: "user", content: "for the provider only" }],
     }),
-    502,
-    "attestation_failed",
+    403,
+    "key_not_vouched",
   );
   assert.equal(relayed, 0, "a request was sealed to the attacker's key");
 });

@@ -34,14 +34,19 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     too_many_auth_failures: 429,
     headers_too_large: 431,
     internal_error: 500,
-    attestation_failed: 502,
-    attestation_mock: 502,
-    attestation_stale: 502,
+    // Refusals of trust: a retry cannot fix them, so they are 403s that SDKs do not retry.
+    attestation_failed: 403,
+    attestation_mock: 403,
+    attestation_stale: 403,
+    measurement_not_approved: 403,
+    key_not_vouched: 403,
+    tier_mismatch: 403,
     decryption_failed: 502,
     stream_truncated: 502,
     provider_error: 502,
     no_gateway: 503,
     no_provider: 503,
+    overloaded: 503,
     timeout: 504,
   };
   assert.deepEqual({ ...DAEMON_ERROR_STATUS }, expected);
@@ -81,6 +86,25 @@ Deno.test("errors render in each dialect's shape", () => {
   assert.equal(
     streamErrorText(error, "ollama"),
     '{"error":"No provider serves a/b in tier tee"}\n',
+  );
+});
+
+Deno.test("errorResponse sends Retry-After when the error says when to try again", async () => {
+  for (const code of ["no_provider", "overloaded"] as const) {
+    const response = errorResponse(
+      new DaemonError(code, "busy", { retryAfterSeconds: 7 }),
+      "openai",
+    );
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "7");
+    assert.equal((await response.json()).error.code, code);
+  }
+  const plain = errorResponse(new DaemonError("no_gateway", "none"), "ollama");
+  assert.equal(plain.headers.get("retry-after"), null);
+  await plain.body?.cancel();
+  assert.throws(
+    () => new DaemonError("overloaded", "x", { retryAfterSeconds: 1.5 }),
+    /retryAfterSeconds must be a whole number of seconds, found 1.5/,
   );
 });
 

@@ -11,6 +11,7 @@ import { GatewaySet } from "../../daemon/gateway_set.ts";
 import { publicMessage } from "../../daemon/http_error.ts";
 import { NetworkBackend, rank } from "../../daemon/network_backend.ts";
 import { ProviderReputation } from "../../daemon/provider_reputation.ts";
+import { ProviderScheduler } from "../../daemon/scheduler.ts";
 import { VerdictLog } from "../../daemon/verdict_log.ts";
 import { EchoEngine } from "../../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../../devnet/gateway.ts";
@@ -274,8 +275,19 @@ async function startNetwork(count: number) {
   let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
   /** The path of every request the gateway got. */
   const asked: string[] = [];
-  const gateway = serve((req) => {
-    asked.push(new URL(req.url).pathname);
+  /** Relays of these providers are answered "busy" (as a gateway passes a provider's on). */
+  const busy = new Set<string>();
+  const gateway = serve(async (req) => {
+    const path = new URL(req.url).pathname;
+    asked.push(path);
+    const provider = /^\/v1\/providers\/(0x[0-9a-f]{40})\/relay$/.exec(path)?.[1];
+    if (provider && busy.has(provider)) {
+      await req.body?.cancel();
+      return Response.json({ error: { code: "provider_busy", message: "busy" } }, {
+        status: 503,
+        headers: { "retry-after": "1" },
+      });
+    }
     return gatewayHandler(req);
   });
   gatewayHandler = createGatewayHandler({
@@ -290,12 +302,17 @@ async function startNetwork(count: number) {
     trust: { nonces: new NonceBook() },
     verdicts,
     reputation,
+    // Ties are broken at random to spread load; here the first of the preference order wins,
+    // so which provider is tried first is known.
+    scheduler: new ProviderScheduler({ random: () => 0 }),
   });
   return {
     providers: providers.map(({ p }) => p),
     entries,
     gateway,
     relays: () => asked.filter((path) => path.endsWith("/relay")),
+    keys: () => asked.filter((path) => path.endsWith("/key")),
+    busy,
     verdicts,
     reputation,
     backend,
@@ -397,9 +414,9 @@ Deno.test("NetworkBackend: a refused provider is logged with the fixed public me
   assert.equal(accepted.provider, good.ad.provider);
   assert.equal(refused.outcome, "refused");
   assert.equal(refused.provider, bad.ad.provider);
-  assert.equal(refused.code, "attestation_failed");
+  assert.equal(refused.code, "key_not_vouched");
   // The log is served to clients: the fixed message of the code, never which check failed.
-  assert.equal(refused.verdict, publicMessage(new DaemonError("attestation_failed", "detail")));
+  assert.equal(refused.verdict, publicMessage(new DaemonError("key_not_vouched", "detail")));
   assert.doesNotMatch(refused.verdict, /signed by|expected|0x/);
 
   assert.ok(net.reputation.score(bad.ad.provider) < 0.5, "the refusal lowered bad's score");
@@ -426,10 +443,10 @@ Deno.test("NetworkBackend: when every provider is refused, the refusal is the an
     2,
     ...net.providers.map((p) => entryOf(p, { ...p.ad, serving_key: IMPOSTOR_KEY })),
   );
-  await refusedWith(chat(net.backend), "attestation_failed");
+  await refusedWith(chat(net.backend), "key_not_vouched");
   assert.deepEqual(net.verdicts.latest().map((r) => [r.outcome, r.code]), [
-    ["refused", "attestation_failed"],
-    ["refused", "attestation_failed"],
+    ["refused", "key_not_vouched"],
+    ["refused", "key_not_vouched"],
   ]);
 });
 
@@ -463,4 +480,29 @@ Deno.test("NetworkBackend: the client's own bad request is not held against the 
     [`/v1/providers/${net.providers[0].ad.provider}/relay`],
     "only the first provider was tried: another would refuse the request too",
   );
+});
+
+Deno.test("NetworkBackend: a busy provider costs nothing: the request goes to another, no reputation is lost, the key is kept", async () => {
+  await using net = await startNetwork(2);
+  const [first, second] = net.providers; // first has the lower address: chosen first while idle
+  await chat(net.backend); // served by first: its key is fetched once
+  const scores = net.providers.map((p) => net.reputation.score(p.ad.provider));
+  const firstKey = `/v1/providers/${first.ad.provider}/key`;
+  const keys = net.keys().filter((path) => path === firstKey).length;
+  assert.equal(keys, 1);
+  net.busy.add(first.ad.provider);
+  const { served } = await chat(net.backend);
+  assert.equal(served.provider, second.ad.provider, "the request moved on");
+  // (Scores decay with time; a failure would have taken it from ⅔ to ½.)
+  assert.ok(
+    Math.abs(net.reputation.score(first.ad.provider) - scores[0]) < 0.01,
+    `being busy cost reputation: ${scores[0]} → ${net.reputation.score(first.ad.provider)}`,
+  );
+  assert.equal(
+    net.keys().filter((path) => path === firstKey).length,
+    keys,
+    "the busy provider's key was kept (not fetched again)",
+  );
+  assert.ok(net.relays().includes(`/v1/providers/${first.ad.provider}/relay`), "it was asked");
+  assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });

@@ -321,7 +321,7 @@ Deno.test("ollama SDK: errors carry the status, and mid-stream errors are thrown
         (error as Error).message === "model 'net/tee/acme/big-model' not found",
     );
   }
-  for (const [code, status] of [["attestation_mock", 502], ["no_provider", 503]] as const) {
+  for (const [code, status] of [["attestation_mock", 403], ["no_provider", 503]] as const) {
     await using server = serveSurface({ failBefore: new DaemonError(code, "refused") });
     await assert.rejects(
       client(server.url).chat({

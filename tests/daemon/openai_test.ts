@@ -231,9 +231,10 @@ Deno.test("openai SDK: errors surface as the SDK's own types with status and cod
       (error: unknown) => error instanceof NotFoundError && error.code === "model_not_found",
     );
   }
+  // Refusals of trust are 403s (a retry cannot fix them), the rest 5xx.
   const refusals = [
-    ["attestation_mock", 502],
-    ["attestation_stale", 502],
+    ["attestation_mock", 403],
+    ["attestation_stale", 403],
     ["no_gateway", 503],
     ["no_provider", 503],
   ] as const;
@@ -246,7 +247,11 @@ Deno.test("openai SDK: errors surface as the SDK's own types with status and cod
         stream: true,
       }),
       (error: unknown) =>
-        error instanceof InternalServerError && error.status === status && error.code === code,
+        (status === 403
+          ? error instanceof PermissionDeniedError
+          : error instanceof InternalServerError) &&
+        (error as InternalServerError).status === status &&
+        (error as InternalServerError).code === code,
     );
   }
   {

@@ -3,7 +3,7 @@
  * strict Ajv; the same operations as the live route table (`assertRoutesDocumented`); and
  * against real answers: the real daemon (`createDaemon`) served on loopback in front of the
  * real devnet, asked through every endpoint of both dialects — whole and streamed replies,
- * model lists, transparency endpoints, and errors (400, 403, 404, 405, 413, 414, 431, 502 for
+ * model lists, transparency endpoints, and errors (400, 403, 404, 405, 413, 414, 431, 403 for
  * the devnet's mock TEE attestation, 503 without a gateway) — each answer validated against the
  * document the daemon serves.
  */
@@ -115,7 +115,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await post("/api/generate", { model: MODEL, prompt: "Hi" }), 200);
   expect(await post("/api/generate", { model: MODEL, prompt: "Hi", stream: false }), 200);
   expect(await post("/api/chat", "{not json"), 400);
-  expect(await post("/api/chat", { model: "net/tee/devnet/echo", messages, stream: false }), 502);
+  expect(await post("/api/chat", { model: "net/tee/devnet/echo", messages, stream: false }), 403);
 
   // OpenAI dialect.
   const whole = expect(await post("/v1/chat/completions", { model: MODEL, messages }), 200);
@@ -135,7 +135,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await post("/v1/chat/completions", { model: MODEL, messages: [] }), 400);
   expect(await post("/v1/chat/completions", { model: "gpt-4", messages }), 400);
   expect(await post("/v1/chat/completions", { model: "net/verified/x/none", messages }), 404);
-  expect(await post("/v1/chat/completions", { model: "net/tee/devnet/echo", messages }), 502);
+  expect(await post("/v1/chat/completions", { model: "net/tee/devnet/echo", messages }), 403);
   expect(await post("/v1/chat/completions", "x".repeat(4 * 1024 * 1024 + 1)), 413);
   expect(await call("/v1/models"), 200);
   const template = "/v1/models/{model}";

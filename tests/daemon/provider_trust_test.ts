@@ -280,7 +280,7 @@ Deno.test("trustProvider: a valid endorsement by the ad's serving key is trusted
 
 Deno.test("trustProvider: endorsements that must not be trusted are refused with their code", async () => {
   const cases: [string, unknown, DaemonErrorCode, EndorsementFailure][] = [
-    ["another signer", await endorsement({ signer: other }), "attestation_failed", "wrong_signer"],
+    ["another signer", await endorsement({ signer: other }), "key_not_vouched", "wrong_signer"],
     ["expired", await endorsement({ expiresAt: nowSeconds }), "attestation_stale", "expired"],
     [
       "expired long ago",
@@ -303,7 +303,7 @@ Deno.test("trustProvider: endorsements that must not be trusted are refused with
     [
       "key configuration swapped under the signature",
       { ...await endorsement(), key_config: "0x0102" },
-      "attestation_failed",
+      "key_not_vouched",
       "wrong_signer",
     ],
     ["no endorsement field", undefined, "attestation_failed", "malformed"],
@@ -391,16 +391,32 @@ Deno.test("trustProvider: with a registry, a mismatch is refused before any key 
     asked.push(provider);
     return Promise.resolve(record);
   };
-  const mismatches: [string, RegistryRecord | null, RegExp][] = [
-    ["not registered", null, /not registered/],
-    ["inactive", { ...recordOf(), active: false }, /inactive/],
-    ["other trust root", { ...recordOf(), trustRoot: other.address }, /on-chain trust root/],
-    ["other commitment", { ...recordOf(), adCommitment: `0x${"00".repeat(32)}` }, /commitment/],
+  const mismatches: [string, RegistryRecord | null, RegExp, DaemonErrorCode][] = [
+    ["not registered", null, /not registered/, "key_not_vouched"],
+    ["inactive", { ...recordOf(), active: false }, /inactive/, "key_not_vouched"],
+    [
+      "other trust root",
+      { ...recordOf(), trustRoot: other.address },
+      /on-chain trust root/,
+      "key_not_vouched",
+    ],
+    [
+      "other commitment",
+      { ...recordOf(), adCommitment: `0x${"00".repeat(32)}` },
+      /commitment/,
+      "key_not_vouched",
+    ],
+    [
+      "other tier",
+      { ...recordOf(), tier: "tee" },
+      /in the tee tier, not verified/,
+      "tier_mismatch",
+    ],
   ];
-  for (const [label, record, message] of mismatches) {
+  for (const [label, record, message, code] of mismatches) {
     const error = await refused(
       trustProvider(candidateOf(), gateway.client, trust({ registry: registry(record) })),
-      "attestation_failed",
+      code,
     );
     assert.match(error.shortMessage, message, label);
     assert.match(error.shortMessage, new RegExp(`Cannot trust provider ${PROVIDER}`), label);

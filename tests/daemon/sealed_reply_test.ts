@@ -16,6 +16,7 @@ import {
   sealHttpRequest,
 } from "../../crypto/mod.ts";
 import { DaemonError, type DaemonErrorCode } from "../../daemon/daemon_error.ts";
+import { ProviderBusyError } from "../../daemon/gateway_client.ts";
 import { openSealedReply } from "../../daemon/sealed_reply.ts";
 import { encodeSse } from "../../io/sse.ts";
 import { Prng } from "../crypto/_helpers.ts";
@@ -316,7 +317,6 @@ Deno.test("sealed reply: provider statuses pass through from the allowlist; the 
     [408, 502],
     [500, 502],
     [502, 502],
-    [503, 502],
     [599, 502],
   ];
   for (const [status, expected] of table) {
@@ -346,6 +346,51 @@ Deno.test("sealed reply: provider statuses pass through from the allowlist; the 
     "open",
     /^The provider answered 422: y{200}$/,
     "a long message is cut",
+  );
+});
+
+Deno.test("sealed reply: a sealed 503 is the provider being busy, with its Retry-After, not a failure", async () => {
+  for (const [retryAfter, ms] of [["2", 2000], [null, 1000], ["999", 30_000]] as const) {
+    const { sealed, parts } = await exchange({
+      status: 503,
+      headers: {
+        "content-type": "application/json",
+        ...(retryAfter === null ? {} : { "retry-after": retryAfter }),
+      },
+      body: JSON.stringify({ error: { message: "All 4 slots are busy", type: "overloaded" } }),
+    });
+    await assert.rejects(
+      openSealedReply(sealed, ReadableStream.from(parts)),
+      (error: unknown) => error instanceof ProviderBusyError && error.retryAfterMs === ms,
+      `Retry-After ${retryAfter}`,
+    );
+  }
+});
+
+Deno.test("sealed reply: a read that fails because the request was aborted is that abort, not a truncated stream", async () => {
+  const { sealed, parts } = await exchange({
+    status: 200,
+    headers: { "content-type": "text/event-stream" },
+    body: events(chunk(1), chunk(2), "[DONE]"),
+  });
+  const controller = new AbortController();
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      // The nonce, the head and the first chunk, then the client leaves and the relay breaks.
+      if (sent < 3) c.enqueue(parts[sent++]);
+      else {
+        controller.abort(new Error("the client went away"));
+        c.error(new TypeError("connection closed"));
+      }
+    },
+  });
+  const reply = await openSealedReply(sealed, stream, { signal: controller.signal });
+  await assert.rejects(
+    (async () => {
+      for await (const _ of reply.rest) { /* read */ }
+    })(),
+    (error: unknown) => error === controller.signal.reason,
   );
 });
 

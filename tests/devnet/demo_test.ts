@@ -184,7 +184,7 @@ Deno.test({
       assert.match(chat.out, /HTTP 200$/);
       assert.match(stream.out, /data: \[DONE\]/);
       assert.match(tee.out, /"code":"attestation_mock"/);
-      assert.match(tee.out, /HTTP 502$/);
+      assert.match(tee.out, /HTTP 403$/);
       assert.match(find("/api/chat")[0].out, /"done":true/);
       if (npm) {
         assert.match(find("npm:openai")[0].out, /You said: "Hi from the SDK"/);

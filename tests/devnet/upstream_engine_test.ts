@@ -113,3 +113,47 @@ Deno.test("unknown models, upstream errors and an unreachable upstream are typed
     (e: unknown) => e instanceof EngineError && e.reason === "upstream",
   );
 });
+
+Deno.test("an abort stops the upstream's request at once, mid-stream; a long stream is not timed out", async () => {
+  let cancelled = false;
+  let sent = 0;
+  await using server = serve((req) => {
+    if (new URL(req.url).pathname === "/v1/models") {
+      return Response.json({ object: "list", data: [{ id: "slow" }] });
+    }
+    const base = { id: "c1", object: "chat.completion.chunk", created: 5, model: "slow" };
+    return new Response(
+      new ReadableStream({
+        async pull(controller) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          const chunk = { ...base, choices: [{ index: 0, delta: { content: "x" } }] };
+          controller.enqueue(encodeSse(JSON.stringify(chunk)));
+          sent++;
+        },
+        cancel() {
+          cancelled = true;
+        },
+      }, { highWaterMark: 0 }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  });
+  // The timeout bounds the head only: this stream outlives it.
+  const engine = new UpstreamEngine(server.url, { timeoutMs: 100 });
+  const abort = new AbortController();
+  const body = { model: "upstream/slow", messages: [{ role: "user", content: "go" }] };
+  let received = 0;
+  await assert.rejects(
+    (async () => {
+      for await (const _ of engine.complete(body, abort.signal)) {
+        if (++received === 20) abort.abort(new Error("the requester went away"));
+      }
+    })(),
+    /the requester went away/,
+  );
+  assert.ok(received >= 20, `${received} chunks before the abort (the stream ran past 100 ms)`);
+  for (let i = 0; i < 50 && !cancelled; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(cancelled, "the upstream's response was cancelled");
+  const after = sent;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(sent <= after + 1, "the upstream stopped producing");
+});
