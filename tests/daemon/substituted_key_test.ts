@@ -117,8 +117,8 @@ Deno.test("a gateway listing a substituted key: refused by default, served only 
     ]);
     await assert.rejects(ask(anchored), (error: unknown) => {
       assert.ok(error instanceof OpenAI.APIError, String(error));
-      assert.equal(error.status, 502);
-      assert.equal(error.code, "attestation_failed");
+      assert.equal(error.status, 403);
+      assert.equal(error.code, "key_not_vouched");
       return true;
     });
     assert.equal(relayedToAttacker, 0, "a request was sealed to the attacker's key");
