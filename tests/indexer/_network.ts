@@ -214,16 +214,22 @@ export function handSnapshot(takenAt = new Date("2030-03-17T05:15:00.000Z")): Sn
   });
 }
 
-/** The hand network's settlement figures, confirmed up to block 4230 (all buckets, all epochs). */
-export function handFigures(): HistoryFigures {
-  const buckets = handSettlements().sort((a, b) =>
+/**
+ * Settlement figures of `buckets` (every epoch, `fromEpoch` 0), as the history reads them from
+ * its store, confirmed up to `at`.
+ */
+export function figuresOf(
+  buckets: readonly SettlementBucket[],
+  at: HistoryFigures["at"],
+): HistoryFigures {
+  const sorted = [...buckets].sort((a, b) =>
     a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
   );
   const epochs = new Map<bigint, EpochTotals>();
   const providers = new Map<string, ProviderTotals>();
   const recent = new Map<string, SettlementBucket[]>();
   const total = { amount: 0n, tokens: 0n, settlements: 0 };
-  for (const b of buckets) {
+  for (const b of sorted) {
     const e = epochs.get(b.epoch) ??
       { epoch: b.epoch, amount: 0n, tokens: 0n, settlements: 0, providers: 0 };
     epochs.set(b.epoch, {
@@ -256,13 +262,18 @@ export function handFigures(): HistoryFigures {
     total.settlements += b.settlements;
   }
   return {
-    at: { number: 4230n, hash: `0x${"42".repeat(32)}` },
+    at,
     total,
     epochs: [...epochs.values()].sort((a, b) => Number(a.epoch - b.epoch)),
     providers,
     recent,
     fromEpoch: 0n,
   };
+}
+
+/** The hand network's settlement figures, confirmed up to block 4230 (all buckets, all epochs). */
+export function handFigures(): HistoryFigures {
+  return figuresOf(handSettlements(), { number: 4230n, hash: `0x${"42".repeat(32)}` });
 }
 
 /** The hand network's settlement history: a writer, synced with the hand snapshot. */

@@ -15,9 +15,10 @@ import { planNetwork } from "../../../devnet/seed.ts";
 import { expectedNetwork } from "../../../devnet/seed.ts";
 import { dashboardAsset, dashboardResponse } from "../../../indexer/dashboard/mod.ts";
 import { createIndexerHandler } from "../../../indexer/handler.ts";
+import type { HistoryFigures } from "../../../indexer/history.ts";
 import { buildSnapshot, type Snapshot } from "../../../indexer/snapshot.ts";
 import { type IndexerState, initialState } from "../../../indexer/state.ts";
-import { plannedState, routerEntry } from "../_network.ts";
+import { figuresOf, handHistory, plannedState, routerEntry } from "../_network.ts";
 import { serve } from "../../_http.ts";
 
 /** The refresh interval the fake's `/health` reports: the page refreshes every second. */
@@ -69,38 +70,44 @@ const TAKEN_AT = new Date("2030-03-17T05:15:00.000Z");
 const CHAIN_DOWN = "Cannot reach the chain at http://127.0.0.1:8545: connection refused " +
   "(ECONNREFUSED); expected a JSON-RPC endpoint";
 
+/** A snapshot of a plan and its settlement history (synced: confirmed up to block 4309). */
+interface Served {
+  snapshot: Snapshot;
+  figures: HistoryFigures;
+}
+
 /** A snapshot of the plan seeded with `seed`: three routers serving every planned provider. */
-function planSnapshot(seed: string, providers: number): Snapshot {
+function planSnapshot(seed: string, providers: number): Served {
   const plan = planNetwork({ providers, seed, settledEpochs: 6 });
   const chain = plannedState(plan, 4321n);
   const entries = plan.providers.map(routerEntry);
-  return buildSnapshot({
+  const snapshot = buildSnapshot({
     takenAt: TAKEN_AT,
     chain,
     routers: chain.routers.map((router, i) => ({
       router,
       entries: i === 0 ? entries : entries.filter((_, j) => j % (i + 2) === 0),
     })),
-    settlements: {
-      buckets: expectedNetwork(plan).settlements,
-      scannedTo: 4309n,
-      confirmations: 12,
-    },
   });
+  const figures = figuresOf(expectedNetwork(plan).settlements, {
+    number: 4309n,
+    hash: `0x${"43".repeat(32)}`,
+  });
+  return { snapshot, figures };
 }
 
 /** The network-wide `/epochs` rows of a snapshot: every epoch from 0 to the current one. */
-function epochsOf(snapshot: Snapshot): FakeEpoch[] {
+function epochsOf({ snapshot, figures }: Served): FakeEpoch[] {
   const emission = snapshot.chain.emission.schedule;
   const rows: FakeEpoch[] = [];
   for (let epoch = 0n; epoch <= snapshot.chain.emission.currentEpoch; epoch++) {
-    const buckets = snapshot.settlements.buckets.filter((b) => b.epoch === epoch);
+    const totals = figures.epochs.find((e) => e.epoch === epoch);
     const halvings = epoch / emission.halvingInterval;
     rows.push({
       epoch: epoch.toString(),
-      amount: buckets.reduce((sum, b) => sum + b.amount, 0n).toString(),
-      tokens: buckets.reduce((sum, b) => sum + b.tokens, 0n).toString(),
-      settlements: buckets.reduce((sum, b) => sum + b.settlements, 0),
+      amount: (totals?.amount ?? 0n).toString(),
+      tokens: (totals?.tokens ?? 0n).toString(),
+      settlements: totals?.settlements ?? 0,
       reward: (halvings >= 256n ? 0n : emission.initialReward >> halvings).toString(),
     });
   }
@@ -146,9 +153,10 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
   });
   const real = (path: string) => handler(new Request(`http://127.0.0.1${path}`));
 
-  function serving(snapshot: Snapshot): IndexerState {
+  function serving({ snapshot, figures }: Served): IndexerState {
     return {
       ...initialState(FAKE_REFRESH_SECS, 60),
+      history: { ...handHistory(figures), headBlock: 4321n },
       snapshot,
       lastSnapshotAt: TAKEN_AT,
       lastAttemptAt: TAKEN_AT,
@@ -160,10 +168,13 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
     requests.push(url.pathname + url.search);
     const asset = dashboardAsset(url.pathname);
     if (asset) return dashboardResponse(asset, request);
-    if (url.pathname === "/epochs" && config.epochs) {
+    if (url.pathname === "/epochs" && !config.epochs) {
+      return json({ error: { code: "not_found", message: "No such path: /epochs" } }, 404);
+    }
+    if (url.pathname === "/epochs") {
       const stats = await real("/stats");
       if (stats.status !== 200) return stats;
-      const { rows, next_cursor } = page(epochsOf(state.snapshot!), url);
+      const { rows, next_cursor } = page(epochsOf(snapshots[current]), url);
       return json({ epochs: rows, next_cursor });
     }
     const detail = /^\/providers\/(0x[0-9a-f]{40})$/.exec(url.pathname);
@@ -190,6 +201,13 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
       }
       const { rows, next_cursor } = page(items, url);
       return json({ [key]: rows, next_cursor });
+    }
+    if (url.pathname === "/providers" || url.pathname === "/models") {
+      // A pre-pagination indexer: the whole list, without next_cursor.
+      const whole = await real(url.pathname);
+      if (whole.status !== 200) return whole;
+      const key = url.pathname.slice(1);
+      return json({ [key]: (await whole.json())[key] });
     }
     return await handler(request);
   }
