@@ -46,10 +46,12 @@ import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/e
 import { readNetworkState } from "../chain/network_state.ts";
 import type { ChainContracts, NetworkState } from "../chain/types.ts";
 import { NetError } from "../errors.ts";
+import type { LogSink } from "../io/log.ts";
 import { syncFor } from "./_history_data.ts";
 import { RouterAdsError, SnapshotError } from "./errors.ts";
 import type { ProviderHistoryAnswer } from "./handler.ts";
 import { History, type HistoryState, type StoreOpener } from "./history.ts";
+import type { IndexerMetrics } from "./metrics.ts";
 import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
 import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
@@ -173,11 +175,19 @@ export interface RefresherOptions {
   onContractsRefused?: (error: ContractCheckError) => void;
   /**
    * Receives one line at the first snapshot, when the indexer stops serving (and why), when
-   * it serves again, and on rescans.
+   * it serves again, and the settlement history's lines, each with its level (a logger's
+   * `sink()`, `io/log.ts`; a plain `(message) => void` works too).
    *
-   * @default {console.error}
+   * @default {each message to stderr}
    */
-  log?: (message: string) => void;
+  log?: LogSink;
+  /**
+   * Records refreshes, requests to the RPC endpoint (the snapshot's and the history's chain
+   * clients) and routers' answers (`metrics.ts`); the service exposes them at `/metrics`.
+   *
+   * @default {undefined} (nothing recorded)
+   */
+  metrics?: IndexerMetrics;
 }
 
 function checkNumber(name: string, value: number | undefined, min: number, max: number): void {
@@ -192,7 +202,7 @@ function checkNumber(name: string, value: number | undefined, min: number, max: 
 export class Refresher implements AsyncDisposable {
   readonly #options: RefresherOptions;
   readonly #clock: () => Date;
-  readonly #log: (message: string) => void;
+  readonly #log: LogSink;
   readonly #rpcOrigin: string;
   readonly #history: History;
   readonly #adCache = new AdCache();
@@ -239,6 +249,8 @@ export class Refresher implements AsyncDisposable {
       history: this.#history.state,
     };
     this.#history.subscribe((history) => {
+      const rescans = history.rescans.count - this.#state.history.rescans.count;
+      if (rescans > 0) options.metrics?.historyRescanned(rescans);
       this.#state = { ...this.#state, history };
     });
   }
@@ -247,19 +259,27 @@ export class Refresher implements AsyncDisposable {
     const confirmations = options.confirmations ?? 12;
     return new History({
       rpcUrl: options.rpcUrl,
-      client: options.client,
+      client: this.#clientOptions("history"),
       escrow: options.contracts.escrow,
       scanFromBlock: options.scanFromBlock ?? 0n,
       confirmations,
       store: storeOpener(options.history, {
         confirmations,
         rebuild: options.rebuildHistory,
-        log: (line) => this.#log(`indexer: ${line}`),
+        log: (line) => this.#log(`indexer: ${line}`, { level: "info" }),
       }),
       clock: options.clock,
-      log: (line) => this.#log(this.#redact(line)),
+      log: (line, entry) => this.#log(this.#redact(line), entry),
       onFatal: options.onHistoryFatal,
     });
+  }
+
+  /** The chain client options of `client`, its requests counted when metrics are recorded. */
+  #clientOptions(client: "snapshot" | "history"): ChainClientOptions | undefined {
+    const options = this.#options.client;
+    const metrics = this.#options.metrics;
+    if (!metrics) return options;
+    return { ...options, fetch: metrics.rpcFetch(client, options?.fetch) };
   }
 
   /** The current state; replaced as a whole by each refresh and each move of the history. */
@@ -362,6 +382,8 @@ export class Refresher implements AsyncDisposable {
 
   async #run(): Promise<IndexerState> {
     const takenAt = this.#clock();
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     const signal = this.#abort.signal;
     const before = this.#state;
     try {
@@ -378,18 +400,8 @@ export class Refresher implements AsyncDisposable {
         failing: false,
         refreshing: false,
       };
-      if (before.failing || before.lastSnapshotAt === null) {
-        this.#log(
-          `indexer: serving${
-            before.failing ? " again" : ""
-          }: snapshot at block ${snapshot.chain.block.number}, ` +
-            `${snapshot.live.length} live-verified of ${
-              snapshot.chain.providers.filter((p) => p.bonded).length
-            } bonded providers, ${
-              snapshot.routers.filter((r) => r.reachable).length
-            }/${snapshot.routers.length} routers reachable`,
-        );
-      }
+      this.#options.metrics?.refreshed({ ok: true, seconds: seconds() });
+      if (before.failing || before.lastSnapshotAt === null) this.#logServing(snapshot, before);
     } catch (error) {
       const failure = signal.aborted
         ? new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped")
@@ -398,6 +410,7 @@ export class Refresher implements AsyncDisposable {
         this.#state = { ...this.#state, refreshing: false };
         return this.#state;
       }
+      this.#options.metrics?.refreshed({ ok: false, code: failure.reason, seconds: seconds() });
       // Re-create the client (and re-check the chain id) once the endpoint is back.
       if (failure.reason === "chain_unreachable") this.#client = undefined;
       if (failure.cause instanceof ContractCheckError) {
@@ -415,10 +428,25 @@ export class Refresher implements AsyncDisposable {
         refreshing: false,
       };
       if (!before.failing || before.lastError?.message !== message) {
-        this.#log(`indexer: not serving: ${message}`);
+        this.#log(`indexer: not serving: ${message}`, {
+          level: "warn",
+          fields: { code: failure.reason },
+        });
       }
     }
     return this.#state;
+  }
+
+  #logServing(snapshot: Snapshot, before: IndexerState): void {
+    const bonded = snapshot.chain.providers.filter((p) => p.bonded).length;
+    const reachable = snapshot.routers.filter((r) => r.reachable).length;
+    this.#log(
+      `indexer: serving${
+        before.failing ? " again" : ""
+      }: snapshot at block ${snapshot.chain.block.number}, ${snapshot.live.length} live-verified of ${bonded} bonded providers, ` +
+        `${reachable}/${snapshot.routers.length} routers reachable`,
+      { level: "info" },
+    );
   }
 
   /** Whether the history's figures may be served with `snapshot`. */
@@ -469,7 +497,7 @@ export class Refresher implements AsyncDisposable {
 
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
-    const options = this.#options.client ?? {};
+    const options = this.#clientOptions("snapshot") ?? {};
     const client = await createChainClient(this.#options.rpcUrl, {
       ...options,
       chainId: options.chainId ?? this.#chainId,
@@ -489,9 +517,11 @@ export class Refresher implements AsyncDisposable {
           maxBytes: this.#options.routerMaxBytes ?? MAX_ROUTER_BODY_BYTES,
           signal,
         });
+        this.#options.metrics?.routerAnswered("ok");
         return { router, entries };
       } catch (error) {
         if (!(error instanceof RouterAdsError)) throw error;
+        this.#options.metrics?.routerAnswered(error.reason);
         return { router, error: { code: error.reason, message: error.shortMessage } };
       }
     }));
@@ -526,7 +556,7 @@ export class Refresher implements AsyncDisposable {
       : error instanceof Error
       ? error.message
       : String(error);
-    console.error("indexer: unexpected refresh failure", error);
+    this.#log("indexer: unexpected refresh failure", { level: "error", error });
     return new SnapshotError("internal", `Cannot take a snapshot: unexpected failure: ${text}`, {
       cause: error,
     });
