@@ -17,7 +17,6 @@
  * | `router_requests_total`                    | counter   | `result`            |
  * | `serving`                                  | gauge     |                     |
  * | `snapshot_age_seconds`                     | gauge     |                     |
- * | `snapshot_block`                           | gauge     |                     |
  * | `providers`                                | gauge     | `state`             |
  * | `routers`                                  | gauge     | `state`             |
  * | `rejected_ads`                             | gauge     | `reason`            |
@@ -303,13 +302,9 @@ export class IndexerMetrics {
       (s, g) =>
         g.set({}, (this.#clock().getTime() - (s.lastSnapshotAt ?? this.#started).getTime()) / 1000),
     );
-    gauge("snapshot_block", "Block number of the served snapshot (absent when none).", (s, g) => {
-      if (this.#serving(s)) g.set({}, Number(s.snapshot!.chain.block.number));
-    });
     gauge<"state">(
       "providers",
-      "Providers in the served snapshot: registered, bonded, " +
-        "live_verified.",
+      "Providers in the served snapshot: registered, bonded, live_verified.",
       (s, g) => {
         if (!this.#serving(s)) return;
         const chain = s.snapshot!.chain;
