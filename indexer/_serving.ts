@@ -83,6 +83,8 @@ export interface Body {
   readonly bytes: Uint8Array<ArrayBuffer>;
   /** The quoted base64url SHA-256 of the bytes. */
   readonly etag: Promise<string>;
+  /** The same, once computed (the hot path answers without waiting). */
+  tag?: string;
 }
 
 const encoder = new TextEncoder();
@@ -97,7 +99,9 @@ export async function etagOf(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
 /** `value` as JSON bytes with their ETag. */
 export function bodyOf(value: unknown): Body {
   const bytes = encoder.encode(JSON.stringify(value));
-  return { bytes, etag: etagOf(bytes) };
+  const body: Body = { bytes, etag: etagOf(bytes) };
+  body.etag.then((tag) => body.tag = tag);
+  return body;
 }
 
 /** A bounded cache of serialized bodies per snapshot and history figures. */
@@ -145,12 +149,18 @@ export function matchesEtag(ifNoneMatch: string | null, etag: string): boolean {
  * The cache-safe answer of a data endpoint: 200 with `body`, or 304 when the request's
  * `If-None-Match` names its ETag; both with `ETag` and `Cache-Control: public, max-age=N`.
  */
-export async function cacheableAnswer(
+export function cacheableAnswer(
   request: Request,
   body: Body,
   maxAge: number,
-): Promise<Response> {
-  const etag = await body.etag;
+): Response | Promise<Response> {
+  if (body.tag === undefined) {
+    return body.etag.then((etag) => answerWith(request, body, etag, maxAge));
+  }
+  return answerWith(request, body, body.tag, maxAge);
+}
+
+function answerWith(request: Request, body: Body, etag: string, maxAge: number): Response {
   const headers = { etag, "cache-control": `public, max-age=${maxAge}` };
   if (matchesEtag(request.headers.get("if-none-match"), etag)) {
     return notModifiedResponse(headers);

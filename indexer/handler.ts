@@ -213,7 +213,7 @@ interface RouteContext {
     request: Request,
     key: string,
     render: (snapshot: Snapshot, sync: HistorySync) => unknown,
-  ) => Promise<Response>;
+  ) => Response | Promise<Response>;
 }
 
 /** The headers of a data endpoint's 200 and 304. */

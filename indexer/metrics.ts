@@ -340,12 +340,9 @@ export class IndexerMetrics {
     );
     gauge(
       "history_lag_blocks",
-      "Blocks the settlement history has yet to count: (chain head − confirmations) − the " +
-        "last confirmed block it counts; 0 when up to date (absent before it measured the head).",
-      (s, g) => {
-        const lag = historyLag(s);
-        if (lag !== null) g.set({}, lag);
-      },
+      "Blocks the settlement history has yet to count: (chain head - confirmations) - the " +
+        "last confirmed block it counts; 0 when up to date, and until it has measured the head.",
+      (s, g) => g.set({}, historyLag(s) ?? 0),
     );
     gauge(
       "history_synced",
@@ -367,7 +364,7 @@ export class IndexerMetrics {
   }
 }
 
-/** `(head − confirmations) − confirmed`, at least 0; `null` before the head was measured. */
+/** `(head - confirmations) - confirmed`, at least 0; `null` before the head was measured. */
 function historyLag(state: IndexerState): number | null {
   const history = state.history;
   if (history.headBlock === null) return null;
