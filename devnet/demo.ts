@@ -182,14 +182,19 @@ function childEnv(): Record<string, string> {
   };
 }
 
-/** Starts the indexer, refreshing every 5 s and counting settlements at 2 confirmations. */
-function startIndexer(profile: string, port: number): Child {
+/**
+ * Starts the indexer, refreshing every 5 s and counting settlements at 2 confirmations, its
+ * settlement history in the demo's state directory (a fresh chain each run, so never the
+ * user's own history store).
+ */
+function startIndexer(profile: string, options: { port: number; stateDir: string }): Child {
   return {
     name: "indexer",
-    url: `http://127.0.0.1:${port}/health`,
+    url: `http://127.0.0.1:${options.port}/health`,
     process: spawn("indexer", "indexer/main.ts", ["--network", profile], {
       ...childEnv(),
-      NET_STATS_BIND: `127.0.0.1:${port}`,
+      NET_STATS_BIND: `127.0.0.1:${options.port}`,
+      NET_STATS_DATA_DIR: `${options.stateDir}/indexer`,
       NET_STATS_REFRESH_SECS: "5",
       NET_STATS_CONFIRMATIONS: "2",
     }),
@@ -251,7 +256,11 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   const profile = devnet.profilePath!;
 
   console.log("demo: [3/4] starting the indexer…");
-  const indexer = startIndexer(profile, indexerPort);
+  // The chain is new each run: the last run's settlement history must not meet it.
+  await Deno.remove(`${settings.stateDir}/indexer`, { recursive: true }).catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+  const indexer = startIndexer(profile, { port: indexerPort, stateDir: settings.stateDir });
   demo.children.push(indexer);
   await ready(indexer, 60_000);
   console.log("demo: [4/4] starting the daemon…");
