@@ -55,14 +55,14 @@ import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
 import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
 import { sleep, storeOpener } from "./_history_store.ts";
-import { checkNumber, type RefresherOptions } from "./_refresher_options.ts";
+import { checkNumber, type RefresherOptions } from "./refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded } from "./views.ts";
 
 /** How long a new snapshot waits for a history that was in step with the last one, ms. */
 export const CATCH_UP_MS = 2_000;
 
-export type { RefresherOptions } from "./_refresher_options.ts";
+export type { RefresherOptions } from "./refresher_options.ts";
 
 /** The snapshot loop of the indexer, and the settlement history beside it. `await using` stops both. */
 export class Refresher implements AsyncDisposable {
