@@ -108,3 +108,26 @@ Deno.test("no prompt or reply reaches a log line (json and human) or /metrics", 
     await Deno.remove(stateDir, { recursive: true });
   }
 });
+
+Deno.test("a configuration error is written in the format asked for", async () => {
+  for (
+    const [args, env] of [
+      [["--log-format", "json", "--gateway", "http://169.254.169.254"], {}],
+      [["--gateway", "http://169.254.169.254"], { NET_DAEMON_LOG_FORMAT: "json" }],
+    ] as const
+  ) {
+    const daemon = spawnDaemon([...args], { ...env });
+    assert.equal((await daemon.child.status).code, 2);
+    const { stdout, stderr } = await daemon.output();
+    assert.equal(stdout, "");
+    const lines = stderr.split("\n").filter((line) => line !== "");
+    assert.equal(lines.length, 1, stderr);
+    const record = JSON.parse(lines[0]);
+    assert.equal(record.level, "error");
+    assert.equal(record.logger, "daemon");
+    assert.match(record.message, /--gateway/);
+  }
+  const human = spawnDaemon(["--log-format", "yaml"], {});
+  assert.equal((await human.child.status).code, 2);
+  assert.match((await human.output()).stderr, /^daemon: .*--log-format/);
+});
