@@ -6,6 +6,7 @@
  * (logged with its cause), a client that leaves mid-stream (a note), a refused request body. The
  * marker must appear in no line of stdout or stderr, and not in `/metrics`; the lines about those
  * requests are there (so the test looks at real lines), and with `json` every line is one object.
+ * A configuration error is written in the format the flag or the variable asks for.
  */
 
 import assert from "node:assert/strict";
