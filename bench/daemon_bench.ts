@@ -142,6 +142,7 @@ const config: DaemonConfig = {
   maxBodyBytes: 4 << 20,
   maxQueue: 512,
   queueTimeoutSecs: 120,
+  logFormat: "human",
 };
 const daemon = createDaemon(config, {
   port: daemonServer.port,

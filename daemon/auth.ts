@@ -24,7 +24,7 @@
  *   `WWW-Authenticate: Bearer`.
  *
  * The check is one middleware ({@linkcode apiKeyAuth}) that runs before routing, after the Host
- * and Origin rules, on every request: unknown paths, `/openapi.json` and `/v1/verdicts`
+ * and Origin rules, on every request: unknown paths, `/openapi.json`, `/metrics` and `/v1/verdicts`
  * included.
  *
  * @example

@@ -25,6 +25,7 @@
  * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES`  | `4194304` (4 MiB)          |
  * | `--max-queue <n>`            | `NET_DAEMON_MAX_QUEUE`       | `512`                      |
  * | `--queue-timeout-secs <n>`   | `NET_DAEMON_QUEUE_TIMEOUT_SECS` | `120`                   |
+ * | `--log-format human\|json`   | `NET_DAEMON_LOG_FORMAT`      | `human`                    |
  * | `--help`, `-h`               |                              |                            |
  *
  * The network profile (`chain/network_profile.ts`) gives the chain (id, RPC URLs), the Registry
@@ -56,9 +57,11 @@
 import { DEFAULT_NETWORK } from "../chain/network_profile.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import { hostScope } from "../io/host_scope.ts";
+import { LOG_FORMATS, type LogFormat } from "../io/log.ts";
 import {
   address,
   bindAddress,
+  choice,
   defineKind,
   defineSettings,
   integer,
@@ -156,6 +159,8 @@ export interface DaemonConfig {
   readonly maxQueue: number;
   /** Longest wait of a queued request for its first byte, in seconds. */
   readonly queueTimeoutSecs: number;
+  /** How log lines are written: `human` or `json`. */
+  readonly logFormat: LogFormat;
 }
 
 /** The result of {@linkcode parseDaemonConfig}: the help text was asked for, or a config. */
@@ -338,6 +343,14 @@ const SETTINGS = defineSettings({
     help: "How long a queued request may wait for its first byte before it is answered 503 " +
       "overloaded with Retry-After.",
   },
+  logFormat: {
+    flag: "log-format",
+    env: "NET_DAEMON_LOG_FORMAT",
+    kind: choice(LOG_FORMATS),
+    default: "human",
+    help: "How log lines are written: human (one line of text each) or json (one JSON object " +
+      "a line: time, level, message, logger, fields). Prompts and replies are never logged.",
+  },
   apiKey: {
     env: "NET_DAEMON_API_KEY",
     kind: text("<key>"),
@@ -480,6 +493,7 @@ export function parseDaemonConfig(
       maxBodyBytes: values.maxBodyBytes,
       maxQueue: values.maxQueue,
       queueTimeoutSecs: values.queueTimeoutSecs,
+      logFormat: values.logFormat,
     },
   };
 }

@@ -21,6 +21,7 @@ import { type ApiKey, resolveApiKey } from "./auth.ts";
 import type { DaemonConfig, EvmConfig } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "./gateway_resolver.ts";
 import { createDaemonHandler } from "./handler.ts";
+import { DaemonMetrics } from "./metrics.ts";
 import { NetworkBackend } from "./network_backend.ts";
 import type { ProviderTrustOptions } from "./provider_trust.ts";
 import { chainMeasurements, fileMeasurements, registryRecords } from "./trust_sources.ts";
@@ -79,6 +80,8 @@ export interface Daemon {
   verdicts: VerdictLog;
   /** The network backend. */
   backend: NetworkBackend;
+  /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
+  metrics: DaemonMetrics;
 }
 
 /**
@@ -189,6 +192,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     log,
   });
   const verdicts = new VerdictLog();
+  const metrics = new DaemonMetrics();
   const backend = new NetworkBackend({
     resolver,
     trust,
@@ -199,7 +203,9 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     maxQueue: config.maxQueue,
     queueTimeoutMs: config.queueTimeoutSecs * 1000,
     log: (line) => log(line),
+    metrics,
   });
+  metrics.watch(() => backend.load);
   const apiKey: Promise<ApiKey | null> = options.apiKey !== undefined
     ? Promise.resolve({ key: options.apiKey, source: "the caller", generated: false })
     : resolveApiKey(config.auth, config.dataDir, { log });
@@ -221,6 +227,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
       : undefined,
     clock,
     log,
+    metrics,
   });
   let gossip: Disposable | undefined;
   return {
@@ -229,6 +236,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     resolver,
     verdicts,
     backend,
+    metrics,
     start: () => {
       gossip ??= resolver.startGossip({
         intervalMs: options.gossipIntervalMs ?? DEFAULT_GOSSIP_INTERVAL_MS,

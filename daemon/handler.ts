@@ -11,7 +11,8 @@
  * for wrong methods, `OPTIONS`, `HEAD` for every `GET`), the body size limit and strict JSON
  * parsing, the route's schema, then the endpoint. Every error is rendered in the dialect of the
  * path: `/v1/…` speaks OpenAI, everything else Ollama. `GET /openapi.json` serves the OpenAPI
- * 3.1 document generated from the same declarations.
+ * 3.1 document generated from the same declarations, `GET /metrics` the Prometheus metrics
+ * (`metrics.ts`; the request metrics are the first middleware, so refusals are counted too).
  *
  * @example Serve the daemon (what `main.ts` does)
  * ```ts ignore
@@ -31,10 +32,12 @@
  */
 
 import { createService, type ResponseSpec, type Route, type Service } from "../http/mod.ts";
+import { metricsRoute } from "../http/metrics.ts";
 import { apiKeyAuth, authRefusalHeaders, type FailureThrottle, isOpenRequest } from "./auth.ts";
 import type { ChatBackend } from "./backend.ts";
 import { type Dialect, dialectOf, type ErrorLogger, errorResponse } from "./http_error.ts";
 import { hygiene, parseOriginPatterns } from "./hygiene.ts";
+import { DaemonMetrics } from "./metrics.ts";
 import type { GatewayLister } from "./transparency.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import type { SurfaceContext } from "./_context.ts";
@@ -117,6 +120,13 @@ export interface DaemonHandlerOptions {
    * @default {console.error}
    */
   log?: ErrorLogger;
+  /**
+   * The metrics `GET /metrics` serves; the service adds its request metrics to them (the
+   * backend records into the same ones when given them too).
+   *
+   * @default {a new DaemonMetrics} (request and process metrics only)
+   */
+  metrics?: DaemonMetrics;
 }
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
@@ -238,7 +248,12 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   );
   const origins = parseOriginPatterns(options.allowedOrigins ?? []);
   const context = surfaceContext(options);
-  const middleware = [hygiene({ port, hostnames: options.hostnames, origins })];
+  const metrics = options.metrics ?? new DaemonMetrics();
+  // Metrics first: the refusals of the rules after it are counted too.
+  const middleware = [
+    metrics.middleware(),
+    hygiene({ port, hostnames: options.hostnames, origins }),
+  ];
   if (options.apiKey !== undefined) {
     middleware.push(apiKeyAuth({
       key: options.apiKey,
@@ -248,12 +263,10 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   }
   const service = createService({
     info: { title: "net-consumer daemon", version: options.version, description: DESCRIPTION },
-    routes: withAuthAnswers(daemonRoutes({
-      context,
-      version,
-      gateways: options.gateways,
-      verdicts: options.verdicts,
-    })),
+    routes: withAuthAnswers([
+      ...daemonRoutes({ context, version, gateways: options.gateways, verdicts: options.verdicts }),
+      { ...metricsRoute(metrics.registry), tags: ["operations"] },
+    ]),
     middleware,
     // The layer's own route (`/openapi.json`) answers errors like any other outside `/v1`;
     // every declared route lists its own, in its dialect.

@@ -3,12 +3,24 @@
  * OpenAI and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
  * to a provider of the network. `--help` lists the options; see `docs/daemon.md`.
  *
+ * Every line goes through the structured logger (`io/log.ts`) in the format of `--log-format`
+ * (`human`, today's lines, or `json`, one object a line): the announcements (`listening on`,
+ * the clients' settings, trust, `stopping…`, `stopped`) on stdout, everything else on stderr.
+ * No line carries a prompt or a reply: the parts log codes, providers and gateways, never a
+ * request's or a reply's content.
+ *
+ * Exit codes: 0 after a graceful shutdown or `--help`, 2 for a configuration error (the
+ * message names the flag or variable) or a daemon that cannot start (an unreadable key file),
+ * 1 when the listen address cannot be bound.
+ *
  * @module
  */
 
+import { NetError } from "../errors.ts";
+import { logFormatHint, type Logger, type ProgramLogs, programLogs } from "../io/log.ts";
 import type { ApiKey } from "./auth.ts";
 import { type DaemonConfig, parseDaemonConfig } from "./config.ts";
-import { createDaemon } from "./daemon.ts";
+import { createDaemon, type Daemon } from "./daemon.ts";
 import { type DaemonServer, serveDaemon } from "./serve.ts";
 
 /** The start-up lines about trust: where keys are checked, or loudly that they are not. */
@@ -45,19 +57,85 @@ function authLine(config: DaemonConfig, key: ApiKey | null): string {
     }`;
 }
 
-if (import.meta.main) {
+/**
+ * The `log` of the daemon's parts on `log`: a line alone, or a known failure (a `NetError`)
+ * with its description, is a warning; anything else is an error, with its stack.
+ */
+export function daemonLog(log: Logger): (message: string, error?: unknown) => void {
+  return (message, error) => {
+    if (error === undefined) log.warn(message);
+    else if (error instanceof NetError) log.warn(message, undefined, error);
+    else log.error(message, undefined, error);
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The start-up announcements, on stdout. */
+function announce(config: DaemonConfig, port: number, apiKey: ApiKey | null, out: Logger): void {
+  const host = config.bind.hostname.includes(":")
+    ? `[${config.bind.hostname}]`
+    : config.bind.hostname;
+  out.info(`daemon: listening on http://${host}:${port}`);
+  out.info(`daemon:   OpenAI clients: OPENAI_BASE_URL=http://${host}:${port}/v1`);
+  out.info(`daemon:   Ollama clients: OLLAMA_HOST=${host}:${port}`);
+  out.info(authLine(config, apiKey));
+  out.info(
+    `daemon: gateways: ${
+      config.gateway ? `pinned ${config.gateway}` : "discovered"
+    } (peers asked again every 5 min)`,
+  );
+  out.info(trustLine(config));
+}
+
+/** Runs until SIGINT/SIGTERM; graceful: replies in flight finish (at most 30 s). */
+async function runUntilStopped(daemon: Daemon, server: DaemonServer, logs: ProgramLogs) {
+  // Connect in the background so the first request does not wait for it; then gossip.
+  daemon.resolver.resolve().then(
+    (url) => logs.out.info(`daemon: connected to gateway ${url}`),
+    (error) => logs.err.warn(`daemon: ${describe(error).split("\n")[0]}`),
+  );
+  daemon.start();
+  const finished = Promise.withResolvers<void>();
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    logs.out.info("daemon: stopping…");
+    daemon.close();
+    server.shutdown().then(finished.resolve);
+    Deno.unrefTimer(setTimeout(() => {
+      logs.err.warn("daemon: replies still running after 30 s; exiting anyway");
+      Deno.exit(0);
+    }, 30_000));
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
+  await finished.promise;
+  logs.out.info("daemon: stopped");
+}
+
+/** Runs the daemon until SIGINT/SIGTERM; returns the process exit code. */
+export async function main(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
   let parsed;
   try {
-    parsed = parseDaemonConfig(Deno.args, Deno.env.toObject());
+    parsed = parseDaemonConfig(args, env);
   } catch (error) {
-    console.error(`daemon: ${error instanceof Error ? error.message : error}`);
-    Deno.exit(2);
+    const logs = programLogs(logFormatHint(args, env, "NET_DAEMON_LOG_FORMAT"), "daemon");
+    logs.err.error(`daemon: ${describe(error)}`);
+    return 2;
   }
   if (parsed.help) {
     console.log(parsed.text);
-    Deno.exit(0);
+    return 0;
   }
   const { config } = parsed;
+  const logs = programLogs(config.logFormat, "daemon");
   let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
     Promise.resolve(new Response("starting", { status: 503 }));
   let server: DaemonServer;
@@ -66,70 +144,37 @@ if (import.meta.main) {
     server = await serveDaemon((req, info) => handler(req, info), {
       hostname: config.bind.hostname,
       port: config.bind.port,
+      onError: (error) => logs.err.error("daemon: cannot answer", undefined, error),
     });
   } catch (error) {
-    console.error(
-      `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
-        error instanceof Error ? error.message : error
-      }`,
+    logs.err.error(
+      `daemon: cannot listen on ${config.bind.hostname}:${config.bind.port}: ${describe(error)}`,
     );
-    Deno.exit(1);
+    return 1;
   }
   const port = server.port;
   let daemon;
   try {
-    daemon = createDaemon(config, { port });
+    daemon = createDaemon(config, { port, log: daemonLog(logs.err) });
   } catch (error) {
-    console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
+    logs.err.error(`daemon: cannot start: ${describe(error)}`);
     await server.close();
-    Deno.exit(2);
+    return 2;
   }
   let apiKey: ApiKey | null;
   try {
     apiKey = await daemon.apiKey;
   } catch (error) {
-    console.error(`daemon: cannot start: ${error instanceof Error ? error.message : error}`);
+    logs.err.error(`daemon: cannot start: ${describe(error)}`);
     await server.shutdown();
-    Deno.exit(2);
+    return 2;
   }
   handler = daemon.handler;
-  const host = config.bind.hostname.includes(":")
-    ? `[${config.bind.hostname}]`
-    : config.bind.hostname;
-  console.log(`daemon: listening on http://${host}:${port}`);
-  console.log(`daemon:   OpenAI clients: OPENAI_BASE_URL=http://${host}:${port}/v1`);
-  console.log(`daemon:   Ollama clients: OLLAMA_HOST=${host}:${port}`);
-  console.log(authLine(config, apiKey));
-  console.log(
-    `daemon: gateways: ${
-      config.gateway ? `pinned ${config.gateway}` : "discovered"
-    } (peers asked again every 5 min)`,
-  );
-  console.log(trustLine(config));
-  // Connect in the background so the first request does not wait for it; then gossip.
-  daemon.resolver.resolve().then(
-    (url) => console.log(`daemon: connected to gateway ${url}`),
-    (error) =>
-      console.warn(`daemon: ${error instanceof Error ? error.message.split("\n")[0] : error}`),
-  );
-  daemon.start();
-  // Graceful: stop accepting, let replies in flight finish (at most 30 s), then exit.
-  const finished = Promise.withResolvers<void>();
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    console.log("daemon: stopping…");
-    daemon.close();
-    server.shutdown().then(finished.resolve);
-    Deno.unrefTimer(setTimeout(() => {
-      console.warn("daemon: replies still running after 30 s; exiting anyway");
-      Deno.exit(0);
-    }, 30_000));
-  };
-  Deno.addSignalListener("SIGINT", stop);
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
-  await finished.promise;
-  console.log("daemon: stopped");
-  Deno.exit(0);
+  announce(config, port, apiKey, logs.out);
+  await runUntilStopped(daemon, server, logs);
+  return 0;
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args, Deno.env.toObject()));
 }

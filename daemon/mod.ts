@@ -124,6 +124,15 @@ export {
 } from "./gateway_resolver.ts";
 export { type BackendLoad, NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
 export {
+  type AttemptResult,
+  type BackendMetrics,
+  DaemonMetrics,
+  type DialectLabel,
+  dialectLabel,
+  type LoadReading,
+  type VerificationResult,
+} from "./metrics.ts";
+export {
   type DaemonRequestHandler,
   type DaemonServer,
   serveDaemon,

@@ -25,6 +25,7 @@ import type {
   ChatReply,
   ChatRequest,
   NetworkModel,
+  Usage,
 } from "./backend.ts";
 import { CandidateCache } from "./candidate_cache.ts";
 import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
@@ -43,6 +44,7 @@ import { type Lease, ProviderScheduler } from "./scheduler.ts";
 import { type OpenedReply, openSealedReply } from "./sealed_reply.ts";
 import { RequestSealer } from "./sealer.ts";
 import { linkedController } from "./_deadlines.ts";
+import type { BackendMetrics } from "./metrics.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import {
   best,
@@ -99,6 +101,12 @@ export interface NetworkBackendOptions {
   scheduler?: ProviderScheduler;
   /** Where a cancelled or failed attempt is noted (one line). @default {() => {}} */
   log?: (line: string) => void;
+  /**
+   * Records attempts, trust checks, first chunks and relayed tokens (`metrics.ts`).
+   *
+   * @default {undefined}
+   */
+  metrics?: BackendMetrics;
 }
 
 /** How long a model the network offered counts as offered when no provider lists it. */
@@ -162,11 +170,14 @@ export class NetworkBackend implements ChatBackend {
 
   /** {@inheritDoc ChatBackend.chat} */
   async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
-    const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
-    return await this.#withGateway(
+    const started = performance.now();
+    const deadline = started + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    const reply = await this.#withGateway(
       signal,
       (gateway) => this.#serve(gateway, request, { signal, deadline }),
     );
+    this.#options.metrics?.firstChunk(request.tier, (performance.now() - started) / 1000);
+    return reply;
   }
 
   /** Serves `request` through `gateway`: choose, wait, attempt, until served or exhausted. */
@@ -213,9 +224,11 @@ export class NetworkBackend implements ChatBackend {
       }
       waited = true;
       const { candidate } = lease;
+      const metrics = this.#options.metrics;
       try {
         const reply = await this.#attempt(gateway, candidate, request, signal);
         this.#reputation.record(candidate.provider, true);
+        metrics?.attempted(tier, "ok");
         return {
           served: {
             provider: candidate.provider,
@@ -223,19 +236,23 @@ export class NetworkBackend implements ChatBackend {
             verdict: reply.verdict,
             gateway: gateway.url,
           },
-          chunks: leasedChunks(reply.opened, lease, signal),
+          chunks: leasedChunks(
+            reply.opened,
+            lease,
+            signal,
+            metrics && ((usage) => metrics.relayed(tier, usage)),
+          ),
         };
       } catch (error) {
         if (error instanceof ProviderBusyError) {
           // Busy, not broken: no penalty, the key stays cached; wait for a slot somewhere.
+          metrics?.attempted(tier, "busy");
           lease.release({ busyForMs: error.retryAfterMs });
           continue;
         }
         lease.release();
         this.#keys.forget(candidate.provider);
-        if (error instanceof GatewayError && error.reason === "gateway") throw error;
-        signal.throwIfAborted();
-        const failure = classify(error, candidate);
+        const failure = this.#failure(error, candidate, request, signal);
         // A bad request of the client's own (a provider's 4xx) says nothing about the
         // provider, and another provider would refuse it too.
         if (!retryable(failure.error)) throw failure.error;
@@ -247,6 +264,33 @@ export class NetworkBackend implements ChatBackend {
         excluded.add(candidate.provider);
         failures.push(failure);
       }
+    }
+  }
+
+  /**
+   * What a failed attempt (not a busy one) says, counted: thrown on when the gateway failed, the
+   * request was aborted or the error is not one of a provider.
+   */
+  #failure(
+    error: unknown,
+    candidate: ProviderCandidate,
+    request: ChatRequest,
+    signal: AbortSignal,
+  ): Failure {
+    const metrics = this.#options.metrics;
+    if (error instanceof GatewayError && error.reason === "gateway") {
+      metrics?.attempted(request.tier, "gateway_error");
+      throw error;
+    }
+    if (signal.aborted) metrics?.attempted(request.tier, "aborted");
+    signal.throwIfAborted();
+    try {
+      const failure = classify(error, candidate);
+      metrics?.attempted(request.tier, "failed", failure.error.code);
+      return failure;
+    } catch (unknown) {
+      metrics?.attempted(request.tier, "failed", "internal_error");
+      throw unknown;
     }
   }
 
@@ -275,12 +319,17 @@ export class NetworkBackend implements ChatBackend {
         keyCache: this.#keys,
       }, signal);
     } catch (error) {
-      if (error instanceof DaemonError && TRUST_REFUSAL_CODES.has(error.code)) {
+      const refused = error instanceof DaemonError && TRUST_REFUSAL_CODES.has(error.code);
+      if (refused) {
         // The log is served to clients: the fixed message per code, never which check failed.
         record("refused", publicMessage(error), error.code);
       }
+      if (!signal.aborted) {
+        this.#options.metrics?.verified(request.tier, refused ? error.code : "incomplete");
+      }
       throw error;
     }
+    this.#options.metrics?.verified(request.tier, "ok");
     // The provider passed every check: that is the verdict, whatever its reply does next.
     record("accepted", trusted.verdict);
     // Only now, with a key that passed every check, is the request sealed and sent.
@@ -417,6 +466,7 @@ function leasedChunks(
   opened: OpenedReply,
   lease: Lease,
   signal: AbortSignal,
+  onUsage?: (usage: Usage) => void,
 ): AsyncIterable<ChatCompletionChunk> {
   const free = () => {
     signal.removeEventListener("abort", free);
@@ -430,11 +480,13 @@ function leasedChunks(
       if (first !== undefined) {
         const value = first;
         first = undefined;
+        if (value.usage) onUsage?.(value.usage);
         return { done: false, value };
       }
       try {
         const step = await rest.next();
         if (step.done) free();
+        else if (step.value.usage) onUsage?.(step.value.usage);
         return step;
       } catch (error) {
         free();

@@ -33,7 +33,7 @@ import { type ChainClientOptions, createChainClient } from "../chain/client.ts";
 import { checkNetworkContracts } from "../chain/contract_check.ts";
 import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { NetError } from "../errors.ts";
-import { createLogger, LOG_FORMATS, type LogFormat, type Logger } from "../io/log.ts";
+import { logFormatHint, type Logger, programLogs } from "../io/log.ts";
 import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { IndexerMetrics } from "./metrics.ts";
@@ -49,41 +49,6 @@ const LABELS = {
   emission: "NET_EVM_EMISSION",
   escrow: "NET_EVM_ESCROW",
 } as const;
-
-const encoder = new TextEncoder();
-
-/** The loggers: `out` for the announcements on stdout, `err` for everything else. */
-interface Logs {
-  out: Logger;
-  err: Logger;
-}
-
-function logs(format: LogFormat): Logs {
-  return {
-    out: createLogger({
-      format,
-      name: "indexer",
-      write: (line) => Deno.stdout.writeSync(encoder.encode(`${line}\n`)),
-    }),
-    err: createLogger({ format, name: "indexer" }),
-  };
-}
-
-/**
- * The format asked for, before the settings could be read (to report their errors in it): the
- * last `--log-format` flag's value, else `NET_STATS_LOG_FORMAT`, else human.
- */
-function formatHint(
-  args: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-): LogFormat {
-  let value = env.NET_STATS_LOG_FORMAT?.trim();
-  for (const [i, arg] of args.entries()) {
-    if (arg === "--log-format") value = args[i + 1];
-    else if (arg.startsWith("--log-format=")) value = arg.slice("--log-format=".length);
-  }
-  return LOG_FORMATS.find((format) => format === value) ?? "human";
-}
 
 /** The contract check, as the refresher runs it on every new chain client. */
 function contractCheck(config: IndexerConfig) {
@@ -142,7 +107,9 @@ export async function main(
     parsed = parseIndexerConfig(args, env);
   } catch (error) {
     if (!(error instanceof NetError)) throw error;
-    logs(formatHint(args, env)).err.error(`indexer: ${error.message}`);
+    programLogs(logFormatHint(args, env, "NET_STATS_LOG_FORMAT"), "indexer").err.error(
+      `indexer: ${error.message}`,
+    );
     return 2;
   }
   if (parsed.help) {
@@ -150,7 +117,7 @@ export async function main(
     return 0;
   }
   const { config } = parsed;
-  const log = logs(config.logFormat);
+  const log = programLogs(config.logFormat, "indexer");
   const metrics = new IndexerMetrics();
   const client: ChainClientOptions = {
     ...(config.multicall ? { multicallAddress: config.multicall } : {}),

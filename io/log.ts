@@ -265,11 +265,16 @@ function jsonLine(
 
 const encoder = new TextEncoder();
 
-function writeStderr(line: string): void {
+/** Writes `line` and a newline to `file`, whole. */
+function writeLine(file: { writeSync(p: Uint8Array): number }, line: string): void {
   const bytes = encoder.encode(`${line}\n`);
   for (let written = 0; written < bytes.length;) {
-    written += Deno.stderr.writeSync(bytes.subarray(written));
+    written += file.writeSync(bytes.subarray(written));
   }
+}
+
+function writeStderr(line: string): void {
+  writeLine(Deno.stderr, line);
 }
 
 /** Creates a logger. */
@@ -327,4 +332,42 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     };
   };
   return make([]);
+}
+
+/** A program's two loggers: `out` for its announcements (stdout), `err` for the rest (stderr). */
+export interface ProgramLogs {
+  /** Announcements (listening on, stopping): stdout. */
+  out: Logger;
+  /** Everything else: stderr. */
+  err: Logger;
+}
+
+/** The loggers of the program `name` (`indexer`, `daemon`) in `format`. */
+export function programLogs(format: LogFormat, name: string): ProgramLogs {
+  return {
+    out: createLogger({
+      format,
+      name,
+      write: (line) => writeLine(Deno.stdout, line),
+    }),
+    err: createLogger({ format, name }),
+  };
+}
+
+/**
+ * The format asked for before a program's settings could be read (to report their errors in
+ * it): the last `--log-format` flag's value, else the environment variable `variable`, else
+ * `human`.
+ */
+export function logFormatHint(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  variable: string,
+): LogFormat {
+  let value = env[variable]?.trim();
+  for (const [i, arg] of args.entries()) {
+    if (arg === "--log-format") value = args[i + 1];
+    else if (arg.startsWith("--log-format=")) value = arg.slice("--log-format=".length);
+  }
+  return LOG_FORMATS.find((format) => format === value) ?? "human";
 }

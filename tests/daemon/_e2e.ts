@@ -79,6 +79,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     maxBodyBytes: 4 << 20,
     maxQueue: options.maxQueue ?? 512,
     queueTimeoutSecs: options.queueTimeoutSecs ?? 120,
+    logFormat: "human",
   };
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;

@@ -65,6 +65,7 @@ Deno.test("config: defaults (the devnet profile: trust anchored on its chain, no
     maxBodyBytes: 4 * 1024 * 1024,
     maxQueue: 512,
     queueTimeoutSecs: 120,
+    logFormat: "human",
   });
 });
 
@@ -94,6 +95,8 @@ Deno.test("config: every flag", () => {
       "--max-queue",
       "16",
       "--queue-timeout-secs=30",
+      "--log-format",
+      "json",
     ]),
     {
       bind: { hostname: "::1", port: 0 },
@@ -108,6 +111,7 @@ Deno.test("config: every flag", () => {
       maxBodyBytes: 1048576,
       maxQueue: 16,
       queueTimeoutSecs: 30,
+      logFormat: "json",
     },
   );
 });
@@ -132,6 +136,7 @@ Deno.test("config: every environment variable", () => {
       NET_DAEMON_REQUIRE_API_KEY: "yes",
       NET_DAEMON_MAX_QUEUE: "0",
       NET_DAEMON_QUEUE_TIMEOUT_SECS: "5",
+      NET_DAEMON_LOG_FORMAT: "json",
     }),
     {
       bind: { hostname: "localhost", port: 8080 },
@@ -153,6 +158,7 @@ Deno.test("config: every environment variable", () => {
       maxBodyBytes: 2048,
       maxQueue: 0,
       queueTimeoutSecs: 5,
+      logFormat: "json",
     },
   );
 });

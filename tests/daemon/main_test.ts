@@ -5,38 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { startDevnet } from "../../devnet/network.ts";
-
-const MAIN = fileURLToPath(new URL("../../daemon/main.ts", import.meta.url));
-
-function spawnDaemon(args: string[], env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
-    env: { NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const stderr = new Response(child.stderr).text();
-  let buffered = "";
-  const waitFor = async (pattern: RegExp): Promise<RegExpMatchArray> => {
-    while (true) {
-      const match = buffered.match(pattern);
-      if (match) return match;
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`the daemon exited first:\n${buffered}\n${await stderr}`);
-      buffered += value;
-      lines.push(value);
-    }
-  };
-  const rest = async () => {
-    for (let r = await reader.read(); !r.done; r = await reader.read()) buffered += r.value;
-    return buffered + (await stderr);
-  };
-  return { child, waitFor, rest };
-}
+import { spawnDaemon } from "./_spawn.ts";
 
 Deno.test("a bad configuration stops the daemon with exit code 2 and names the setting", async () => {
   const { child, rest } = spawnDaemon(["--gateway", "http://169.254.169.254"], {});

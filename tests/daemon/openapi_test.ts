@@ -148,6 +148,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   assert.ok(JSON.parse(verdicts.body).verdicts.some((v: { code: unknown }) => v.code !== null));
   expect(await call("/v1/verdicts?limit=0"), 400);
   expect(await call("/openapi.json"), 200);
+  expect(await call("/metrics"), 200);
 
   expect(await call("/api/tags", { method: "HEAD" }), 200);
   // The layer's limits, in each dialect: a URL over 8 KiB, headers over 32 KiB.
@@ -170,6 +171,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   const forbidden = expect(await rebound("/v1/models"), 403);
   assert.equal(JSON.parse(forbidden.body).error.code, "forbidden_host");
   expect(await rebound("/api/tags"), 403);
+  expect(await rebound("/metrics"), 403);
 
   // Answers no operation owns: unknown paths and wrong methods, in each dialect.
   expect(await call("/v1/nope"), 404, "OpenAIError");
