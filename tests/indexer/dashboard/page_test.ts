@@ -4,8 +4,9 @@
  * with a settlement history over several epochs. The page loads with no console error and no
  * request leaving loopback; every number it shows equals the API's; the charts and sparklines
  * draw; when the chain (the devnet's anvil) stops, the page says what is unreachable and shows
- * no numbers, and recovers when the chain is back; at 375 px nothing overflows. Saves
- * `docs/dashboard.png` (shown in the README).
+ * no numbers, and recovers when the chain is back; at 375 px nothing overflows. Takes a
+ * screenshot: into `docs/dashboard.png` (shown in the README) with `NET_UPDATE_SCREENSHOT=1`,
+ * otherwise into a temporary file (a test run leaves the tree as it found it).
  */
 
 import assert from "node:assert/strict";
@@ -23,7 +24,8 @@ import {
   unexpectedErrors,
 } from "./_page.ts";
 
-const SCREENSHOT = fileURLToPath(new URL("../../../docs/dashboard.png", import.meta.url));
+const DOCS_SCREENSHOT = fileURLToPath(new URL("../../../docs/dashboard.png", import.meta.url));
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 const WAIT = { timeout: 30_000 };
 /** Every path the page may ask for: its assets and the API's. */
 const KNOWN =
@@ -116,7 +118,7 @@ Deno.test("the page on a real devnet and indexer: the API's numbers, charts, an 
   }
   assert.equal(await page.locator("#providers-body svg.spark polyline").count(), addresses.length);
   assert.equal(await page.getByText("not yet synced").count(), 0);
-  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  await saveScreenshot(page);
 
   // A phone: nothing overflows horizontally (wide tables scroll in their own region).
   await page.setViewportSize({ width: 375, height: 800 });
@@ -160,3 +162,16 @@ Deno.test("the page on a real devnet and indexer: the API's numbers, charts, an 
   assert.deepEqual(unknown, [], "the page asked for paths the indexer does not serve");
   assert.equal(await indexer.stop(), 0);
 });
+
+/** Saves the page as a PNG: `docs/dashboard.png` when asked to update it, else a temporary file. */
+async function saveScreenshot(page: Page): Promise<void> {
+  const update = Deno.env.get("NET_UPDATE_SCREENSHOT") === "1";
+  const path = update ? DOCS_SCREENSHOT : await Deno.makeTempFile({ suffix: ".png" });
+  try {
+    await page.screenshot({ path, fullPage: true });
+    const png = await Deno.readFile(path);
+    assert.deepEqual([...png.subarray(0, 8)], PNG_SIGNATURE, `${path} is not a PNG`);
+  } finally {
+    if (!update) await Deno.remove(path);
+  }
+}
