@@ -147,6 +147,14 @@ export const MODEL_ENTRY = z.strictObject({
     providers: COUNT,
     context_length: z.number().int().min(1),
     cheapest_price: z.strictObject({ input: DECIMAL, output: DECIMAL }).nullable(),
+    kind: z.enum(["chat", "embedding"]).openapi({ description: "What the model does." }),
+    capabilities: z.array(z.string()).openapi({
+      description: "What every provider of it supports (`tools`, `vision`, `json_mode`, " +
+        "`logprobs`, `dimensions`; `docs/protocol.md` §1).",
+    }),
+    embedding_dimensions: z.number().int().min(1).optional().openapi({
+      description: "An embedding model's vector length.",
+    }),
   }),
 }).openapi("Model");
 

@@ -41,6 +41,31 @@ export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
   "[::1]",
 ]);
 
+/**
+ * The origins allowed by default: those Ollama allows out of the box (its `envconfig`), so that
+ * editor plug-ins, desktop apps and local pages that work with Ollama work here too. Pages on
+ * any other site are refused.
+ */
+export const DEFAULT_ALLOWED_ORIGINS: readonly string[] = Object.freeze([
+  "http://localhost",
+  "https://localhost",
+  "http://localhost:*",
+  "https://localhost:*",
+  "http://127.0.0.1",
+  "https://127.0.0.1",
+  "http://127.0.0.1:*",
+  "https://127.0.0.1:*",
+  "http://0.0.0.0",
+  "https://0.0.0.0",
+  "http://0.0.0.0:*",
+  "https://0.0.0.0:*",
+  "app://*",
+  "file://*",
+  "tauri://*",
+  "vscode-webview://*",
+  "vscode-file://*",
+]);
+
 /** The response headers that name who served a reply (exposed to allowed origins). */
 export const SERVED_BY_HEADERS: readonly string[] = Object.freeze([
   "x-net-provider",

@@ -24,8 +24,12 @@ import type {
   ChatCompletionChunk,
   ChatReply,
   ChatRequest,
+  EmbeddingsReply,
+  EmbeddingsRequest,
   NetworkModel,
+  ServedBy,
 } from "./backend.ts";
+import { checkedEmbeddings } from "./_embeddings_reply.ts";
 import { CandidateCache } from "./candidate_cache.ts";
 import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
 import { publicMessage } from "./http_error.ts";
@@ -40,8 +44,8 @@ import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./pro
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
-import { type OpenedReply, openSealedReply } from "./sealed_reply.ts";
-import { RequestSealer } from "./sealer.ts";
+import { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+import { RequestSealer, type SealedChat } from "./sealer.ts";
 import { linkedController } from "./_deadlines.ts";
 import type { VerdictLog } from "./verdict_log.ts";
 import {
@@ -163,18 +167,54 @@ export class NetworkBackend implements ChatBackend {
   /** {@inheritDoc ChatBackend.chat} */
   async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
     const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    const exchange: Exchange<ChatReply> = {
+      path: "/v1/chat/completions",
+      open: async (sealed, stream, lease, attemptSignal) => {
+        const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
+        return (served) => ({ served, chunks: leasedChunks(opened, lease, signal) });
+      },
+    };
     return await this.#withGateway(
       signal,
-      (gateway) => this.#serve(gateway, request, { signal, deadline }),
+      (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
+    );
+  }
+
+  /**
+   * {@inheritDoc ChatBackend.embed}
+   *
+   * The provider's answer is read whole (at most {@linkcode MAX_EMBEDDINGS_REPLY_BYTES}) and
+   * checked: one finite vector per input, every one of the same length.
+   */
+  async embed(request: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsReply> {
+    const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    const inputs = embeddingInputCount(request.body.input);
+    const exchange: Exchange<EmbeddingsReply> = {
+      path: "/v1/embeddings",
+      open: async (sealed, stream, lease, attemptSignal) => {
+        const answer = await openSealedJson(sealed, stream, {
+          maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
+          signal: attemptSignal,
+        });
+        const checked = checkedEmbeddings(answer, inputs, request.body.dimensions);
+        // The answer is whole: the slot is free (a failure is released by the caller).
+        lease.release();
+        return (served) => ({ served, ...checked });
+      },
+    };
+    return await this.#withGateway(
+      signal,
+      (gateway) =>
+        this.#serve(gateway, request as unknown as ChatRequest, { signal, deadline, exchange }),
     );
   }
 
   /** Serves `request` through `gateway`: choose, wait, attempt, until served or exhausted. */
-  async #serve(
+  async #serve<R>(
     gateway: GatewayClient,
     request: ChatRequest,
-    call: { signal: AbortSignal; deadline: number },
-  ): Promise<ChatReply> {
+    call: { signal: AbortSignal; deadline: number; exchange: Exchange<R> },
+  ): Promise<R> {
     const { signal } = call;
     const { model, tier } = request;
     let candidates = await this.#candidates.get(gateway, { model, tier }, signal);
@@ -214,17 +254,14 @@ export class NetworkBackend implements ChatBackend {
       waited = true;
       const { candidate } = lease;
       try {
-        const reply = await this.#attempt(gateway, candidate, request, signal);
+        const reply = await this.#attempt(gateway, { candidate, lease, request }, call);
         this.#reputation.record(candidate.provider, true);
-        return {
-          served: {
-            provider: candidate.provider,
-            tier: candidate.tier,
-            verdict: reply.verdict,
-            gateway: gateway.url,
-          },
-          chunks: leasedChunks(reply.opened, lease, signal),
-        };
+        return reply.finish({
+          provider: candidate.provider,
+          tier: candidate.tier,
+          verdict: reply.verdict,
+          gateway: gateway.url,
+        });
       } catch (error) {
         if (error instanceof ProviderBusyError) {
           // Busy, not broken: no penalty, the key stays cached; wait for a slot somewhere.
@@ -250,12 +287,13 @@ export class NetworkBackend implements ChatBackend {
     }
   }
 
-  async #attempt(
+  async #attempt<R>(
     gateway: GatewayClient,
-    candidate: ProviderCandidate,
-    request: ChatRequest,
-    signal: AbortSignal,
-  ): Promise<{ opened: OpenedReply; verdict: string }> {
+    chosen: { candidate: ProviderCandidate; lease: Lease; request: ChatRequest },
+    call: { signal: AbortSignal; exchange: Exchange<R> },
+  ): Promise<{ finish: (served: ServedBy) => R; verdict: string }> {
+    const { candidate, request } = chosen;
+    const { signal } = call;
     const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
       this.#options.verdicts.append({
         at: this.#clock(),
@@ -289,6 +327,7 @@ export class NetworkBackend implements ChatBackend {
     const sealed = await this.#sealer.seal(trusted.keyConfig, {
       body: request.body,
       headers: [["date", this.#clock().toUTCString()]],
+      path: call.exchange.path,
     }, { reuse: candidate.tier === "verified" });
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
@@ -312,14 +351,14 @@ export class NetworkBackend implements ChatBackend {
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
-      const opened = await Promise.race([
-        openSealedReply(sealed, stream, { signal: attemptSignal }),
+      const finish = await Promise.race([
+        call.exchange.open(sealed, stream, chosen.lease, attemptSignal),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
-      return { opened, verdict: trusted.verdict };
+      return { finish, verdict: trusted.verdict };
     } catch (error) {
       attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
@@ -399,6 +438,30 @@ export class NetworkBackend implements ChatBackend {
   }
 }
 
+/** Largest embeddings answer read from a provider: 64 MiB. */
+export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
+
+/**
+ * What is sealed and how its reply is opened: `open` reads the reply up to what the caller
+ * needs (a chat's first chunk, an embeddings answer whole) and returns how to finish it once
+ * the provider is known.
+ */
+interface Exchange<R> {
+  readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  open(
+    sealed: SealedChat,
+    stream: ReadableStream<Uint8Array>,
+    lease: Lease,
+    signal: AbortSignal,
+  ): Promise<(served: ServedBy) => R>;
+}
+
+/** How many inputs an embeddings body has. */
+function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number {
+  if (typeof input === "string") return 1;
+  return input.length > 0 && typeof input[0] === "number" ? 1 : input.length;
+}
+
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */
 class GatewayExhausted extends Error {
   constructor(readonly failure: DaemonError) {
@@ -414,7 +477,7 @@ class Exhausted extends Error {}
  * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
  */
 function leasedChunks(
-  opened: OpenedReply,
+  opened: { first: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
   lease: Lease,
   signal: AbortSignal,
 ): AsyncIterable<ChatCompletionChunk> {

@@ -264,6 +264,11 @@ export function openaiModelEntry(context: SurfaceContext, model: NetworkModel): 
       cheapest_price: model.cheapestPrice
         ? { input: model.cheapestPrice.input, output: model.cheapestPrice.output }
         : null,
+      kind: model.kind ?? "chat",
+      capabilities: [...(model.supports ?? [])],
+      ...(model.embeddingDimensions === undefined
+        ? {}
+        : { embedding_dimensions: model.embeddingDimensions }),
     },
   };
 }
