@@ -17,7 +17,10 @@ export interface CheckedEmbeddings {
 }
 
 function malformed(what: string): DaemonError {
-  return new DaemonError("provider_error", `The provider's embeddings answer is malformed: ${what}`);
+  return new DaemonError(
+    "provider_error",
+    `The provider's embeddings answer is malformed: ${what}`,
+  );
 }
 
 /**

@@ -16,6 +16,7 @@
  * | POST   | `/api/embeddings`      | Ollama  |
  * | POST   | `/api/pull`            | Ollama  |
  * | POST   | `/v1/chat/completions` | OpenAI  |
+ * | POST   | `/v1/responses`        | OpenAI  |
  * | POST   | `/v1/embeddings`       | OpenAI  |
  * | GET    | `/v1/models`           | OpenAI  |
  * | GET    | `/v1/models/{model}`   | OpenAI  |
@@ -46,6 +47,8 @@ import {
   OPENAI_EMBEDDINGS,
   OPENAI_EMBEDDINGS_REQUEST,
 } from "./_embeddings_schemas.ts";
+import { responsesCall, serveResponses } from "./responses.ts";
+import { RESPONSE, RESPONSE_EVENT, RESPONSES_REQUEST } from "./_responses_schemas.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
 import type { Dialect } from "./http_error.ts";
 import type { VerdictLog } from "./verdict_log.ts";
@@ -299,6 +302,35 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       }),
       handler: (c, { body }) =>
         serveOpenAIChat(context, { call: openAIChatCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/responses",
+      summary: "Response (the OpenAI Responses API, mapped onto chat)",
+      description:
+        "`input` (a string or message, `function_call` and `function_call_output` items), " +
+        "`instructions`, `max_output_tokens`, `temperature`, `top_p`, function `tools`, " +
+        "`tool_choice` and `text.format` become one chat completion. The daemon keeps no " +
+        "conversation state: `previous_response_id` and `store: true` are refused (400). With " +
+        "`stream: true`, Server-Sent Events: `response.created`, `response.in_progress`, per " +
+        "output item `response.output_item.added`, its deltas and `response.output_item.done`, " +
+        "then `response.completed` (`response.incomplete` when cut by the token limit); an " +
+        "error after the start is one `error` event.",
+      tags: ["openai"],
+      body: { schema: RESPONSES_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "The response, whole or streamed.",
+        headers: SERVED_HEADERS,
+        content: {
+          "application/json": { schema: RESPONSE },
+          "text/event-stream": {
+            schema: z.string().openapi({ description: "`event:` and `data:` pairs." }),
+            itemSchema: RESPONSE_EVENT,
+          },
+        },
+      }),
+      handler: (c, { body }) =>
+        serveResponses(context, { call: responsesCall(body), request: c.req.raw }),
     }),
     defineRoute({
       method: "post",

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 import { createOpenAI } from "@ai-sdk/openai";
-import { embed, embedMany } from "ai";
+import { embed, embedMany, generateText, streamText } from "ai";
 import { ChatOpenAI, OpenAIEmbeddings } from "@langchain/openai";
 import { startDevnet } from "../../devnet/network.ts";
 import { startDaemon } from "./_e2e.ts";
@@ -67,12 +67,19 @@ Deno.test("embeddings: openai (float, base64, dimensions), ollama embed/embeddin
   assert.ok(devnet.providers.some((p) => p.address === response.headers.get("x-net-provider")));
 
   // The SDK's default asks for base64 and decodes it: the same numbers as the floats.
-  const sdkDefault = await client.embeddings.create({ model: EMBED, input: "the cat sat on the mat" });
+  const sdkDefault = await client.embeddings.create({
+    model: EMBED,
+    input: "the cat sat on the mat",
+  });
   assert.deepEqual(sdkDefault.data[0].embedding, cat);
   const raw = await (await fetch(`${daemon.url}/v1/embeddings`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: EMBED, input: "the cat sat on the mat", encoding_format: "base64" }),
+    body: JSON.stringify({
+      model: EMBED,
+      input: "the cat sat on the mat",
+      encoding_format: "base64",
+    }),
   })).json();
   assert.equal(typeof raw.data[0].embedding, "string");
   assert.deepEqual(decodeFloat32(raw.data[0].embedding), cat);
@@ -82,7 +89,10 @@ Deno.test("embeddings: openai (float, base64, dimensions), ollama embed/embeddin
   assert.ok(Math.abs(Math.hypot(...short.data[0].embedding) - 1) < 1e-5);
 
   const ollama = new Ollama({ host: daemon.url });
-  const embedded = await ollama.embed({ model: `${EMBED}:latest`, input: ["the cat sat on the mat", "hello"] });
+  const embedded = await ollama.embed({
+    model: `${EMBED}:latest`,
+    input: ["the cat sat on the mat", "hello"],
+  });
   assert.equal(embedded.embeddings.length, 2);
   assert.deepEqual(embedded.embeddings[0], cat);
   assert.ok(embedded.prompt_eval_count > 0);
@@ -90,9 +100,17 @@ Deno.test("embeddings: openai (float, base64, dimensions), ollama embed/embeddin
   assert.deepEqual(older.embedding, cat);
 
   const provider = createOpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused" });
-  const one = await embed({ model: provider.embedding(EMBED), value: "the cat sat on the mat", maxRetries: 0 });
+  const one = await embed({
+    model: provider.embedding(EMBED),
+    value: "the cat sat on the mat",
+    maxRetries: 0,
+  });
   assert.deepEqual(one.embedding, cat);
-  const many = await embedMany({ model: provider.embedding(EMBED), values: ["a", "b"], maxRetries: 0 });
+  const many = await embedMany({
+    model: provider.embedding(EMBED),
+    values: ["a", "b"],
+    maxRetries: 0,
+  });
   assert.equal(many.embeddings.length, 2);
 
   const lc = new OpenAIEmbeddings({
@@ -114,7 +132,11 @@ Deno.test("tools through the sealed path: openai (whole and streamed), ollama, L
     { role: "user", content: "Paris" },
   ];
 
-  const whole = await client.chat.completions.create({ model: CHAT, messages, tools: [weatherTool] });
+  const whole = await client.chat.completions.create({
+    model: CHAT,
+    messages,
+    tools: [weatherTool],
+  });
   const call = whole.choices[0].message.tool_calls?.[0];
   assert.equal(whole.choices[0].finish_reason, "tool_calls");
   assert.ok(call && call.type === "function");
@@ -184,4 +206,99 @@ Deno.test("tools through the sealed path: openai (whole and streamed), ollama, L
   const message = await lc.invoke("Paris");
   assert.equal(message.tool_calls?.[0]?.name, "get_weather");
   assert.deepEqual(message.tool_calls?.[0]?.args, { city: "Paris" });
+});
+
+Deno.test("Responses API: openai responses.create (plain, streamed, tools) and the AI SDK's default openai(model)", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const client = openai(daemon.url);
+
+  const plain = await client.responses.create({
+    model: CHAT,
+    instructions: "Be brief.",
+    input: "What is the capital of France?",
+    max_output_tokens: 200,
+    temperature: 0.5,
+  });
+  assert.equal(plain.object, "response");
+  assert.equal(plain.status, "completed");
+  assert.match(plain.output_text, /What is the capital of France\?/);
+  assert.ok(plain.usage && plain.usage.input_tokens > 0 && plain.usage.output_tokens > 0);
+
+  const types: string[] = [];
+  let text = "";
+  let completed;
+  for await (
+    const event of await client.responses.create({ model: CHAT, input: "stream me", stream: true })
+  ) {
+    types.push(event.type);
+    if (event.type === "response.output_text.delta") text += event.delta;
+    if (event.type === "response.completed") completed = event.response;
+  }
+  assert.equal(types[0], "response.created");
+  assert.equal(types.at(-1), "response.completed");
+  assert.ok(types.includes("response.output_text.delta"));
+  assert.match(text, /stream me/);
+  assert.equal(completed?.output_text ?? text, text);
+
+  const tool = {
+    type: "function" as const,
+    name: "get_weather",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    strict: false,
+  };
+  const called = await client.responses.create({ model: CHAT, input: "Paris", tools: [tool] });
+  const call = called.output.find((item) => item.type === "function_call");
+  assert.ok(call && call.type === "function_call");
+  assert.equal(call.name, "get_weather");
+  assert.deepEqual(JSON.parse(call.arguments), { city: "Paris" });
+  const followed = await client.responses.create({
+    model: CHAT,
+    tools: [tool],
+    input: [
+      { role: "user", content: "Paris" },
+      { type: "function_call", call_id: call.call_id, name: call.name, arguments: call.arguments },
+      { type: "function_call_output", call_id: call.call_id, output: "sunny" },
+    ],
+  });
+  assert.equal(followed.output_text, "Tool get_weather returned: sunny");
+  let streamedArgs = "";
+  for await (
+    const event of await client.responses.create({
+      model: CHAT,
+      input: "Paris",
+      tools: [tool],
+      stream: true,
+    })
+  ) {
+    if (event.type === "response.function_call_arguments.delta") streamedArgs += event.delta;
+  }
+  assert.deepEqual(JSON.parse(streamedArgs), { city: "Paris" });
+
+  await assert.rejects(
+    client.responses.create({ model: CHAT, input: "hi", previous_response_id: "resp_1" }),
+    (error: unknown) =>
+      error instanceof OpenAI.BadRequestError && error.message.includes("no conversation state"),
+  );
+  await assert.rejects(
+    client.responses.create({ model: CHAT, input: "hi", store: true }),
+    (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === "store",
+  );
+
+  const provider = createOpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused" });
+  const generated = await generateText({
+    model: provider(CHAT),
+    prompt: "hello from the AI SDK",
+    maxRetries: 0,
+  });
+  assert.match(generated.text, /hello from the AI SDK/);
+  assert.ok((generated.usage.inputTokens ?? 0) > 0);
+  const streamed = streamText({
+    model: provider(CHAT),
+    prompt: "streamed by the AI SDK",
+    maxRetries: 0,
+  });
+  let all = "";
+  for await (const piece of streamed.textStream) all += piece;
+  assert.match(all, /streamed by the AI SDK/);
 });

@@ -34,7 +34,12 @@ Deno.test("the devnet serves both tiers, its gateways converge by gossip, and it
       models.models.map((
         m: { model: string; tier: string; providers: number },
       ) => [m.model, m.tier, m.providers]),
-      [["devnet/echo", "tee", 1], ["devnet/echo", "verified", 2]],
+      [
+        ["devnet/echo", "tee", 1],
+        ["devnet/echo", "verified", 2],
+        ["devnet/embed", "tee", 1],
+        ["devnet/embed", "verified", 2],
+      ],
     );
     // Each gateway started knowing only the next one; gossip spreads the full set.
     await eventually("three gateways know each other", async () => {
