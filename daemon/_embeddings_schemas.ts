@@ -12,18 +12,63 @@ import { COUNT, REQUESTED_MODEL } from "./_schemas.ts";
 /** Most inputs one embeddings request may carry (OpenAI's own limit). */
 export const MAX_EMBEDDING_INPUTS = 2048;
 
-const TOKEN_IDS = z.array(z.number().int().min(0)).min(1);
 const TEXT = z.string().min(1);
+
+function isText(value: unknown): boolean {
+  return typeof value === "string" && value !== "";
+}
+
+function isTokenIds(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0 &&
+    value.every((id) => Number.isSafeInteger(id) && id >= 0);
+}
+
+/**
+ * Embeddings inputs, checked with one clear message each: a non-empty string, non-empty token
+ * ids, or an array of at most {@linkcode MAX_EMBEDDING_INPUTS} of either (`tokenIds`: OpenAI's).
+ */
+function inputs(tokenIds: boolean) {
+  const shapes = tokenIds
+    ? "a non-empty string, an array of token ids, or an array of those"
+    : "a non-empty string or an array of non-empty strings";
+  return z.unknown().superRefine((value, ctx) => {
+    const fail = (message: string) => ctx.addIssue({ code: "custom", input: value, message });
+    if (isText(value) || (tokenIds && isTokenIds(value))) return;
+    if (!Array.isArray(value) || value.length === 0) return fail(`must be ${shapes}`);
+    if (value.length > MAX_EMBEDDING_INPUTS) {
+      return fail(
+        `has ${value.length} inputs, more than the ${MAX_EMBEDDING_INPUTS} one request may carry`,
+      );
+    }
+    const bad = value.findIndex((item) => !isText(item) && !(tokenIds && isTokenIds(item)));
+    if (bad >= 0) {
+      fail(
+        `[${bad}] must be ${tokenIds ? "a non-empty string or token ids" : "a non-empty string"}`,
+      );
+    }
+  });
+}
 
 /** The body of `POST /v1/embeddings`. */
 export const OPENAI_EMBEDDINGS_REQUEST = z.looseObject({
   model: REQUESTED_MODEL,
-  input: z.union([
-    TEXT,
-    z.array(TEXT).min(1).max(MAX_EMBEDDING_INPUTS),
-    TOKEN_IDS,
-    z.array(TOKEN_IDS).min(1).max(MAX_EMBEDDING_INPUTS),
-  ]).openapi({
+  input: (inputs(true) as z.ZodType<string | string[] | number[] | number[][]>).openapi({
+    anyOf: [
+      { type: "string", minLength: 1 },
+      {
+        type: "array",
+        items: { type: "string", minLength: 1 },
+        minItems: 1,
+        maxItems: MAX_EMBEDDING_INPUTS,
+      },
+      { type: "array", items: { type: "integer", minimum: 0 }, minItems: 1 },
+      {
+        type: "array",
+        items: { type: "array", items: { type: "integer", minimum: 0 }, minItems: 1 },
+        minItems: 1,
+        maxItems: MAX_EMBEDDING_INPUTS,
+      },
+    ],
     description: "A string, an array of strings, an array of token ids, or an array of those; " +
       `at most ${MAX_EMBEDDING_INPUTS} inputs, none empty.`,
   }),
@@ -70,7 +115,16 @@ const OLLAMA_EXTRAS = {
 /** The body of `POST /api/embed`. */
 export const OLLAMA_EMBED_REQUEST = z.looseObject({
   model: REQUESTED_MODEL,
-  input: z.union([TEXT, z.array(TEXT).min(1).max(MAX_EMBEDDING_INPUTS)]).openapi({
+  input: (inputs(false) as z.ZodType<string | string[]>).openapi({
+    anyOf: [
+      { type: "string", minLength: 1 },
+      {
+        type: "array",
+        items: { type: "string", minLength: 1 },
+        minItems: 1,
+        maxItems: MAX_EMBEDDING_INPUTS,
+      },
+    ],
     description: `A string or an array of at most ${MAX_EMBEDDING_INPUTS} strings, none empty.`,
   }),
   truncate: z.boolean().optional().openapi({

@@ -222,7 +222,7 @@ export function checkOrigin(request: Request, allowed: readonly OriginPattern[])
       allowed.length === 0
         ? "(no origins are allowed)"
         : `(allowed: ${allowed.map((p) => p.source).join(", ")})`
-    }`,
+    }; start the daemon with --allowed-origins (or NET_ALLOWED_ORIGINS) listing it to allow it`,
     {
       hints: [
         `Start the daemon with --allowed-origins ${shown} (or NET_ALLOWED_ORIGINS) to allow it.`,
