@@ -180,7 +180,9 @@ export class EchoEngine implements InferenceEngine {
     if (body.model !== EMBED_MODEL) {
       throw new EngineError(
         "unknown_model",
-        `Cannot embed with model ${JSON.stringify(body.model)}: this engine embeds with ${EMBED_MODEL}`,
+        `Cannot embed with model ${
+          JSON.stringify(body.model)
+        }: this engine embeds with ${EMBED_MODEL}`,
       );
     }
     return devEmbeddings(body, { dimensions: EMBED_DIMENSIONS, maxTokens: 8192 });

@@ -131,7 +131,6 @@ export class DevnetProvider {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#load = new ProviderLoad(options.maxConcurrency ?? 4);
-    const prices = options.prices ?? DEFAULT_PRICES;
     this.#prices = new Map(
       models.map((m) => [m.id, { input: BigInt(m.prices.input), output: BigInt(m.prices.output) }]),
     );

@@ -147,9 +147,9 @@ export class UpstreamEngine implements InferenceEngine {
     if (name === undefined || !this.#embedding.has(body.model)) {
       throw new EngineError(
         "unknown_model",
-        `Cannot embed with model ${JSON.stringify(body.model)}: the upstream's embedding models are ${
-          [...this.#embedding].join(", ") || "none"
-        }`,
+        `Cannot embed with model ${
+          JSON.stringify(body.model)
+        }: the upstream's embedding models are ${[...this.#embedding].join(", ") || "none"}`,
       );
     }
     const list = await this.#embeddings(
@@ -237,9 +237,7 @@ export class UpstreamEngine implements InferenceEngine {
         ? {
           usage: {
             prompt_tokens: usage.prompt_tokens,
-            ...(typeof usage.total_tokens === "number"
-              ? { total_tokens: usage.total_tokens }
-              : {}),
+            ...(typeof usage.total_tokens === "number" ? { total_tokens: usage.total_tokens } : {}),
           },
         }
         : {}),
