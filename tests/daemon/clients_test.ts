@@ -302,3 +302,34 @@ Deno.test("Responses API: openai responses.create (plain, streamed, tools) and t
   for await (const piece of streamed.textStream) all += piece;
   assert.match(all, /streamed by the AI SDK/);
 });
+
+Deno.test("logprobs: passed through from a model that advertises them, whole and streamed", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const client = openai(daemon.url);
+  const models = await (await fetch(`${daemon.url}/v1/models`)).json();
+  const echo = models.data.find((m: { id: string }) => m.id === CHAT);
+  assert.deepEqual(echo.net.capabilities, ["logprobs", "tools"]);
+  const whole = await client.chat.completions.create({
+    model: CHAT,
+    messages: [{ role: "user", content: "two words" }],
+    logprobs: true,
+    top_logprobs: 1,
+  });
+  const tokens = whole.choices[0].logprobs?.content ?? [];
+  assert.equal(tokens.map((t) => t.token).join(""), whole.choices[0].message.content);
+  assert.ok(tokens.every((t) => t.logprob === 0 && t.top_logprobs.length === 1));
+  const stream = await client.chat.completions.create({
+    model: CHAT,
+    messages: [{ role: "user", content: "two words" }],
+    logprobs: true,
+    stream: true,
+  });
+  let text = "";
+  let fromLogprobs = "";
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? "";
+    for (const t of chunk.choices[0]?.logprobs?.content ?? []) fromLogprobs += t.token;
+  }
+  assert.equal(fromLogprobs, text);
+});

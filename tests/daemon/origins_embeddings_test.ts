@@ -163,3 +163,21 @@ Deno.test("embeddings: wrong types, missing fields, oversized batches, chat mode
     dimensions: 4,
   });
 });
+
+Deno.test("logprobs: refused with 400 for a model that does not advertise them, nothing sent", async () => {
+  const fixture = surface();
+  for (const extra of [{ logprobs: true }, { top_logprobs: 2 }]) {
+    const answer = await fixture.handler(
+      post("/v1/chat/completions", {
+        model: "net/verified/devnet/tiny-chat",
+        messages: [{ role: "user", content: "hi" }],
+        ...extra,
+      }),
+    );
+    assert.equal(answer.status, 400);
+    const error = (await answer.json()).error;
+    assert.equal(error.param, "logprobs");
+    assert.match(error.message, /"logprobs" capability/);
+  }
+  assert.equal(fixture.backend.chats.length, 0, "the provider received nothing");
+});
