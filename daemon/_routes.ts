@@ -17,6 +17,7 @@
  * | POST   | `/api/pull`            | Ollama  |
  * | POST   | `/v1/chat/completions` | OpenAI  |
  * | POST   | `/v1/responses`        | OpenAI  |
+ * | POST   | `/v1/completions`      | OpenAI  |
  * | POST   | `/v1/embeddings`       | OpenAI  |
  * | GET    | `/v1/models`           | OpenAI  |
  * | GET    | `/v1/models/{model}`   | OpenAI  |
@@ -48,6 +49,8 @@ import {
   OPENAI_EMBEDDINGS_REQUEST,
 } from "./_embeddings_schemas.ts";
 import { responsesCall, serveResponses } from "./responses.ts";
+import { completionsCall, serveCompletions } from "./completions.ts";
+import { COMPLETION, COMPLETION_CHUNK, COMPLETIONS_REQUEST } from "./_completions_schemas.ts";
 import { RESPONSE, RESPONSE_EVENT, RESPONSES_REQUEST } from "./_responses_schemas.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
 import type { Dialect } from "./http_error.ts";
@@ -331,6 +334,34 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       }),
       handler: (c, { body }) =>
         serveResponses(context, { call: responsesCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/completions",
+      summary: "Completion (legacy prompt completions, mapped onto chat)",
+      description:
+        "The `prompt` becomes one user message. One `text_completion`, or with `stream: true` " +
+        "SSE `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, " +
+        "a last chunk with `choices: []` and `usage`). One prompt and one choice: several " +
+        "prompts, `n` or `best_of` above 1, `echo: true`, `suffix` and legacy `logprobs` are " +
+        "refused (400). No default `max_tokens`: without it the provider decides.",
+      tags: ["openai"],
+      body: { schema: COMPLETIONS_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "The completion, whole or streamed.",
+        headers: SERVED_HEADERS,
+        content: {
+          "application/json": { schema: COMPLETION },
+          "text/event-stream": {
+            schema: z.string().openapi({
+              description: "`data: <JSON>` events; the last one is `data: [DONE]`.",
+            }),
+            itemSchema: z.union([COMPLETION_CHUNK, OPENAI_ERROR]),
+          },
+        },
+      }),
+      handler: (c, { body }) =>
+        serveCompletions(context, { call: completionsCall(body), request: c.req.raw }),
     }),
     defineRoute({
       method: "post",

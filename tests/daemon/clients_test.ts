@@ -333,3 +333,34 @@ Deno.test("logprobs: passed through from a model that advertises them, whole and
   }
   assert.equal(fromLogprobs, text);
 });
+
+Deno.test("completions: openai completions.create, whole and streamed, with usage", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const client = openai(daemon.url);
+  const whole = await client.completions.create({ model: CHAT, prompt: "Once upon a time" });
+  assert.equal(whole.object, "text_completion");
+  assert.match(whole.id, /^cmpl-/);
+  assert.match(whole.choices[0].text, /Once upon a time/);
+  assert.equal(whole.choices[0].finish_reason, "stop");
+  assert.ok((whole.usage?.completion_tokens ?? 0) > 0);
+  const stream = await client.completions.create({
+    model: CHAT,
+    prompt: "Once upon a time",
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = "";
+  let usage;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.text ?? "";
+    usage = chunk.usage ?? usage;
+  }
+  // The same echo, whichever provider served it.
+  assert.match(text, /^You said: "Once upon a time" — echoed by devnet\/echo on /);
+  assert.ok(usage && usage.total_tokens === usage.prompt_tokens + usage.completion_tokens);
+  await assert.rejects(
+    client.completions.create({ model: CHAT, prompt: ["a", "b"] }),
+    (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === "prompt",
+  );
+});

@@ -169,6 +169,17 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   assert.match(events.body, /event: response\.completed\n/);
   expect(await post("/v1/responses", { model: MODEL, input: "Hello", store: true }), 400);
   expect(await post("/v1/responses", { model: MODEL }), 400);
+  expect(await post("/v1/completions", { model: MODEL, prompt: "Once" }), 200);
+  expect(
+    await post("/v1/completions", {
+      model: MODEL,
+      prompt: "Once",
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
+    200,
+  );
+  expect(await post("/v1/completions", { model: MODEL, prompt: "Once", echo: true }), 400);
   expect(await call("/v1/models"), 200);
   const template = "/v1/models/{model}";
   expect(await call(`/v1/models/${encodeURIComponent(MODEL)}`, { template }), 200);
