@@ -58,11 +58,23 @@ function fromText(text: string, at: string): Item {
   return { features: words, tokens: devTokens(text).length, text };
 }
 
-/** The inputs of a request, each read; refuses what is not one of the four input shapes. */
+/** Most inputs one embeddings request may carry (the daemon's limit too, OpenAI's own). */
+export const MAX_EMBEDDING_INPUTS = 2048;
+
+/**
+ * The inputs of a request, each read; refuses what is not one of the four input shapes, and
+ * more than {@linkcode MAX_EMBEDDING_INPUTS} inputs.
+ */
 export function embeddingInputs(input: unknown): Item[] {
   if (typeof input === "string") return [fromText(input, "input")];
   if (isTokenIds(input)) {
     return [{ features: input.map((id) => `t${id}`), tokens: input.length, text: input.join(" ") }];
+  }
+  if (Array.isArray(input) && input.length > MAX_EMBEDDING_INPUTS) {
+    throw new EngineError(
+      "invalid_request",
+      `Cannot embed: ${input.length} inputs, more than the ${MAX_EMBEDDING_INPUTS} one request may carry`,
+    );
   }
   if (Array.isArray(input) && input.length > 0) {
     return input.map((item, i) => {
