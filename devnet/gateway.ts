@@ -357,8 +357,13 @@ export function listModels(entries: readonly DirectoryEntry[]): ModelListing[] {
       existing.context_length = Math.max(existing.context_length, m.context_length);
       // Only what every provider supports is listed: a client may land on any of them.
       existing.capabilities = existing.capabilities.filter((c) => m.capabilities?.includes(c));
-      if (kind !== existing.kind) existing.kind = "chat";
-      if (m.embedding_dimensions && existing.embedding_dimensions) {
+      if (kind !== existing.kind) {
+        existing.kind = "chat"; // providers disagree: not usable as an embedding model
+        delete existing.embedding_dimensions;
+      }
+      if (
+        existing.kind === "embedding" && m.embedding_dimensions && existing.embedding_dimensions
+      ) {
         existing.embedding_dimensions = Math.min(
           existing.embedding_dimensions,
           m.embedding_dimensions,
