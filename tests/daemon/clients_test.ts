@@ -191,6 +191,18 @@ Deno.test("tools through the sealed path: openai (whole and streamed), ollama, L
     (embedShown.model_info as unknown as Record<string, unknown>)["net.embedding_length"],
     256,
   );
+  const tags = await (await fetch(`${daemon.url}/api/tags`)).json();
+  const capabilities = Object.fromEntries(
+    tags.models.map((m: { name: string; capabilities: string[] }) => [m.name, m.capabilities]),
+  );
+  assert.deepEqual(capabilities[`${CHAT}:latest`], ["completion", "tools"]);
+  assert.deepEqual(capabilities[`${EMBED}:latest`], ["embedding"]);
+  const listed = await client.models.retrieve(EMBED) as unknown as {
+    net: { kind: string; capabilities: string[]; embedding_dimensions: number };
+  };
+  assert.deepEqual(listed.net.kind, "embedding");
+  assert.deepEqual(listed.net.capabilities, ["dimensions"]);
+  assert.equal(listed.net.embedding_dimensions, 256);
   const pulled = await ollama.pull({ model: CHAT, stream: false });
   assert.equal(pulled.status, "success");
   let last;
