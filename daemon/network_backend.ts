@@ -204,15 +204,14 @@ export class NetworkBackend implements ChatBackend {
     };
     return await this.#withGateway(
       signal,
-      (gateway) =>
-        this.#serve(gateway, request as unknown as ChatRequest, { signal, deadline, exchange }),
+      (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
     );
   }
 
   /** Serves `request` through `gateway`: choose, wait, attempt, until served or exhausted. */
   async #serve<R>(
     gateway: GatewayClient,
-    request: ChatRequest,
+    request: Sealable,
     call: { signal: AbortSignal; deadline: number; exchange: Exchange<R> },
   ): Promise<R> {
     const { signal } = call;
@@ -289,7 +288,7 @@ export class NetworkBackend implements ChatBackend {
 
   async #attempt<R>(
     gateway: GatewayClient,
-    chosen: { candidate: ProviderCandidate; lease: Lease; request: ChatRequest },
+    chosen: { candidate: ProviderCandidate; lease: Lease; request: Sealable },
     call: { signal: AbortSignal; exchange: Exchange<R> },
   ): Promise<{ finish: (served: ServedBy) => R; verdict: string }> {
     const { candidate, request } = chosen;
@@ -373,7 +372,7 @@ export class NetworkBackend implements ChatBackend {
    * offer the model in that tier (nor did lately), `no_provider` (with `Retry-After`) when it
    * does but nobody can serve it now.
    */
-  async #noCandidate(request: ChatRequest, signal: AbortSignal): Promise<DaemonError> {
+  async #noCandidate(request: Sealable, signal: AbortSignal): Promise<DaemonError> {
     // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
     this.#models = undefined;
     const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
@@ -437,6 +436,9 @@ export class NetworkBackend implements ChatBackend {
     });
   }
 }
+
+/** A request the backend seals: a chat or an embeddings request. */
+type Sealable = ChatRequest | EmbeddingsRequest;
 
 /** Largest embeddings answer read from a provider: 64 MiB. */
 export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
