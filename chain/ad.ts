@@ -38,14 +38,60 @@ export const MAX_AD_MODELS = 256;
 /** Longest accepted endpoint URL, in characters. */
 export const MAX_ENDPOINT_LENGTH = 2048;
 
+/** What a model does: chat (and text completion) or embeddings. */
+export type ModelKind = "chat" | "embedding";
+
+/** The kinds a model entry may declare. */
+export const MODEL_KINDS: readonly ModelKind[] = Object.freeze(["chat", "embedding"]);
+
+/**
+ * What a model supports beyond its kind's basics:
+ *
+ * - `tools`: function calling (`tools`, `tool_calls`) — chat;
+ * - `vision`: image inputs — chat;
+ * - `json_mode`: `response_format` `json_object` / `json_schema` — chat;
+ * - `logprobs`: token log probabilities (`logprobs`, `top_logprobs`) — chat;
+ * - `dimensions`: shorter vectors on request (the `dimensions` parameter) — embedding.
+ */
+export type ModelCapability = "tools" | "vision" | "json_mode" | "logprobs" | "dimensions";
+
+/** Every capability, and the kind it belongs to. */
+export const MODEL_CAPABILITIES: Readonly<Record<ModelCapability, ModelKind>> = Object.freeze({
+  tools: "chat",
+  vision: "chat",
+  json_mode: "chat",
+  logprobs: "chat",
+  dimensions: "embedding",
+});
+
+/** Most dimensions an embedding model may declare. */
+export const MAX_EMBEDDING_DIMENSIONS = 65_536;
+
 /** One model an ad offers. */
 export interface AdModel {
   /** `maker/model`, each segment `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`. */
   id: string;
+  /**
+   * What the model does. Absent in ads written before kinds existed: such a model is a chat
+   * model ({@linkcode modelKind}).
+   */
+  kind?: ModelKind;
   /** Prices in the smallest token unit per 1M tokens, decimal strings within uint256. */
   prices: { input: string; output: string };
-  /** Context length in tokens, 1 ≤ n ≤ 2^31 − 1. */
+  /** Context length in tokens, 1 ≤ n ≤ 2^31 − 1 (an embedding model: the longest input). */
   context_length: number;
+  /**
+   * What the model supports, unique, each of its kind ({@linkcode MODEL_CAPABILITIES}).
+   * Absent: nothing beyond the kind's basics.
+   */
+  capabilities?: ModelCapability[];
+  /** An embedding model's vector length, 1 ≤ n ≤ 65,536; only (and always) for that kind. */
+  embedding_dimensions?: number;
+}
+
+/** A model entry's kind: `chat` when the entry does not say. */
+export function modelKind(model: Pick<AdModel, "kind">): ModelKind {
+  return model.kind ?? "chat";
 }
 
 /** A provider ad, version 1 (`docs/protocol.md` §1), exactly as published. */
@@ -130,6 +176,7 @@ function object(
   value: unknown,
   field: string,
   keys: readonly string[],
+  options: { optional?: readonly string[] } = {},
 ): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     fail(field, value, "an object");
@@ -147,7 +194,9 @@ function object(
     }
   }
   for (const key of keys) {
-    if (!(key in record)) fail(field ? `${field}.${key}` : key, undefined, "a value");
+    if (!(key in record) && !options.optional?.includes(key)) {
+      fail(field ? `${field}.${key}` : key, undefined, "a value");
+    }
   }
   return record;
 }
@@ -186,8 +235,41 @@ function endpoint(value: unknown, field: string): string {
   return value;
 }
 
+/** The optional fields of a model entry (absent ones stay absent: the commitment is unchanged). */
+const OPTIONAL_MODEL_FIELDS = ["kind", "capabilities", "embedding_dimensions"];
+
+function kindOf(value: unknown, field: string): ModelKind {
+  if (!MODEL_KINDS.includes(value as ModelKind)) {
+    fail(field, value, MODEL_KINDS.map((k) => JSON.stringify(k)).join(" or "));
+  }
+  return value as ModelKind;
+}
+
+function capabilitiesOf(value: unknown, field: string, kind: ModelKind): ModelCapability[] {
+  const ofKind = Object.entries(MODEL_CAPABILITIES).filter(([, k]) => k === kind).map(([c]) => c);
+  const expected = `an array of unique capabilities of ${
+    kind === "chat" ? "a" : "an"
+  } ${kind} model (${ofKind.map((c) => JSON.stringify(c)).join(", ")})`;
+  if (!Array.isArray(value) || value.length > ofKind.length) fail(field, value, expected);
+  const seen = new Set<string>();
+  value.forEach((item, i) => {
+    if (typeof item !== "string" || !ofKind.includes(item) || seen.has(item)) {
+      fail(`${field}[${i}]`, item, expected);
+    }
+    seen.add(item);
+  });
+  return [...value] as ModelCapability[];
+}
+
 function model(value: unknown, field: string): AdModel {
-  const record = object(value, field, ["id", "prices", "context_length"]);
+  const record = object(
+    value,
+    field,
+    ["id", "prices", "context_length", ...OPTIONAL_MODEL_FIELDS],
+    {
+      optional: OPTIONAL_MODEL_FIELDS,
+    },
+  );
   const id = record.id;
   const segments = typeof id === "string" ? id.split("/") : [];
   if (segments.length !== 2 || !segments.every((s) => SEGMENT.test(s))) {
@@ -205,14 +287,40 @@ function model(value: unknown, field: string): AdModel {
   ) {
     fail(`${field}.context_length`, contextLength, `an integer from 1 to ${INT31_MAX}`);
   }
-  return {
+  const kind = "kind" in record ? kindOf(record.kind, `${field}.kind`) : undefined;
+  const entry: AdModel = {
     id: id as string,
+    ...(kind === undefined ? {} : { kind }),
     prices: {
       input: amount(prices.input, `${field}.prices.input`),
       output: amount(prices.output, `${field}.prices.output`),
     },
     context_length: contextLength,
   };
+  if ("capabilities" in record) {
+    entry.capabilities = capabilitiesOf(
+      record.capabilities,
+      `${field}.capabilities`,
+      modelKind(entry),
+    );
+  }
+  const dimensions = record.embedding_dimensions;
+  if (modelKind(entry) === "embedding") {
+    if (
+      typeof dimensions !== "number" || !Number.isInteger(dimensions) || dimensions < 1 ||
+      dimensions > MAX_EMBEDDING_DIMENSIONS
+    ) {
+      fail(
+        `${field}.embedding_dimensions`,
+        dimensions,
+        `an integer from 1 to ${MAX_EMBEDDING_DIMENSIONS} (an embedding model's vector length)`,
+      );
+    }
+    entry.embedding_dimensions = dimensions;
+  } else if ("embedding_dimensions" in record) {
+    fail(`${field}.embedding_dimensions`, dimensions, "nothing (only embedding models have it)");
+  }
+  return entry;
 }
 
 /**

@@ -28,7 +28,10 @@ export interface Failure {
  * (it says why nothing was sent); `no_provider` with `Retry-After` when no provider could even
  * be reached (nobody is serving right now); else the failure that explains best.
  */
-export function final(request: ChatRequest, failures: readonly Failure[]): DaemonError {
+export function final(
+  request: Pick<ChatRequest, "tier" | "model">,
+  failures: readonly Failure[],
+): DaemonError {
   const refusal = failures.find((f) => TRUST_REFUSAL_CODES.has(f.error.code));
   if (refusal) return refusal.error;
   if (failures.length === 0 || failures.every((f) => f.unreachable)) {

@@ -25,7 +25,13 @@ function wellFormed(model: NetworkModel): boolean {
         PRICE.test(String(model.cheapestPrice.output)))) &&
     (model.capabilities === undefined ||
       (Array.isArray(model.capabilities) &&
-        model.capabilities.every((c) => typeof c === "string" && /^[a-z_-]{1,32}$/.test(c))))
+        model.capabilities.every((c) => typeof c === "string" && /^[a-z_-]{1,32}$/.test(c)))) &&
+    (model.kind === undefined || model.kind === "chat" || model.kind === "embedding") &&
+    (model.supports === undefined ||
+      (Array.isArray(model.supports) &&
+        model.supports.every((c) => typeof c === "string" && /^[a-z_-]{1,32}$/.test(c)))) &&
+    (model.embeddingDimensions === undefined ||
+      (Number.isSafeInteger(model.embeddingDimensions) && model.embeddingDimensions >= 1))
   );
 }
 
@@ -78,4 +84,15 @@ export function findModel(
   id: ModelId,
 ): NetworkModel | undefined {
   return models.find((m) => m.tier === id.tier && m.model === id.model);
+}
+
+/**
+ * A model's Ollama-style capabilities: the backend's own when it gives them, else `embedding`
+ * for an embedding model, `completion` plus `tools` and `vision` as supported for a chat model.
+ */
+export function ollamaCapabilities(model: NetworkModel): string[] {
+  if (model.capabilities) return [...model.capabilities];
+  if (model.kind === "embedding") return ["embedding"];
+  const supports = model.supports ?? [];
+  return ["completion", ...["tools", "vision"].filter((c) => supports.includes(c))];
 }

@@ -97,6 +97,20 @@ export const OLLAMA_SHOW_REQUEST = z.looseObject({
   name: z.string().optional().openapi({ description: "Legacy name of `model`." }),
 }).openapi("ShowRequest", { anyOf: [{ required: ["model"] }, { required: ["name"] }] });
 
+/** The body of `POST /api/pull`. */
+export const OLLAMA_PULL_REQUEST = z.looseObject({
+  model: z.string().optional(),
+  name: z.string().optional().openapi({ description: "Legacy name of `model`." }),
+  insecure: z.boolean().optional(),
+  stream: z.boolean().optional().openapi({ default: true }),
+}).openapi("PullRequest", { anyOf: [{ required: ["model"] }, { required: ["name"] }] });
+
+/** A validated `/api/pull` body. */
+export type OllamaPullBody = z.output<typeof OLLAMA_PULL_REQUEST>;
+
+/** The answer of `POST /api/pull` (and its one NDJSON line). */
+export const OLLAMA_PULL = z.strictObject({ status: z.literal("success") }).openapi("Pull");
+
 /** A validated `/api/show` body. */
 export type OllamaShowBody = z.output<typeof OLLAMA_SHOW_REQUEST>;
 
@@ -171,6 +185,10 @@ const TAG = z.strictObject({
   size: z.literal(0),
   digest: z.string().regex(/^[0-9a-f]{64}$/),
   details: DETAILS,
+  capabilities: z.array(z.string()).openapi({
+    description: "As `POST /api/show` reports them: `completion` (+ `tools`, `vision`) or " +
+      "`embedding`.",
+  }),
 });
 
 /** One entry of `GET /api/tags`, as the surface builds it. */
@@ -193,8 +211,18 @@ export const OLLAMA_SHOW = z.strictObject({
     "net.context_length": z.number().int().min(1),
     "net.tier": TIER,
     "net.providers": COUNT,
+    "net.kind": z.enum(["chat", "embedding"]),
+    "net.capabilities": z.array(z.string()).openapi({
+      description: "What every provider supports, as ads say it (`docs/protocol.md` §1).",
+    }),
+    "net.embedding_length": z.number().int().min(1).optional().openapi({
+      description: "An embedding model's vector length.",
+    }),
   }),
-  capabilities: z.array(z.string()),
+  capabilities: z.array(z.string()).openapi({
+    description: "`completion` (+ `tools`, `vision` when every provider supports them) for a " +
+      "chat model, `embedding` for an embedding model.",
+  }),
   modified_at: TIME,
 }).openapi("Show");
 

@@ -88,6 +88,21 @@ const TOOL_CALL_DELTA = z.strictObject({
 
 const COMPLETION_ID = z.string().regex(/^chatcmpl-/);
 
+const TOKEN_LOGPROB = z.strictObject({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable(),
+});
+
+/** Token log probabilities, passed through from a model with the `logprobs` capability. */
+const LOGPROBS = z.strictObject({
+  content: z.array(TOKEN_LOGPROB.extend({ top_logprobs: z.array(TOKEN_LOGPROB) })),
+  refusal: z.null(),
+}).nullable().openapi("Logprobs", {
+  description: "`null` unless `logprobs: true` was asked of a model with the `logprobs` " +
+    "capability (others are refused with 400).",
+});
+
 /** A whole reply (`stream: false`). */
 export const CHAT_COMPLETION = z.strictObject({
   id: COMPLETION_ID,
@@ -103,7 +118,7 @@ export const CHAT_COMPLETION = z.strictObject({
       reasoning_content: z.string().optional(),
       tool_calls: z.array(TOOL_CALL).optional(),
     }),
-    logprobs: z.null(),
+    logprobs: LOGPROBS,
     finish_reason: z.string(),
   })).min(1).max(1),
   usage: USAGE,
@@ -127,7 +142,7 @@ export const CHAT_COMPLETION_CHUNK = z.strictObject({
       reasoning_content: z.string().optional(),
       tool_calls: z.array(TOOL_CALL_DELTA).optional(),
     }),
-    logprobs: z.null(),
+    logprobs: LOGPROBS,
     finish_reason: z.string().nullable(),
   })).max(1),
   usage: z.union([USAGE, z.null()]).optional(),
@@ -147,6 +162,14 @@ export const MODEL_ENTRY = z.strictObject({
     providers: COUNT,
     context_length: z.number().int().min(1),
     cheapest_price: z.strictObject({ input: DECIMAL, output: DECIMAL }).nullable(),
+    kind: z.enum(["chat", "embedding"]).openapi({ description: "What the model does." }),
+    capabilities: z.array(z.string()).openapi({
+      description: "What every provider of it supports (`tools`, `vision`, `json_mode`, " +
+        "`logprobs`, `dimensions`; `docs/protocol.md` §1).",
+    }),
+    embedding_dimensions: z.number().int().min(1).optional().openapi({
+      description: "An embedding model's vector length.",
+    }),
   }),
 }).openapi("Model");
 

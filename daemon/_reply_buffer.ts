@@ -7,7 +7,7 @@
 
 import type { ToolCallDelta, Usage } from "./backend.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import { providerError, type ReplyEvent } from "./_reply_events.ts";
+import { providerError, type ReplyEvent, type TokenLogprob } from "./_reply_events.ts";
 
 /** The UTF-8 length of `text`, without encoding it. */
 function utf8Length(text: string): number {
@@ -141,6 +141,8 @@ export interface AggregatedReply {
   finishReason: string;
   /** Token counts. */
   usage: Usage;
+  /** The tokens' log probabilities, when the provider gave them. */
+  logprobs: TokenLogprob[] | null;
 }
 
 /**
@@ -162,6 +164,7 @@ export async function aggregateReply(
   let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   const budget = new ReplyBudget(context.maxReplyBytes);
   const tools = new ToolCallAssembler(budget);
+  let logprobs: TokenLogprob[] | null = null;
   for await (const event of events) {
     switch (event.type) {
       case "content":
@@ -185,7 +188,19 @@ export async function aggregateReply(
       case "usage":
         usage = event.usage;
         break;
+      case "logprobs":
+        budget.charge(JSON.stringify(event.content), "logprobs");
+        (logprobs ??= []).push(...event.content);
+        break;
     }
   }
-  return { content, refusal, reasoning, toolCalls: tools.calls(context), finishReason, usage };
+  return {
+    content,
+    refusal,
+    reasoning,
+    toolCalls: tools.calls(context),
+    finishReason,
+    usage,
+    logprobs,
+  };
 }

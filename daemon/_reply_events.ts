@@ -18,8 +18,54 @@ export type ReplyEvent =
   | { readonly type: "refusal"; readonly text: string }
   | { readonly type: "reasoning"; readonly text: string }
   | { readonly type: "tool_call"; readonly delta: ToolCallDelta }
+  | { readonly type: "logprobs"; readonly content: readonly TokenLogprob[] }
   | { readonly type: "finish"; readonly reason: string }
   | { readonly type: "usage"; readonly usage: Usage };
+
+/** The log probability of one token, as OpenAI sends it (`choices[].logprobs.content[]`). */
+export interface TokenLogprob {
+  /** The token. */
+  token: string;
+  /** Its log probability. */
+  logprob: number;
+  /** Its UTF-8 bytes, or `null`. */
+  bytes: number[] | null;
+  /** The most likely tokens at this position. */
+  top_logprobs: { token: string; logprob: number; bytes: number[] | null }[];
+}
+
+function isLogprob(value: unknown): boolean {
+  const item = value as Record<string, unknown> | null;
+  return typeof item === "object" && item !== null && typeof item.token === "string" &&
+    typeof item.logprob === "number" &&
+    (item.bytes === null || item.bytes === undefined || Array.isArray(item.bytes));
+}
+
+/** A choice's `logprobs.content`, checked (an array of token log probabilities), or none. */
+function parseLogprobs(value: unknown, where: string): TokenLogprob[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const content = (value as { content?: unknown }).content;
+  if (content === undefined || content === null) return undefined;
+  if (
+    !Array.isArray(content) ||
+    !content.every((item) =>
+      isLogprob(item) && (item.top_logprobs === undefined || (Array.isArray(item.top_logprobs) &&
+        item.top_logprobs.every(isLogprob)))
+    )
+  ) {
+    throw providerError(`${where} logprobs.content must be an array of token log probabilities`);
+  }
+  return content.map((item) => ({
+    token: item.token,
+    logprob: item.logprob,
+    bytes: item.bytes ?? null,
+    top_logprobs: (item.top_logprobs ?? []).map((top: TokenLogprob) => ({
+      token: top.token,
+      logprob: top.logprob,
+      bytes: top.bytes ?? null,
+    })),
+  }));
+}
 
 /** The largest number of tool calls accepted in one reply. */
 const MAX_TOOL_CALLS = 128;
@@ -177,6 +223,8 @@ export async function* replyEvents(
             yield { type: "tool_call", delta: parseToolCall(call, `${at} tool_calls[${i}]`) };
           }
         }
+        const logprobs = parseLogprobs(choice.logprobs, at);
+        if (logprobs?.length) yield { type: "logprobs", content: logprobs };
         const reason = optionalText(choice.finish_reason, `${at} finish_reason`);
         if (reason) {
           finished = true;

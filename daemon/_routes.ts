@@ -12,7 +12,13 @@
  * | POST   | `/api/show`            | Ollama  |
  * | POST   | `/api/chat`            | Ollama  |
  * | POST   | `/api/generate`        | Ollama  |
+ * | POST   | `/api/embed`           | Ollama  |
+ * | POST   | `/api/embeddings`      | Ollama  |
+ * | POST   | `/api/pull`            | Ollama  |
  * | POST   | `/v1/chat/completions` | OpenAI  |
+ * | POST   | `/v1/responses`        | OpenAI  |
+ * | POST   | `/v1/completions`      | OpenAI  |
+ * | POST   | `/v1/embeddings`       | OpenAI  |
  * | GET    | `/v1/models`           | OpenAI  |
  * | GET    | `/v1/models/{model}`   | OpenAI  |
  * | GET    | `/v1/gateways`         | OpenAI  |
@@ -26,11 +32,26 @@ import { ollamaCall } from "./ollama_request.ts";
 import { serveOllamaChat, serveOllamaLoad } from "./ollama_reply.ts";
 import {
   serveOllamaPs,
+  serveOllamaPull,
   serveOllamaShow,
   serveOllamaTags,
   serveOllamaVersion,
 } from "./ollama_models.ts";
 import { openAIChatCall, serveOpenAIChat, serveOpenAIModel, serveOpenAIModels } from "./openai.ts";
+import { serveOllamaEmbed, serveOllamaEmbeddings, serveOpenAIEmbeddings } from "./embeddings.ts";
+import {
+  MAX_EMBEDDING_INPUTS,
+  OLLAMA_EMBED,
+  OLLAMA_EMBED_REQUEST,
+  OLLAMA_EMBEDDINGS,
+  OLLAMA_EMBEDDINGS_REQUEST,
+  OPENAI_EMBEDDINGS,
+  OPENAI_EMBEDDINGS_REQUEST,
+} from "./_embeddings_schemas.ts";
+import { responsesCall, serveResponses } from "./responses.ts";
+import { completionsCall, serveCompletions } from "./completions.ts";
+import { COMPLETION, COMPLETION_CHUNK, COMPLETIONS_REQUEST } from "./_completions_schemas.ts";
+import { RESPONSE, RESPONSE_EVENT, RESPONSES_REQUEST } from "./_responses_schemas.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
 import type { Dialect } from "./http_error.ts";
 import type { VerdictLog } from "./verdict_log.ts";
@@ -41,6 +62,8 @@ import {
   OLLAMA_GENERATE_LINE,
   OLLAMA_GENERATE_REQUEST,
   OLLAMA_PS,
+  OLLAMA_PULL,
+  OLLAMA_PULL_REQUEST,
   OLLAMA_SHOW,
   OLLAMA_SHOW_REQUEST,
   OLLAMA_TAGS,
@@ -197,8 +220,61 @@ function ollamaRoutes(options: RouteTableOptions): Route[] {
     }),
     ollamaChatRoute(context, "chat"),
     ollamaChatRoute(context, "generate"),
+    defineRoute({
+      method: "post",
+      path: "/api/embed",
+      summary: "Embeddings (Ollama)",
+      description: EMBED_DESCRIPTION,
+      tags: ["ollama"],
+      body: { schema: OLLAMA_EMBED_REQUEST },
+      responses: answers("ollama", "chat", {
+        description: "One vector per input, in order.",
+        headers: SERVED_HEADERS,
+        content: json(OLLAMA_EMBED),
+      }),
+      handler: (c, { body }) => serveOllamaEmbed(context, { body, request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/embeddings",
+      summary: "One embedding (Ollama's older endpoint)",
+      description: EMBED_DESCRIPTION,
+      tags: ["ollama"],
+      body: { schema: OLLAMA_EMBEDDINGS_REQUEST },
+      responses: answers("ollama", "chat", {
+        description: "The prompt's vector.",
+        headers: SERVED_HEADERS,
+        content: json(OLLAMA_EMBEDDINGS),
+      }),
+      handler: (c, { body }) => serveOllamaEmbeddings(context, { body, request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/api/pull",
+      summary: "Pull a model (nothing to download: success at once)",
+      description: "A model the network offers needs no download: the answer is " +
+        '`{"status":"success"}` at once, as one NDJSON line unless `stream: false`.',
+      tags: ["ollama"],
+      body: { schema: OLLAMA_PULL_REQUEST },
+      responses: answers("ollama", "post", {
+        description: "Pulled.",
+        content: {
+          "application/json": { schema: OLLAMA_PULL },
+          "application/x-ndjson": {
+            schema: z.string().openapi({ description: "One JSON object per line." }),
+            itemSchema: OLLAMA_PULL,
+          },
+        },
+      }),
+      handler: (c, { body }) => serveOllamaPull(context, { body, request: c.req.raw }),
+    }),
   ];
 }
+
+const EMBED_DESCRIPTION =
+  "Sealed to a provider like a chat (same tiers, trust and failover). The model must be an " +
+  "embedding model (a chat model: 400); `dimensions` other than the model's own length needs " +
+  `its \`dimensions\` capability. At most ${MAX_EMBEDDING_INPUTS} inputs per request.`;
 
 function openaiRoutes(options: RouteTableOptions): Route[] {
   const { context } = options;
@@ -229,6 +305,78 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       }),
       handler: (c, { body }) =>
         serveOpenAIChat(context, { call: openAIChatCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/responses",
+      summary: "Response (the OpenAI Responses API, mapped onto chat)",
+      description:
+        "`input` (a string or message, `function_call` and `function_call_output` items), " +
+        "`instructions`, `max_output_tokens`, `temperature`, `top_p`, function `tools`, " +
+        "`tool_choice` and `text.format` become one chat completion. The daemon keeps no " +
+        "conversation state: `previous_response_id` and `store: true` are refused (400). With " +
+        "`stream: true`, Server-Sent Events: `response.created`, `response.in_progress`, per " +
+        "output item `response.output_item.added`, its deltas and `response.output_item.done`, " +
+        "then `response.completed` (`response.incomplete` when cut by the token limit); an " +
+        "error after the start is one `error` event.",
+      tags: ["openai"],
+      body: { schema: RESPONSES_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "The response, whole or streamed.",
+        headers: SERVED_HEADERS,
+        content: {
+          "application/json": { schema: RESPONSE },
+          "text/event-stream": {
+            schema: z.string().openapi({ description: "`event:` and `data:` pairs." }),
+            itemSchema: RESPONSE_EVENT,
+          },
+        },
+      }),
+      handler: (c, { body }) =>
+        serveResponses(context, { call: responsesCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/completions",
+      summary: "Completion (legacy prompt completions, mapped onto chat)",
+      description:
+        "The `prompt` becomes one user message. One `text_completion`, or with `stream: true` " +
+        "SSE `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, " +
+        "a last chunk with `choices: []` and `usage`). One prompt and one choice: several " +
+        "prompts, `n` or `best_of` above 1, `echo: true`, `suffix` and legacy `logprobs` are " +
+        "refused (400). No default `max_tokens`: without it the provider decides.",
+      tags: ["openai"],
+      body: { schema: COMPLETIONS_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "The completion, whole or streamed.",
+        headers: SERVED_HEADERS,
+        content: {
+          "application/json": { schema: COMPLETION },
+          "text/event-stream": {
+            schema: z.string().openapi({
+              description: "`data: <JSON>` events; the last one is `data: [DONE]`.",
+            }),
+            itemSchema: z.union([COMPLETION_CHUNK, OPENAI_ERROR]),
+          },
+        },
+      }),
+      handler: (c, { body }) =>
+        serveCompletions(context, { call: completionsCall(body), request: c.req.raw }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/embeddings",
+      summary: "Embeddings (OpenAI)",
+      description: EMBED_DESCRIPTION +
+        " Vectors are floats, or with `encoding_format: base64` little-endian float32 bytes.",
+      tags: ["openai"],
+      body: { schema: OPENAI_EMBEDDINGS_REQUEST },
+      responses: answers("openai", "chat", {
+        description: "One vector per input, in order, with usage.",
+        headers: SERVED_HEADERS,
+        content: json(OPENAI_EMBEDDINGS),
+      }),
+      handler: (c, { body }) => serveOpenAIEmbeddings(context, { body, request: c.req.raw }),
     }),
     defineRoute({
       method: "get",

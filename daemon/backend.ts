@@ -68,11 +68,58 @@ export interface NetworkModel {
   readonly cheapestPrice: ModelPrices | null;
   /**
    * Ollama-style capabilities reported by `POST /api/show` (`completion`, `tools`, `vision`,
-   * `thinking`, …).
+   * `embedding`, …).
    *
-   * @default {["completion"]}
+   * @default {derived from `kind` and `supports`: `["completion", …]` or `["embedding"]`}
    */
   readonly capabilities?: readonly string[];
+  /** What the model does (`docs/protocol.md` §1). @default {"chat"} */
+  readonly kind?: "chat" | "embedding";
+  /**
+   * What every provider of it supports, as ads say it (`tools`, `vision`, `json_mode`,
+   * `logprobs`, `dimensions`).
+   *
+   * @default {[]}
+   */
+  readonly supports?: readonly string[];
+  /** An embedding model's vector length (the smallest its providers give). */
+  readonly embeddingDimensions?: number;
+}
+
+/**
+ * The OpenAI embeddings body sent to the provider as `POST /v1/embeddings`: `model` =
+ * `maker/model`, the inputs, and `dimensions` when asked; vectors always as floats (the daemon
+ * encodes base64 for its client).
+ */
+export interface ForwardedEmbeddingsBody {
+  /** `maker/model`. */
+  model: string;
+  /** A string, strings, token ids, or arrays of token ids. */
+  input: string | string[] | number[] | number[][];
+  /** Always `"float"`. */
+  encoding_format: "float";
+  /** The vector length asked for. */
+  dimensions?: number;
+}
+
+/** One embeddings request, ready to be sealed and sent. */
+export interface EmbeddingsRequest {
+  /** The tier the client asked for. */
+  readonly tier: Tier;
+  /** `maker/model`. */
+  readonly model: string;
+  /** The body to send to the provider. */
+  readonly body: ForwardedEmbeddingsBody;
+}
+
+/** The provider's embeddings answer, checked: one float vector per input, in order. */
+export interface EmbeddingsReply {
+  /** Who served it. */
+  readonly served: ServedBy;
+  /** The vectors, `vectors[i]` for input `i`. */
+  readonly vectors: readonly number[][];
+  /** Input tokens counted by the provider. */
+  readonly promptTokens: number;
 }
 
 /**
@@ -206,4 +253,12 @@ export interface ChatBackend {
    * @throws {DaemonError} with the code of the refusal.
    */
   chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply>;
+  /**
+   * Runs one embeddings request, sealed like a chat request (same selection, trust and
+   * failover); resolves with the whole answer. Absent in a backend without embeddings (the
+   * routes then answer `model_not_found`).
+   *
+   * @throws {DaemonError} with the code of the refusal.
+   */
+  embed?(request: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsReply>;
 }

@@ -20,7 +20,7 @@
  * | `--api-key-file <file>`      | `NET_DAEMON_API_KEY_FILE`    | unset                      |
  * | —                            | `NET_DAEMON_API_KEY`         | unset                      |
  * | `--require-api-key`          | `NET_DAEMON_REQUIRE_API_KEY` | off (on beyond loopback)   |
- * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`        | none                       |
+ * | `--allowed-origins <list>`   | `NET_ALLOWED_ORIGINS`        | Ollama's default origins   |
  * | `--allowed-hosts <list>`     | `NET_ALLOWED_HOSTS`          | none                       |
  * | `--max-body-bytes <n>`       | `NET_DAEMON_MAX_BODY_BYTES`  | `4194304` (4 MiB)          |
  * | `--max-queue <n>`            | `NET_DAEMON_MAX_QUEUE`       | `512`                      |
@@ -74,7 +74,7 @@ import {
 import { checkApiKey } from "./auth.ts";
 import { networkFor } from "./_network_settings.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
-import { parseOriginPatterns } from "./hygiene.ts";
+import { DEFAULT_ALLOWED_ORIGINS, parseOriginPatterns } from "./hygiene.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS } from "./queue.ts";
 import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
 
@@ -306,9 +306,11 @@ const SETTINGS = defineSettings({
     env: "NET_ALLOWED_ORIGINS",
     kind: list(originPattern),
     allowEmpty: true,
-    defaultText: "none.",
-    help: "Comma-separated origins that browser pages may call from: *, null, or " +
-      "scheme://host[:port] with * wildcards (e.g. http://localhost:*).",
+    default: DEFAULT_ALLOWED_ORIGINS.join(","),
+    defaultText: "the origins Ollama allows: http(s)://localhost, 127.0.0.1 and 0.0.0.0 " +
+      "(any port), app://*, file://*, tauri://*, vscode-webview://*, vscode-file://*.",
+    help: "Comma-separated origins that browser pages may call from, replacing the default: *, " +
+      "null, or scheme://host[:port] with * wildcards (e.g. http://localhost:*).",
   },
   allowedHosts: {
     flag: "allowed-hosts",

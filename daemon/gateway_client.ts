@@ -100,6 +100,14 @@ export interface GatewayClientOptions {
 }
 
 const MODELS_MAX_BYTES = 4 << 20;
+/** The capabilities a model entry may list (`docs/protocol.md` §1); others are ignored. */
+const KNOWN_CAPABILITIES: ReadonlySet<string> = new Set([
+  "tools",
+  "vision",
+  "json_mode",
+  "logprobs",
+  "dimensions",
+]);
 /** Most provider entries of one answer that are validated; the rest are ignored. */
 const MAX_CANDIDATES_READ = 256;
 const PROVIDERS_MAX_BYTES = 8 << 20;
@@ -134,6 +142,14 @@ export class GatewayClient {
         (m?.tier !== "verified" && m?.tier !== "tee") || typeof m.model !== "string" ||
         !MODEL_ID.test(m.model) || !isCount(m.providers) || !isCount(m.context_length)
       ) continue; // one bad entry does not hide the others
+      const kind = m.kind === "embedding" ? "embedding" : "chat";
+      const supports = Array.isArray(m.capabilities)
+        ? m.capabilities.filter((c): c is string => KNOWN_CAPABILITIES.has(c as string))
+        : [];
+      const dimensions = isCount(m.embedding_dimensions)
+        ? m.embedding_dimensions as number
+        : undefined;
+      if (kind === "embedding" && dimensions === undefined) continue;
       out.push({
         tier: m.tier,
         model: m.model,
@@ -142,6 +158,9 @@ export class GatewayClient {
         cheapestPrice: validPrice
           ? { input: price!.input as string, output: price!.output as string }
           : null,
+        kind,
+        supports,
+        ...(kind === "embedding" ? { embeddingDimensions: dimensions } : {}),
       });
     }
     return out;

@@ -41,6 +41,31 @@ export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
   "[::1]",
 ]);
 
+/**
+ * The origins allowed by default: those Ollama allows out of the box (its `envconfig`), so that
+ * editor plug-ins, desktop apps and local pages that work with Ollama work here too. Pages on
+ * any other site are refused.
+ */
+export const DEFAULT_ALLOWED_ORIGINS: readonly string[] = Object.freeze([
+  "http://localhost",
+  "https://localhost",
+  "http://localhost:*",
+  "https://localhost:*",
+  "http://127.0.0.1",
+  "https://127.0.0.1",
+  "http://127.0.0.1:*",
+  "https://127.0.0.1:*",
+  "http://0.0.0.0",
+  "https://0.0.0.0",
+  "http://0.0.0.0:*",
+  "https://0.0.0.0:*",
+  "app://*",
+  "file://*",
+  "tauri://*",
+  "vscode-webview://*",
+  "vscode-file://*",
+]);
+
 /** The response headers that name who served a reply (exposed to allowed origins). */
 export const SERVED_BY_HEADERS: readonly string[] = Object.freeze([
   "x-net-provider",
@@ -197,7 +222,7 @@ export function checkOrigin(request: Request, allowed: readonly OriginPattern[])
       allowed.length === 0
         ? "(no origins are allowed)"
         : `(allowed: ${allowed.map((p) => p.source).join(", ")})`
-    }`,
+    }; start the daemon with --allowed-origins (or NET_ALLOWED_ORIGINS) listing it to allow it`,
     {
       hints: [
         `Start the daemon with --allowed-origins ${shown} (or NET_ALLOWED_ORIGINS) to allow it.`,

@@ -24,9 +24,13 @@ import type {
   ChatCompletionChunk,
   ChatReply,
   ChatRequest,
+  EmbeddingsReply,
+  EmbeddingsRequest,
   NetworkModel,
+  ServedBy,
   Usage,
 } from "./backend.ts";
+import { checkedEmbeddings } from "./_embeddings_reply.ts";
 import { CandidateCache } from "./candidate_cache.ts";
 import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
 import { publicMessage } from "./http_error.ts";
@@ -41,8 +45,8 @@ import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./pro
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
-import { type OpenedReply, openSealedReply } from "./sealed_reply.ts";
-import { RequestSealer } from "./sealer.ts";
+import { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+import { RequestSealer, type SealedChat } from "./sealer.ts";
 import { linkedController } from "./_deadlines.ts";
 import type { BackendMetrics } from "./metrics.ts";
 import type { VerdictLog } from "./verdict_log.ts";
@@ -172,20 +176,59 @@ export class NetworkBackend implements ChatBackend {
   async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
     const started = performance.now();
     const deadline = started + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    const metrics = this.#options.metrics;
+    const onUsage = metrics && ((usage: Usage) => metrics.relayed(request.tier, usage));
+    const exchange: Exchange<ChatReply> = {
+      path: "/v1/chat/completions",
+      open: async (sealed, stream, lease, attemptSignal) => {
+        const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
+        return (served) => ({ served, chunks: leasedChunks(opened, lease, signal, onUsage) });
+      },
+    };
     const reply = await this.#withGateway(
       signal,
-      (gateway) => this.#serve(gateway, request, { signal, deadline }),
+      (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
     );
-    this.#options.metrics?.firstChunk(request.tier, (performance.now() - started) / 1000);
+    metrics?.firstChunk(request.tier, (performance.now() - started) / 1000);
+    return reply;
+  }
+
+  /**
+   * {@inheritDoc ChatBackend.embed}
+   *
+   * The provider's answer is read whole (at most {@linkcode MAX_EMBEDDINGS_REPLY_BYTES}) and
+   * checked: one finite vector per input, every one of the same length.
+   */
+  async embed(request: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsReply> {
+    const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
+    const inputs = embeddingInputCount(request.body.input);
+    const exchange: Exchange<EmbeddingsReply> = {
+      path: "/v1/embeddings",
+      open: async (sealed, stream, lease, attemptSignal) => {
+        const answer = await openSealedJson(sealed, stream, {
+          maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
+          signal: attemptSignal,
+        });
+        const checked = checkedEmbeddings(answer, inputs, request.body.dimensions);
+        // The answer is whole: the slot is free (a failure is released by the caller).
+        lease.release();
+        return (served) => ({ served, ...checked });
+      },
+    };
+    const reply = await this.#withGateway(
+      signal,
+      (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
+    );
+    this.#options.metrics?.relayed(request.tier, { prompt_tokens: reply.promptTokens });
     return reply;
   }
 
   /** Serves `request` through `gateway`: choose, wait, attempt, until served or exhausted. */
-  async #serve(
+  async #serve<R>(
     gateway: GatewayClient,
-    request: ChatRequest,
-    call: { signal: AbortSignal; deadline: number },
-  ): Promise<ChatReply> {
+    request: Sealable,
+    call: { signal: AbortSignal; deadline: number; exchange: Exchange<R> },
+  ): Promise<R> {
     const { signal } = call;
     const { model, tier } = request;
     let candidates = await this.#candidates.get(gateway, { model, tier }, signal);
@@ -226,23 +269,15 @@ export class NetworkBackend implements ChatBackend {
       const { candidate } = lease;
       const metrics = this.#options.metrics;
       try {
-        const reply = await this.#attempt(gateway, candidate, request, signal);
+        const reply = await this.#attempt(gateway, { candidate, lease, request }, call);
         this.#reputation.record(candidate.provider, true);
         metrics?.attempted(tier, "ok");
-        return {
-          served: {
-            provider: candidate.provider,
-            tier: candidate.tier,
-            verdict: reply.verdict,
-            gateway: gateway.url,
-          },
-          chunks: leasedChunks(
-            reply.opened,
-            lease,
-            signal,
-            metrics && ((usage) => metrics.relayed(tier, usage)),
-          ),
-        };
+        return reply.finish({
+          provider: candidate.provider,
+          tier: candidate.tier,
+          verdict: reply.verdict,
+          gateway: gateway.url,
+        });
       } catch (error) {
         if (error instanceof ProviderBusyError) {
           // Busy, not broken: no penalty, the key stays cached; wait for a slot somewhere.
@@ -274,7 +309,7 @@ export class NetworkBackend implements ChatBackend {
   #failure(
     error: unknown,
     candidate: ProviderCandidate,
-    request: ChatRequest,
+    request: Sealable,
     signal: AbortSignal,
   ): Failure {
     const metrics = this.#options.metrics;
@@ -294,12 +329,13 @@ export class NetworkBackend implements ChatBackend {
     }
   }
 
-  async #attempt(
+  async #attempt<R>(
     gateway: GatewayClient,
-    candidate: ProviderCandidate,
-    request: ChatRequest,
-    signal: AbortSignal,
-  ): Promise<{ opened: OpenedReply; verdict: string }> {
+    chosen: { candidate: ProviderCandidate; lease: Lease; request: Sealable },
+    call: { signal: AbortSignal; exchange: Exchange<R> },
+  ): Promise<{ finish: (served: ServedBy) => R; verdict: string }> {
+    const { candidate, request } = chosen;
+    const { signal } = call;
     const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
       this.#options.verdicts.append({
         at: this.#clock(),
@@ -338,6 +374,7 @@ export class NetworkBackend implements ChatBackend {
     const sealed = await this.#sealer.seal(trusted.keyConfig, {
       body: request.body,
       headers: [["date", this.#clock().toUTCString()]],
+      path: call.exchange.path,
     }, { reuse: candidate.tier === "verified" });
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
@@ -361,14 +398,14 @@ export class NetworkBackend implements ChatBackend {
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
-      const opened = await Promise.race([
-        openSealedReply(sealed, stream, { signal: attemptSignal }),
+      const finish = await Promise.race([
+        call.exchange.open(sealed, stream, chosen.lease, attemptSignal),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
-      return { opened, verdict: trusted.verdict };
+      return { finish, verdict: trusted.verdict };
     } catch (error) {
       attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
@@ -383,7 +420,7 @@ export class NetworkBackend implements ChatBackend {
    * offer the model in that tier (nor did lately), `no_provider` (with `Retry-After`) when it
    * does but nobody can serve it now.
    */
-  async #noCandidate(request: ChatRequest, signal: AbortSignal): Promise<DaemonError> {
+  async #noCandidate(request: Sealable, signal: AbortSignal): Promise<DaemonError> {
     // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
     this.#models = undefined;
     const offered = await this.listModels(signal).catch(() => [] as NetworkModel[]);
@@ -448,6 +485,33 @@ export class NetworkBackend implements ChatBackend {
   }
 }
 
+/** A request the backend seals: a chat or an embeddings request. */
+type Sealable = ChatRequest | EmbeddingsRequest;
+
+/** Largest embeddings answer read from a provider: 64 MiB. */
+export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
+
+/**
+ * What is sealed and how its reply is opened: `open` reads the reply up to what the caller
+ * needs (a chat's first chunk, an embeddings answer whole) and returns how to finish it once
+ * the provider is known.
+ */
+interface Exchange<R> {
+  readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  open(
+    sealed: SealedChat,
+    stream: ReadableStream<Uint8Array>,
+    lease: Lease,
+    signal: AbortSignal,
+  ): Promise<(served: ServedBy) => R>;
+}
+
+/** How many inputs an embeddings body has. */
+function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number {
+  if (typeof input === "string") return 1;
+  return input.length > 0 && typeof input[0] === "number" ? 1 : input.length;
+}
+
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */
 class GatewayExhausted extends Error {
   constructor(readonly failure: DaemonError) {
@@ -463,7 +527,7 @@ class Exhausted extends Error {}
  * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
  */
 function leasedChunks(
-  opened: OpenedReply,
+  opened: { first: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
   lease: Lease,
   signal: AbortSignal,
   onUsage?: (usage: Usage) => void,

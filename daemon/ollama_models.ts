@@ -10,10 +10,16 @@
 import type { NetworkModel } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { formatModelId, parseModelId } from "./model_id.ts";
-import { JSON_TYPE, ollamaHeaders } from "./ollama_reply.ts";
+import { JSON_TYPE, NDJSON_TYPE, ollamaHeaders } from "./ollama_reply.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { findModel, listNetworkModels } from "./_models.ts";
-import type { OllamaDetails, OllamaShow, OllamaShowBody, OllamaTag } from "./_ollama_schemas.ts";
+import { findModel, listNetworkModels, ollamaCapabilities } from "./_models.ts";
+import type {
+  OllamaDetails,
+  OllamaPullBody,
+  OllamaShow,
+  OllamaShowBody,
+  OllamaTag,
+} from "./_ollama_schemas.ts";
 
 /** The `details` object of a listed model. */
 function details(model: NetworkModel): OllamaDetails {
@@ -48,6 +54,7 @@ export async function serveOllamaTags(
       size: 0,
       digest: await digest(name),
       details: details(model),
+      capabilities: ollamaCapabilities(model),
     };
   }));
   return new Response(JSON.stringify({ models: tags }), { headers: ollamaHeaders(JSON_TYPE) });
@@ -94,11 +101,46 @@ export async function serveOllamaShow(
       "net.context_length": model.contextLength,
       "net.tier": model.tier,
       "net.providers": model.providers,
+      "net.kind": model.kind ?? "chat",
+      "net.capabilities": [...(model.supports ?? [])],
+      ...(model.embeddingDimensions === undefined
+        ? {}
+        : { "net.embedding_length": model.embeddingDimensions }),
     },
-    capabilities: [...(model.capabilities ?? ["completion"])],
+    capabilities: ollamaCapabilities(model),
     modified_at: context.startedAt.toISOString(),
   };
   return new Response(JSON.stringify(shown), { headers: ollamaHeaders(JSON_TYPE) });
+}
+
+/**
+ * Serves `POST /api/pull`: nothing to download, so a model the network offers is pulled at
+ * once — `{"status":"success"}` (one NDJSON line when streamed, the default).
+ *
+ * @throws {DaemonError} `model_not_found`, `invalid_request_error` when no name is given, or
+ * the `ModelIdError` of a malformed id.
+ */
+export async function serveOllamaPull(
+  context: SurfaceContext,
+  pull: { body: OllamaPullBody; request: Request },
+): Promise<Response> {
+  const { body } = pull;
+  const requested = body.model ?? body.name;
+  if (requested === undefined) {
+    throw new DaemonError(
+      "invalid_request_error",
+      'Cannot pull a model: the request has no "model" (or "name")',
+      { param: "model" },
+    );
+  }
+  const models = await listNetworkModels(context, pull.request);
+  if (!findModel(models, parseModelId(requested))) {
+    throw new DaemonError("model_not_found", `model '${requested}' not found`, { param: "model" });
+  }
+  const stream = body.stream ?? true;
+  return new Response(`${JSON.stringify({ status: "success" })}${stream ? "\n" : ""}`, {
+    headers: ollamaHeaders(stream ? NDJSON_TYPE : JSON_TYPE),
+  });
 }
 
 /** Serves `GET /api/ps`: nothing is loaded locally. */

@@ -111,6 +111,9 @@ export async function serveOpenAIChat(
   served: { call: OpenAIChatCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
+  if (call.request.body.logprobs === true || call.request.body.top_logprobs != null) {
+    await checkLogprobs(context, call, served.request);
+  }
   const { controller, release } = requestController(served.request);
   const cancel = {
     controller,
@@ -151,7 +154,7 @@ export async function serveOpenAIChat(
               }
               : {}),
           },
-          logprobs: null,
+          logprobs: whole.logprobs === null ? null : { content: whole.logprobs, refusal: null },
           finish_reason: whole.finishReason,
         }],
         usage: whole.usage,
@@ -177,6 +180,30 @@ export async function serveOpenAIChat(
     if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
     throw error;
   }
+}
+
+/**
+ * Refuses `logprobs` / `top_logprobs` for a model whose providers do not all advertise the
+ * `logprobs` capability: answering `null` instead would be silently wrong. A model the network
+ * does not list is left to the backend (`model_not_found`).
+ *
+ * @throws {DaemonError} `invalid_request_error` with `param: "logprobs"`.
+ */
+async function checkLogprobs(
+  context: SurfaceContext,
+  call: OpenAIChatCall,
+  request: Request,
+): Promise<void> {
+  const models = await listNetworkModels(context, request);
+  const model = findModel(models, call.request);
+  if (!model || (model.supports ?? []).includes("logprobs")) return;
+  throw new DaemonError(
+    "invalid_request_error",
+    `Cannot give logprobs for ${JSON.stringify(call.requestedModel)}: its providers do not ` +
+      `advertise the "logprobs" capability (GET /v1/models lists each model's capabilities); ` +
+      "send the request without logprobs and top_logprobs",
+    { param: "logprobs" },
+  );
 }
 
 /**
@@ -223,6 +250,11 @@ async function* sseEvents(
         case "tool_call":
           yield chunk({ tool_calls: [event.delta] });
           break;
+        case "logprobs":
+          yield `${prefix}{},"logprobs":${
+            JSON.stringify({ content: event.content, refusal: null })
+          },"finish_reason":null}]${usage}}\n\n`;
+          break;
         case "finish":
           yield chunk({}, event.reason);
           break;
@@ -264,6 +296,11 @@ export function openaiModelEntry(context: SurfaceContext, model: NetworkModel): 
       cheapest_price: model.cheapestPrice
         ? { input: model.cheapestPrice.input, output: model.cheapestPrice.output }
         : null,
+      kind: model.kind ?? "chat",
+      capabilities: [...(model.supports ?? [])],
+      ...(model.embeddingDimensions === undefined
+        ? {}
+        : { embedding_dimensions: model.embeddingDimensions }),
     },
   };
 }

@@ -56,6 +56,73 @@ export async function openSealedReply(
   options: OpenSealedReplyOptions = {},
 ): Promise<OpenedReply> {
   const { signal } = options;
+  const opened = await openOk(sealed, stream, signal);
+  const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (type !== "text/event-stream") {
+    await opened.body.cancel().catch(() => {});
+    throw new DaemonError(
+      "provider_error",
+      `The provider answered ${type ?? "no content type"}, expected text/event-stream`,
+    );
+  }
+  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal);
+  const first = await rest.next();
+  if (first.done) {
+    throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
+  }
+  return { first: first.value, rest };
+}
+
+/**
+ * Opens a sealed reply that is one JSON document (`application/json`, e.g. an embeddings
+ * answer) and reads it whole, at most `maxBytes`; the body counts only once the sealed
+ * stream's end authenticated.
+ *
+ * @throws {DaemonError} as {@linkcode openSealedReply}, and `provider_error` for a body that is
+ * not JSON or is larger than `maxBytes`.
+ * @throws {ProviderBusyError} for a sealed 503.
+ */
+export async function openSealedJson(
+  sealed: Pick<SealedHttpRequest, "openResponse">,
+  stream: ReadableStream<Uint8Array>,
+  options: { maxBytes: number; signal?: AbortSignal },
+): Promise<unknown> {
+  const { signal } = options;
+  const opened = await openOk(sealed, stream, signal);
+  const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (type !== "application/json") {
+    await opened.body.cancel().catch(() => {});
+    throw new DaemonError(
+      "provider_error",
+      `The provider answered ${type ?? "no content type"}, expected application/json`,
+    );
+  }
+  let body: Uint8Array | null;
+  try {
+    body = await readAllLimited(opened.body, options.maxBytes);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw cryptoFailure(error);
+  }
+  if (body === null) {
+    throw new DaemonError(
+      "provider_error",
+      `The provider's answer is larger than ${options.maxBytes} bytes`,
+    );
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    throw new DaemonError("provider_error", "The provider's answer is not JSON");
+  }
+}
+
+/** Opens the sealed response; a non-200 status becomes the matching refusal. */
+async function openOk(
+  sealed: Pick<SealedHttpRequest, "openResponse">,
+  stream: ReadableStream<Uint8Array>,
+  signal: AbortSignal | undefined,
+) {
   const failure = (error: unknown) => {
     if (signal?.aborted) return signal.reason;
     return cryptoFailure(error);
@@ -85,20 +152,7 @@ export async function openSealedReply(
       { status: PASSED_THROUGH.has(opened.status) ? opened.status : 502 },
     );
   }
-  const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-  if (type !== "text/event-stream") {
-    await opened.body.cancel().catch(() => {});
-    throw new DaemonError(
-      "provider_error",
-      `The provider answered ${type ?? "no content type"}, expected text/event-stream`,
-    );
-  }
-  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal);
-  const first = await rest.next();
-  if (first.done) {
-    throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
-  }
-  return { first: first.value, rest };
+  return opened;
 }
 
 async function* chunks(

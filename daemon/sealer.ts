@@ -75,7 +75,8 @@ export class RequestSealer {
   }
 
   /**
-   * Seals `body` (sent as its JSON text) with `headers` to `keyConfig`. With `reuse`, the key
+   * Seals `body` (sent as its JSON text) with `headers` to `keyConfig`, as `POST path`
+   * (default `/v1/chat/completions`). With `reuse`, the key
    * will be sealed to again: a setup prepared earlier is used when there is one, and another
    * is prepared in the background for the next request.
    *
@@ -84,14 +85,18 @@ export class RequestSealer {
    */
   async seal(
     keyConfig: Uint8Array,
-    request: { body: unknown; headers: readonly (readonly [string, string])[] },
+    request: {
+      body: unknown;
+      headers: readonly (readonly [string, string])[];
+      path?: "/v1/chat/completions" | "/v1/embeddings";
+    },
     options: { reuse: boolean },
   ): Promise<SealedChat> {
     const inner = encodeRequest({
       method: "POST",
       scheme: "https",
       authority: "",
-      path: "/v1/chat/completions",
+      path: request.path ?? "/v1/chat/completions",
       headers: [...request.headers, ["content-type", "application/json"]],
       content: encoder.encode(JSON.stringify(request.body)),
     });

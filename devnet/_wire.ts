@@ -32,6 +32,10 @@ export const Nonce = matching(NONCE, "64 hex digits (32 bytes, no 0x)").openapi(
 });
 /** A provider's tier. */
 export const Tier = z.enum(["verified", "tee"]);
+/** What a model does (`docs/protocol.md` §1); absent in an ad: `chat`. */
+export const ModelKind = z.enum(["chat", "embedding"]);
+/** What a model supports (`docs/protocol.md` §1). */
+export const Capability = z.enum(["tools", "vision", "json_mode", "logprobs", "dimensions"]);
 
 const Hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/);
 const Amount = z.string().regex(/^(0|[1-9][0-9]{0,77})$/).openapi({
@@ -57,8 +61,11 @@ export const ProviderAd = z.object({
   models: z.array(
     z.object({
       id: ModelId,
+      kind: ModelKind.optional(),
       prices: Prices,
       context_length: z.number().int().min(1).max(2 ** 31 - 1),
+      capabilities: z.array(Capability).optional(),
+      embedding_dimensions: z.number().int().min(1).max(65_536).optional(),
     }).strict(),
   ).min(1).max(256),
 }).strict().openapi("ProviderAd", { description: "A provider's ad as published (protocol §1)" });
@@ -95,6 +102,13 @@ export const ModelList = z.object({
       providers: z.number().int().min(1),
       context_length: z.number().int().min(1),
       cheapest_price: Prices,
+      kind: ModelKind,
+      capabilities: z.array(Capability).openapi({
+        description: "What every provider listing the model supports",
+      }),
+      embedding_dimensions: z.number().int().min(1).optional().openapi({
+        description: "An embedding model's vector length (the smallest its providers give)",
+      }),
     }).strict(),
   ),
 }).strict().openapi("ModelList");

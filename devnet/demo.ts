@@ -130,6 +130,14 @@ export function demoCommands(daemon: string, indexer: string): string {
     "  # The same, streamed:",
     `  ${chat("net/verified/devnet/echo", ',"stream":true').replace("curl -s", "curl -sN")}`,
     "",
+    "  # Embeddings, sealed like chat (devnet/embed: a hashed bag of words, 256 dimensions):",
+    `  curl -s ${daemon}/v1/embeddings -H 'content-type: application/json' \\\n` +
+    `    -d '{"model":"net/verified/devnet/embed","input":["the cat sat","a cat sat"],"dimensions":4}'`,
+    "",
+    "  # The OpenAI Responses API (what the Vercel AI SDK's openai(model) posts):",
+    `  curl -s ${daemon}/v1/responses -H 'content-type: application/json' \\\n` +
+    `    -d '{"model":"net/verified/devnet/echo","input":"Hello from the Responses API"}'`,
+    "",
     "  # The TEE tier: the devnet has no TEE hardware, so its providers answer mock",
     "  # attestations and the daemon refuses them (403 attestation_mock):",
     `  ${chat("net/tee/devnet/echo")}`,

@@ -1,30 +1,59 @@
 /**
  * Inference engines of the devnet provider. An engine takes an OpenAI chat-completions
  * request and produces `chat.completion.chunk` objects as tokens are generated, ending with a
- * usage chunk. Two engines exist: {@linkcode EchoEngine}, a small built-in dev model that
- * needs nothing, and `UpstreamEngine` (`upstream_engine.ts`), which forwards to any
- * OpenAI-compatible server.
+ * usage chunk; an engine with embedding models also answers OpenAI embeddings requests. Two
+ * engines exist: {@linkcode EchoEngine}, the small built-in dev models that need nothing
+ * (`devnet/echo` for chat, `devnet/embed` for embeddings), and `UpstreamEngine`
+ * (`upstream_engine.ts`), which forwards to any OpenAI-compatible server.
  *
  * @module
  */
 
-import { ReasonError } from "../errors.ts";
+import type { ModelCapability, ModelKind } from "../chain/ad.ts";
+import { EngineError } from "./engine_error.ts";
+import { devEmbeddings, type EmbedBody, type EmbeddingList } from "./dev_embed.ts";
+import { devToolCall, type ToolCallPlan } from "./dev_tools.ts";
+
+export type { EmbedBody, EmbeddingList } from "./dev_embed.ts";
+export { EngineError, type EngineFailure } from "./engine_error.ts";
 
 /** A model an engine serves, as it appears in the provider's ad. */
 export interface EngineModel {
   /** `maker/model` (`docs/protocol.md` §1). */
   id: string;
-  /** Context length in tokens. */
+  /** Context length in tokens (an embedding model: the longest input). */
   contextLength: number;
+  /** What it does. @default {"chat"} */
+  kind?: ModelKind;
+  /** What it supports (`docs/protocol.md` §1). @default {[]} */
+  capabilities?: ModelCapability[];
+  /** An embedding model's vector length. */
+  embeddingDimensions?: number;
 }
 
 /** The subset of an OpenAI chat-completions request the engines read. */
 export interface ChatBody {
   model: string;
-  messages: { role: string; content?: unknown }[];
+  messages: { role: string; content?: unknown; tool_calls?: unknown; tool_call_id?: unknown }[];
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   [key: string]: unknown;
+}
+
+/** One tool-call fragment of a streamed delta (`arguments` is a piece of JSON text). */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: "function";
+  function?: { name?: string; arguments?: string };
+}
+
+/** The log probability of one token (OpenAI's `logprobs.content[]` item). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+  top_logprobs: { token: string; logprob: number; bytes: number[] | null }[];
 }
 
 /** An OpenAI `chat.completion.chunk`. */
@@ -35,38 +64,31 @@ export interface ChatChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: "assistant"; content?: string };
-    finish_reason: "stop" | "length" | null;
+    delta: { role?: "assistant"; content?: string; tool_calls?: ToolCallDelta[] };
+    logprobs?: { content: TokenLogprob[] | null; refusal?: null } | null;
+    finish_reason: "stop" | "length" | "tool_calls" | null;
   }[];
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
-/** Something that runs chat completions. */
+/** Something that runs chat completions (and, with embedding models, embeddings). */
 export interface InferenceEngine {
   /** The models served. */
   models(): Promise<EngineModel[]>;
   /**
-   * Streams the completion of `body` as chunks: a role chunk, content chunks, a finish chunk
-   * and a final usage chunk (`choices: []`).
+   * Streams the completion of `body` as chunks: a role chunk, content (or tool-call) chunks, a
+   * finish chunk and a final usage chunk (`choices: []`).
    *
    * @throws {EngineError} for an unknown model or an upstream failure.
    */
   complete(body: ChatBody, signal: AbortSignal): AsyncIterable<ChatChunk>;
-}
-
-/** Why an engine refused or failed a request. */
-export type EngineFailure =
-  /** The engine does not serve the requested model (the provider answers a sealed 404). */
-  | "unknown_model"
-  /** The request is not one the engine can run (a sealed 400). */
-  | "invalid_request"
-  /** The upstream server failed or could not be reached (a sealed 502). */
-  | "upstream";
-
-/** Thrown by engines. */
-export class EngineError extends ReasonError<EngineFailure> {
-  /** The error's name, a literal to tell it apart. */
-  override readonly name = "EngineError" as const;
+  /**
+   * Embeds `body.input`: an OpenAI embeddings list (float vectors) with usage. Absent when the
+   * engine serves no embedding model.
+   *
+   * @throws {EngineError} for an unknown model, a bad request or an upstream failure.
+   */
+  embed?(body: EmbedBody, signal: AbortSignal): Promise<EmbeddingList>;
 }
 
 /**
@@ -103,13 +125,27 @@ export interface EchoEngineOptions {
   servedBy?: string;
 }
 
-/** The built-in dev model's id. */
+/** The built-in dev chat model's id. */
 export const ECHO_MODEL = "devnet/echo";
+/** The built-in dev embedding model's id. */
+export const EMBED_MODEL = "devnet/embed";
+/** The dev embedding model's vector length. */
+export const EMBED_DIMENSIONS = 256;
 
 /**
- * The built-in dev model, `devnet/echo`: it answers with what the last user message said,
- * token by token, and counts tokens for real. Honest about what it is: no weights, no
- * network, deterministic.
+ * The built-in dev models. Honest about what they are: no weights, no network, deterministic.
+ *
+ * - `devnet/echo` (chat; `tools`, `logprobs`) answers with what the last user message said,
+ *   token by token, and counts tokens for real. Offered tools (and `tool_choice` not `"none"`)
+ *   with a user message last, it calls a tool instead (`dev_tools.ts`): the one `tool_choice`
+ *   names, else the first, with its first parameter (the first `required` one, else the first
+ *   property) set to the last user message's text, e.g. `get_weather({"city": "Paris?"})`, the
+ *   arguments streamed in pieces. With a tool result last, it answers
+ *   `Tool <name> returned: <result>`. With `logprobs: true` each token carries a log
+ *   probability of 0 (it is certain of every token it echoes), and `top_logprobs` lists that
+ *   token alone.
+ * - `devnet/embed` (embedding; `dimensions`): a hashed bag of words (`dev_embed.ts`), a unit
+ *   vector of 256 dimensions (fewer with `dimensions`).
  */
 export class EchoEngine implements InferenceEngine {
   readonly #delay: number;
@@ -125,7 +161,31 @@ export class EchoEngine implements InferenceEngine {
 
   /** {@inheritDoc InferenceEngine.models} */
   models(): Promise<EngineModel[]> {
-    return Promise.resolve([{ id: ECHO_MODEL, contextLength: 8192 }]);
+    return Promise.resolve([
+      { id: ECHO_MODEL, contextLength: 8192, kind: "chat", capabilities: ["tools", "logprobs"] },
+      {
+        id: EMBED_MODEL,
+        contextLength: 8192,
+        kind: "embedding",
+        capabilities: ["dimensions"],
+        embeddingDimensions: EMBED_DIMENSIONS,
+      },
+    ]);
+  }
+
+  /** {@inheritDoc InferenceEngine.embed} */
+  // deno-lint-ignore require-await
+  async embed(body: EmbedBody, signal: AbortSignal): Promise<EmbeddingList> {
+    signal.throwIfAborted();
+    if (body.model !== EMBED_MODEL) {
+      throw new EngineError(
+        "unknown_model",
+        `Cannot embed with model ${
+          JSON.stringify(body.model)
+        }: this engine embeds with ${EMBED_MODEL}`,
+      );
+    }
+    return devEmbeddings(body, { dimensions: EMBED_DIMENSIONS, maxTokens: 8192 });
   }
 
   /** {@inheritDoc InferenceEngine.complete} */
@@ -146,35 +206,25 @@ export class EchoEngine implements InferenceEngine {
       (sum, m) => sum + devTokens(`${m.role} ${messageText(m.content)}`).length,
       0,
     );
-    const lastUser = [...body.messages].reverse().find((m) => m.role === "user");
-    const said = lastUser ? messageText(lastUser.content).trim() : "";
-    const reply = said
-      ? `You said: "${said}" — echoed by devnet/echo on ${this.#servedBy}.`
-      : `Nothing to echo — devnet/echo on ${this.#servedBy} found no user message.`;
-    const limit = body.max_completion_tokens ?? body.max_tokens ?? Infinity;
-    const tokens = devTokens(reply);
-    const emitted = tokens.slice(0, Math.max(0, limit));
     const id = `chatcmpl-${crypto.randomUUID()}`;
     const created = Math.floor(this.#clock().getTime() / 1000);
     const chunk = (
       delta: ChatChunk["choices"][0]["delta"],
       finish: ChatChunk["choices"][0]["finish_reason"] = null,
+      logprobs?: TokenLogprob[],
     ): ChatChunk => ({
       id,
       object: "chat.completion.chunk",
       created,
       model: ECHO_MODEL,
-      choices: [{ index: 0, delta, finish_reason: finish }],
+      choices: [{
+        index: 0,
+        delta,
+        ...(logprobs ? { logprobs: { content: logprobs, refusal: null } } : {}),
+        finish_reason: finish,
+      }],
     });
-
-    yield chunk({ role: "assistant", content: "" });
-    for (const token of emitted) {
-      if (this.#delay > 0) await abortableDelay(this.#delay, signal);
-      signal.throwIfAborted();
-      yield chunk({ content: token });
-    }
-    yield chunk({}, emitted.length < tokens.length ? "length" : "stop");
-    yield {
+    const usage = (completion: number): ChatChunk => ({
       id,
       object: "chat.completion.chunk",
       created,
@@ -182,11 +232,92 @@ export class EchoEngine implements InferenceEngine {
       choices: [],
       usage: {
         prompt_tokens: promptTokens,
-        completion_tokens: emitted.length,
-        total_tokens: promptTokens + emitted.length,
+        completion_tokens: completion,
+        total_tokens: promptTokens + completion,
       },
-    };
+    });
+    const plan = devToolCall(body);
+    if (plan) {
+      yield* this.#callTool(plan, { chunk, usage, signal });
+      return;
+    }
+    const reply = this.#reply(body);
+    const limit = body.max_completion_tokens ?? body.max_tokens ?? Infinity;
+    const tokens = devTokens(reply);
+    const emitted = tokens.slice(0, Math.max(0, limit));
+    const top = typeof body.top_logprobs === "number" ? body.top_logprobs : 0;
+    yield chunk({ role: "assistant", content: "" });
+    for (const token of emitted) {
+      if (this.#delay > 0) await abortableDelay(this.#delay, signal);
+      signal.throwIfAborted();
+      yield chunk(
+        { content: token },
+        null,
+        body.logprobs === true ? [certain(token, top)] : undefined,
+      );
+    }
+    yield chunk({}, emitted.length < tokens.length ? "length" : "stop");
+    yield usage(emitted.length);
   }
+
+  /** The text of a reply: the echo of the last user message, or of the tool result given. */
+  #reply(body: ChatBody): string {
+    const last = body.messages[body.messages.length - 1];
+    if (last?.role === "tool") {
+      type Call = { id?: unknown; function?: { name?: unknown } };
+      const name = body.messages.flatMap((m) =>
+        Array.isArray(m.tool_calls) ? m.tool_calls as Call[] : []
+      ).find((call) => call?.id === last.tool_call_id)?.function?.name;
+      return `Tool ${typeof name === "string" ? name : "(unknown)"} returned: ${
+        messageText(last.content).trim()
+      }`;
+    }
+    const lastUser = [...body.messages].reverse().find((m) => m.role === "user");
+    const said = lastUser ? messageText(lastUser.content).trim() : "";
+    return said
+      ? `You said: "${said}" — echoed by devnet/echo on ${this.#servedBy}.`
+      : `Nothing to echo — devnet/echo on ${this.#servedBy} found no user message.`;
+  }
+
+  /** A tool call: its head, then its arguments' JSON text in pieces, then `tool_calls`. */
+  async *#callTool(
+    plan: ToolCallPlan,
+    out: {
+      chunk: (delta: ChatChunk["choices"][0]["delta"], finish?: "tool_calls") => ChatChunk;
+      usage: (completion: number) => ChatChunk;
+      signal: AbortSignal;
+    },
+  ): AsyncGenerator<ChatChunk> {
+    const { chunk, signal } = out;
+    const callId = `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+    yield chunk({ role: "assistant", content: "" });
+    yield chunk({
+      tool_calls: [{
+        index: 0,
+        id: callId,
+        type: "function",
+        function: { name: plan.name, arguments: "" },
+      }],
+    });
+    for (const piece of plan.pieces) {
+      if (this.#delay > 0) await abortableDelay(this.#delay, signal);
+      signal.throwIfAborted();
+      yield chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
+    }
+    yield chunk({}, "tool_calls");
+    yield out.usage(1 + plan.pieces.length);
+  }
+}
+
+/** A token the model is certain of: log probability 0, alone in its `top_logprobs`. */
+function certain(token: string, top: number): TokenLogprob {
+  const bytes = [...new TextEncoder().encode(token)];
+  return {
+    token,
+    logprob: 0,
+    bytes,
+    top_logprobs: top > 0 ? [{ token, logprob: 0, bytes }] : [],
+  };
 }
 
 function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {

@@ -49,8 +49,11 @@ export interface DirectoryEntry {
     endpoint: string;
     models: readonly {
       id: string;
+      kind?: "chat" | "embedding";
       prices: { input: string; output: string };
       context_length: number;
+      capabilities?: readonly string[];
+      embedding_dimensions?: number;
     }[];
   };
   /** Live capacity from the router. */
@@ -321,6 +324,12 @@ export interface ModelListing {
   context_length: number;
   /** The cheapest price among them (`docs/protocol.md` §1). */
   cheapest_price: { input: string; output: string };
+  /** What it does (`chat` unless every provider's ad says `embedding`). */
+  kind: "chat" | "embedding";
+  /** What every provider listing it supports (`docs/protocol.md` §1), sorted. */
+  capabilities: string[];
+  /** An embedding model's vector length: the smallest its providers advertise. */
+  embedding_dimensions?: number;
 }
 
 /** The body of `GET /v1/models`: one entry per (model, tier), with the cheapest price. */
@@ -330,6 +339,7 @@ export function listModels(entries: readonly DirectoryEntry[]): ModelListing[] {
     for (const m of entry.ad.models) {
       const key = `${entry.tier}\u0000${m.id}`;
       const existing = byKey.get(key);
+      const kind = m.kind ?? "chat";
       if (!existing) {
         byKey.set(key, {
           model: m.id,
@@ -337,11 +347,28 @@ export function listModels(entries: readonly DirectoryEntry[]): ModelListing[] {
           providers: 1,
           context_length: m.context_length,
           cheapest_price: { ...m.prices },
+          kind,
+          capabilities: [...(m.capabilities ?? [])].sort(),
+          ...(m.embedding_dimensions ? { embedding_dimensions: m.embedding_dimensions } : {}),
         });
         continue;
       }
       existing.providers++;
       existing.context_length = Math.max(existing.context_length, m.context_length);
+      // Only what every provider supports is listed: a client may land on any of them.
+      existing.capabilities = existing.capabilities.filter((c) => m.capabilities?.includes(c));
+      if (kind !== existing.kind) {
+        existing.kind = "chat"; // providers disagree: not usable as an embedding model
+        delete existing.embedding_dimensions;
+      }
+      if (
+        existing.kind === "embedding" && m.embedding_dimensions && existing.embedding_dimensions
+      ) {
+        existing.embedding_dimensions = Math.min(
+          existing.embedding_dimensions,
+          m.embedding_dimensions,
+        );
+      }
       if (comparePrices(m.prices, existing.cheapest_price) < 0) {
         existing.cheapest_price = { ...m.prices };
       }

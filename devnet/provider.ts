@@ -131,8 +131,9 @@ export class DevnetProvider {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#load = new ProviderLoad(options.maxConcurrency ?? 4);
-    const prices = options.prices ?? DEFAULT_PRICES;
-    this.#prices = new Map(models.map((m) => [m.id, prices]));
+    this.#prices = new Map(
+      models.map((m) => [m.id, { input: BigInt(m.prices.input), output: BigInt(m.prices.output) }]),
+    );
     this.ad = {
       version: 1,
       provider: options.provider.toLowerCase() as Address,
@@ -159,10 +160,16 @@ export class DevnetProvider {
   /** Creates a provider: asks the engine for its models and builds the ad. */
   static async create(options: DevnetProviderOptions): Promise<DevnetProvider> {
     const prices = options.prices ?? DEFAULT_PRICES;
-    const models = (await options.engine.models()).map((m) => ({
+    const models = (await options.engine.models()).map((m): AdModel => ({
       id: m.id,
-      prices: { input: prices.input.toString(), output: prices.output.toString() },
+      ...(m.kind ? { kind: m.kind } : {}),
+      prices: {
+        input: prices.input.toString(),
+        output: m.kind === "embedding" ? "0" : prices.output.toString(),
+      },
       context_length: m.contextLength,
+      ...(m.capabilities?.length ? { capabilities: [...m.capabilities] } : {}),
+      ...(m.embeddingDimensions ? { embedding_dimensions: m.embeddingDimensions } : {}),
     }));
     if (models.length === 0) {
       throw new Error(`Cannot start provider ${options.provider}: its engine serves no models`);

@@ -2,8 +2,9 @@
  * What the devnet provider does with an opened sealed request (`docs/protocol.md` §7): check
  * that it is a chat completion it serves, take one of its slots, run the engine, and seal the
  * reply — one `chat.completion` object, or one server-sent event per chunk, each sealed as
- * soon as it is produced. {@linkcode ProviderLoad} counts the slots in use, the observed
- * throughput and the usage served, for the ad and for settlement.
+ * soon as it is produced. A sealed `POST /v1/embeddings` goes to `provider_embed.ts`.
+ * {@linkcode ProviderLoad} counts the slots in use, the observed throughput and the usage
+ * served, for the ad and for settlement.
  *
  * @module
  */
@@ -11,6 +12,7 @@
 import { setImmediate } from "node:timers";
 import type { OpenedHttpRequest } from "../crypto/mod.ts";
 import { encodeSse } from "../io/sse.ts";
+import { answerEmbeddings, EMBEDDINGS_PATH } from "./provider_embed.ts";
 import {
   type ChatBody,
   type ChatChunk,
@@ -146,9 +148,14 @@ export class ServedRequest {
     this.#load = load;
   }
 
-  /** Counts a chunk: its content deltas, and the engine's exact usage when it carries it. */
+  /**
+   * Counts a chunk: its content and tool-call deltas, and the engine's exact usage when it
+   * carries it.
+   */
   account(chunk: ChatChunk): void {
-    for (const choice of chunk.choices) if (choice.delta.content) this.#generated++;
+    for (const choice of chunk.choices) {
+      if (choice.delta.content || choice.delta.tool_calls?.length) this.#generated++;
+    }
     if (!chunk.usage) return;
     const { prompt_tokens: prompt, completion_tokens: completion } = chunk.usage;
     this.#bill(prompt, completion);
@@ -167,6 +174,11 @@ export class ServedRequest {
       0,
     );
     this.#bill(prompt, this.#generated);
+  }
+
+  /** Bills an embeddings request: its input tokens, at the input price. */
+  billInput(tokens: number): void {
+    this.#bill(tokens, 0);
   }
 
   /** Gives the slot back. */
@@ -205,9 +217,15 @@ export interface ChatContext {
   signal?: AbortSignal;
 }
 
-type SealedError = (status: number, type: string, message: string) => ReadableStream<Uint8Array>;
+/** Seals an error answer: the status and the OpenAI error body. */
+export type SealedError = (
+  status: number,
+  type: string,
+  message: string,
+) => ReadableStream<Uint8Array>;
 
-function sealedErrors(opened: OpenedHttpRequest): SealedError {
+/** The sealed error answers of an opened exchange. */
+export function sealedErrors(opened: OpenedHttpRequest): SealedError {
   return (status, type, message) =>
     opened.respond({
       status,
@@ -251,11 +269,13 @@ function readChat(
 /**
  * Runs the opened request and returns the sealed reply stream. It waits for the engine's
  * first chunk, so that a refusal (unknown model, bad request) becomes a sealed error status.
+ * A sealed `POST /v1/embeddings` is answered by {@linkcode answerEmbeddings}.
  */
 export async function answerChat(
   opened: OpenedHttpRequest,
   context: ChatContext,
 ): Promise<ReadableStream<Uint8Array>> {
+  if (opened.path === EMBEDDINGS_PATH) return await answerEmbeddings(opened, context);
   const sealedError = sealedErrors(opened);
   const slot = context.slot ?? context.load.reserve();
   const chat = readChat(opened, context.prices, sealedError);
@@ -316,6 +336,8 @@ async function aggregate(
   sealedError: SealedError,
 ): Promise<ReadableStream<Uint8Array>> {
   const parts: string[] = [];
+  const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] =
+    [];
   let last: ChatChunk | undefined;
   let finish: string | null = null;
   try {
@@ -324,6 +346,16 @@ async function aggregate(
       run.served.account(r.value);
       for (const choice of r.value.choices) {
         parts.push(choice.delta.content ?? "");
+        for (const delta of choice.delta.tool_calls ?? []) {
+          const call = calls[delta.index] ??= {
+            id: "",
+            type: "function",
+            function: { name: "", arguments: "" },
+          };
+          call.id ||= delta.id ?? "";
+          call.function.name += delta.function?.name ?? "";
+          call.function.arguments += delta.function?.arguments ?? "";
+        }
         finish = choice.finish_reason ?? finish;
       }
     }
@@ -342,7 +374,11 @@ async function aggregate(
       model: run.body.model,
       choices: [{
         index: 0,
-        message: { role: "assistant", content: parts.join("") },
+        message: {
+          role: "assistant",
+          content: calls.length > 0 && parts.join("") === "" ? null : parts.join(""),
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        },
         finish_reason: finish,
       }],
       usage: last?.usage,
@@ -428,7 +464,11 @@ function eventStream(run: EngineRun, log: (message: string) => void): ReadableSt
   }, { highWaterMark: 0 });
 }
 
-function engineFailure(error: unknown, sealedError: SealedError): ReadableStream<Uint8Array> {
+/** The sealed answer to an engine's failure: its reason's status, or a generic 500. */
+export function engineFailure(
+  error: unknown,
+  sealedError: SealedError,
+): ReadableStream<Uint8Array> {
   if (error instanceof EngineError) {
     const status = error.reason === "unknown_model"
       ? 404

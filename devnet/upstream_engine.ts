@@ -3,15 +3,26 @@
  * server, Ollama's `/v1`, ...). The provider then advertises that server's models as
  * `upstream/<model>`, the model name made safe for the ad format (`docs/protocol.md` §1).
  *
+ * The OpenAI API does not say what a model does, so a model whose name contains `embed`
+ * (`nomic-embed-text`, `text-embedding-3-small`, …) is advertised as an embedding model, its
+ * vector length learned from one embeddings request when the models are listed (a model that
+ * does not answer it is not advertised); embeddings requests for it are passed to the
+ * upstream's `POST /v1/embeddings` (as floats, with usage counted by the dev tokenizer when the
+ * upstream gives none). Every other model is a chat model with no capability advertised (the
+ * upstream's tools or logprobs support is unknown).
+ *
  * @module
  */
 
 import { fetchJson, FetchJsonError, readBodyLimited } from "../io/fetch_json.ts";
 import { parseSse } from "../io/sse.ts";
+import { embeddingInputs } from "./dev_embed.ts";
 import {
   type ChatBody,
   type ChatChunk,
   devTokens,
+  type EmbedBody,
+  type EmbeddingList,
   EngineError,
   type EngineModel,
   type InferenceEngine,
@@ -44,7 +55,15 @@ export function upstreamModelSegment(name: string): string {
   return (safe || "model").slice(0, 64);
 }
 
-/** Forwards chat completions to an OpenAI-compatible server. */
+/** Whether an upstream model name reads as an embedding model's. */
+export function isEmbeddingModelName(name: string): boolean {
+  return /embed/i.test(name);
+}
+
+/** Largest embeddings answer read from the upstream: 64 MiB. */
+const MAX_EMBEDDINGS_BYTES = 64 << 20;
+
+/** Forwards chat completions (and embeddings) to an OpenAI-compatible server. */
 export class UpstreamEngine implements InferenceEngine {
   readonly #base: string;
   readonly #fetch: typeof fetch;
@@ -53,6 +72,8 @@ export class UpstreamEngine implements InferenceEngine {
   readonly #timeoutMs: number;
   /** Our model id → the upstream's model name. */
   #names = new Map<string, string>();
+  /** Our embedding model ids. */
+  #embedding = new Set<string>();
 
   /** Creates the engine for the server at `baseUrl` (its `/v1/...` paths are used). */
   constructor(baseUrl: string, options: UpstreamEngineOptions = {}) {
@@ -95,8 +116,132 @@ export class UpstreamEngine implements InferenceEngine {
       const id = `${UPSTREAM_MAKER}/${upstreamModelSegment(name)}`;
       if (!names.has(id)) names.set(id, name);
     }
+    const models: EngineModel[] = [];
+    const embedding = new Set<string>();
+    for (const [id, name] of names) {
+      if (!isEmbeddingModelName(name)) {
+        models.push({ id, contextLength: this.#contextLength, kind: "chat" });
+        continue;
+      }
+      const probe = await this.#embeddings({ model: name, input: "dimensions probe" })
+        .catch(() => undefined);
+      const length = probe?.data[0]?.embedding.length ?? 0;
+      if (length < 1 || length > 65_536) continue; // not usable as an embedding model
+      embedding.add(id);
+      models.push({
+        id,
+        contextLength: this.#contextLength,
+        kind: "embedding",
+        embeddingDimensions: length,
+      });
+    }
     this.#names = names;
-    return [...names.keys()].map((id) => ({ id, contextLength: this.#contextLength }));
+    this.#embedding = embedding;
+    return models;
+  }
+
+  /** Passes an embeddings request to the upstream's `POST /v1/embeddings`. */
+  async embed(body: EmbedBody, signal: AbortSignal): Promise<EmbeddingList> {
+    if (this.#names.size === 0) await this.models();
+    const name = this.#names.get(body.model);
+    if (name === undefined || !this.#embedding.has(body.model)) {
+      throw new EngineError(
+        "unknown_model",
+        `Cannot embed with model ${
+          JSON.stringify(body.model)
+        }: the upstream's embedding models are ${[...this.#embedding].join(", ") || "none"}`,
+      );
+    }
+    const list = await this.#embeddings(
+      { ...body, model: name, encoding_format: "float" },
+      signal,
+    );
+    const tokens = list.usage?.prompt_tokens ??
+      embeddingInputs(body.input).reduce((n, item) => n + item.tokens, 0);
+    return {
+      object: "list",
+      data: list.data.map((d, index) => ({
+        object: "embedding",
+        index: d.index ?? index,
+        embedding: d.embedding,
+      })),
+      model: body.model,
+      usage: { prompt_tokens: tokens, total_tokens: list.usage?.total_tokens ?? tokens },
+    };
+  }
+
+  /** `POST /v1/embeddings` upstream, bounded in time and size; the answer's shape checked. */
+  async #embeddings(
+    body: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<{
+    data: { index?: number; embedding: number[] }[];
+    usage?: { prompt_tokens: number; total_tokens?: number };
+  }> {
+    const url = `${this.#base}/v1/embeddings`;
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: "POST",
+        redirect: "manual",
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        headers: { "content-type": "application/json", ...this.#headers },
+        body: JSON.stringify(body),
+      });
+    } catch (cause) {
+      signal?.throwIfAborted();
+      throw new EngineError("upstream", `Cannot reach the upstream at ${url}: ${cause}`, { cause });
+    }
+    const bytes = await readBodyLimited(response, { maxBytes: MAX_EMBEDDINGS_BYTES, url })
+      .catch((cause) => {
+        throw new EngineError("upstream", `Cannot read the upstream's embeddings: ${cause}`, {
+          cause,
+        });
+      });
+    const text = new TextDecoder().decode(bytes);
+    if (!response.ok) {
+      throw new EngineError(
+        "upstream",
+        `Cannot embed with the upstream: status ${response.status}, expected 200 ${
+          text.slice(0, 200)
+        }`.trim(),
+      );
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (cause) {
+      throw new EngineError("upstream", "Cannot read the upstream's embeddings: not JSON", {
+        cause,
+      });
+    }
+    const data = (parsed as { data?: unknown })?.data;
+    if (
+      !Array.isArray(data) ||
+      !data.every((d) =>
+        Array.isArray(d?.embedding) &&
+        d.embedding.every((x: unknown) => typeof x === "number" && Number.isFinite(x))
+      )
+    ) {
+      throw new EngineError(
+        "upstream",
+        `Cannot read the upstream's embeddings: expected {"data": [{"embedding": [numbers]}]} from ${url}`,
+      );
+    }
+    const usage = (parsed as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } })
+      .usage;
+    return {
+      data,
+      ...(typeof usage?.prompt_tokens === "number"
+        ? {
+          usage: {
+            prompt_tokens: usage.prompt_tokens,
+            ...(typeof usage.total_tokens === "number" ? { total_tokens: usage.total_tokens } : {}),
+          },
+        }
+        : {}),
+    };
   }
 
   /** Streams the upstream's completion, with usage (computed by the dev tokenizer if absent). */

@@ -214,6 +214,15 @@ export const ModelSchema = z.object({
   ),
   tokens_per_sec: z.number().min(0),
   context_length: z.int().min(1),
+  kind: z.enum(["chat", "embedding"]).describe(
+    "What the model does: embedding when every provider's ad says so, else chat (an ad without " +
+      "a kind offers a chat model).",
+  ),
+  capabilities: z.array(z.enum(["tools", "vision", "json_mode", "logprobs", "dimensions"]))
+    .describe("What every provider listing the model supports, sorted."),
+  embedding_dimensions: z.int().min(1).optional().describe(
+    "An embedding model's vector length: the smallest its providers advertise.",
+  ),
 }).strict().openapi("Model");
 
 /** The `/models` body. */

@@ -23,7 +23,7 @@
  */
 
 import type { z } from "zod";
-import { comparePrices } from "../chain/ad.ts";
+import { comparePrices, type ModelCapability, modelKind } from "../chain/ad.ts";
 import type { ProviderTier } from "../chain/types.ts";
 import type {
   EpochVolumeSchema,
@@ -245,6 +245,9 @@ export function modelsView(
     context: number;
     tps: number;
     reputation: number | null;
+    kind: "chat" | "embedding";
+    capabilities: readonly ModelCapability[];
+    dimensions: number | undefined;
   }
   const offers = new Map<string, Offer[]>();
   for (const p of snapshot.live) {
@@ -261,6 +264,9 @@ export function modelsView(
         context: m.context_length,
         tps: p.metrics.tokens_per_sec,
         reputation: rep,
+        kind: modelKind(m),
+        capabilities: m.capabilities ?? [],
+        dimensions: m.embedding_dimensions,
       });
       offers.set(m.id, list);
     }
@@ -290,10 +296,31 @@ export function modelsView(
         tokens_per_sec: Math.round(list.reduce((sum, o) => sum + o.tps, 0) / list.length * 100) /
           100,
         context_length: Math.max(...list.map((o) => o.context)),
+        ...offeredKind(list),
       };
     },
   );
   return { models, next_cursor: next, history: historyView(sync) };
+}
+
+/** What every offer of a model says it is and supports (a client may land on any of them). */
+function offeredKind(
+  list: readonly {
+    kind: "chat" | "embedding";
+    capabilities: readonly ModelCapability[];
+    dimensions: number | undefined;
+  }[],
+): Pick<ModelView, "kind" | "capabilities" | "embedding_dimensions"> {
+  const kind = list.every((o) => o.kind === "embedding") ? "embedding" : "chat";
+  const capabilities = [...list[0].capabilities]
+    .filter((c) => list.every((o) => o.capabilities.includes(c)))
+    .sort();
+  if (kind === "chat") return { kind, capabilities };
+  return {
+    kind,
+    capabilities,
+    embedding_dimensions: Math.min(...list.map((o) => o.dimensions ?? Infinity)),
+  };
 }
 
 function volume(

@@ -202,8 +202,10 @@ export class OpenApiChecker {
       const validate = this.#validator(`${where} ${contentType} item`, item);
       const items = contentType === "text/event-stream"
         ? answer.body.split("\n\n").filter((e) => e.trim() !== "").map((event) => {
-          assert.match(event, /^data: /, `${where}: not an SSE data event: ${event}`);
-          return event.slice("data: ".length);
+          // An `event: <name>` line may come first (the Responses API names its events).
+          const data = event.replace(/^event: [^\n]*\n/, "");
+          assert.match(data, /^data: /, `${where}: not an SSE data event: ${event}`);
+          return data.slice("data: ".length);
         }).filter((data) => data !== "[DONE]")
         : answer.body.split("\n").filter((line) => line !== "");
       assert.ok(items.length > 0, `${where}: an empty stream`);

@@ -9,6 +9,7 @@ import {
   canonicalAd,
   comparePrices,
   MAX_AD_BYTES,
+  modelKind,
   parseAd,
   type ProviderAd,
   validateAd,
@@ -264,4 +265,98 @@ Deno.test("comparePrices: lower blended price first, ties to the lower output pr
     );
   }
   assert.equal(blendedPrice({ input: 2n ** 255n, output: 2n ** 255n }), 2n ** 256n);
+});
+
+Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, committed as published", () => {
+  const model = AD.models[0];
+  const withModel = (patch: Record<string, unknown>) => ({
+    ...AD,
+    models: [{ ...model, ...patch }],
+  });
+  // An old ad (no kind) is a chat model, and its copy gains no field: the commitment holds.
+  const old = validateAd(structuredClone(AD));
+  assert.equal(modelKind(old.models[0]), "chat");
+  assert.deepEqual(Object.keys(old.models[0]).sort(), ["context_length", "id", "prices"]);
+  assert.equal(adCommitment(old), COMMITMENT);
+
+  const chat = withModel({ kind: "chat", capabilities: ["tools", "logprobs", "json_mode"] });
+  const embed = withModel({
+    id: "devnet/embed",
+    kind: "embedding",
+    capabilities: ["dimensions"],
+    embedding_dimensions: 256,
+  });
+  for (const ad of [chat, embed]) {
+    const parsed = parseAd(JSON.stringify(ad));
+    assert.deepEqual(parsed, ad);
+    assert.equal(
+      adCommitment(parsed),
+      bytesToHex(keccak_256(new TextEncoder().encode(
+        canonicalAd(ad as ProviderAd),
+      ))),
+    );
+    assert.notEqual(adCommitment(parsed), COMMITMENT, "the new fields are committed");
+  }
+  assert.equal(modelKind(parseAd(JSON.stringify(embed)).models[0]), "embedding");
+  // An embedding model without capabilities is fine; an empty list too.
+  validateAd(withModel({ kind: "embedding", embedding_dimensions: 1 }));
+  validateAd(withModel({ capabilities: [] }));
+
+  const cases: [string, unknown, string, string][] = [
+    ["unknown kind", withModel({ kind: "image" }), "models[0].kind", '"chat" or "embedding"'],
+    ["kind null", withModel({ kind: null }), "models[0].kind", "null"],
+    [
+      "unknown capability",
+      withModel({ capabilities: ["tools", "telepathy"] }),
+      "models[0].capabilities[1]",
+      '"telepathy"',
+    ],
+    [
+      "repeated capability",
+      withModel({ capabilities: ["tools", "tools"] }),
+      "models[0].capabilities[1]",
+      "unique",
+    ],
+    [
+      "capability of the other kind",
+      withModel({ capabilities: ["dimensions"] }),
+      "models[0].capabilities[0]",
+      "chat model",
+    ],
+    [
+      "chat capability on an embedding model",
+      withModel({ kind: "embedding", embedding_dimensions: 8, capabilities: ["tools"] }),
+      "models[0].capabilities[0]",
+      "embedding model",
+    ],
+    ["capabilities as text", withModel({ capabilities: "tools" }), "models[0].capabilities", ""],
+    [
+      "embedding model without dimensions",
+      withModel({ kind: "embedding" }),
+      "models[0].embedding_dimensions",
+      "1 to 65536",
+    ],
+    [
+      "dimensions 0",
+      withModel({ kind: "embedding", embedding_dimensions: 0 }),
+      "models[0].embedding_dimensions",
+      "",
+    ],
+    [
+      "dimensions too many",
+      withModel({ kind: "embedding", embedding_dimensions: 65_537 }),
+      "models[0].embedding_dimensions",
+      "",
+    ],
+    [
+      "dimensions on a chat model",
+      withModel({ embedding_dimensions: 8 }),
+      "models[0].embedding_dimensions",
+      "only embedding models",
+    ],
+  ];
+  for (const [label, value, field, text] of cases) {
+    assert.doesNotThrow(() => JSON.stringify(value), label);
+    refused(JSON.parse(JSON.stringify(value)), "invalid_field", field, text);
+  }
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DAEMON_HELP, defaultDataDir, parseDaemonConfig } from "../../daemon/config.ts";
 import type { DaemonConfig } from "../../daemon/config.ts";
+import { DEFAULT_ALLOWED_ORIGINS } from "../../daemon/hygiene.ts";
 import { SettingError } from "../../settings/mod.ts";
 
 const HOME = { HOME: "/home/ada" };
@@ -60,7 +61,7 @@ Deno.test("config: defaults (the devnet profile: trust anchored on its chain, no
     ...DEVNET,
     auth: NO_KEY,
     measurementsFile: null,
-    allowedOrigins: [],
+    allowedOrigins: [...DEFAULT_ALLOWED_ORIGINS], // what Ollama allows out of the box
     allowedHosts: [],
     maxBodyBytes: 4 * 1024 * 1024,
     maxQueue: 512,

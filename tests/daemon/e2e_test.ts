@@ -52,7 +52,12 @@ Deno.test("openai SDK: models, chat, streaming and usage through the real networ
   const client = openai(daemon.url);
 
   const ids = (await client.models.list()).data.map((m) => m.id).sort();
-  assert.deepEqual(ids, ["net/tee/devnet/echo", "net/verified/devnet/echo"]);
+  assert.deepEqual(ids, [
+    "net/tee/devnet/echo",
+    "net/tee/devnet/embed",
+    "net/verified/devnet/echo",
+    "net/verified/devnet/embed",
+  ]);
 
   const { data: completion, response } = await client.chat.completions.create({
     model: "net/verified/devnet/echo",

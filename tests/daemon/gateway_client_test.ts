@@ -92,6 +92,14 @@ Deno.test("models(): valid entries are kept, bad ones skipped without hiding the
         "devnet/echo",
         42,
         [good],
+        {
+          ...good,
+          model: "devnet/embed",
+          kind: "embedding",
+          capabilities: ["dimensions", "teleport"], // an unknown capability is dropped
+          embedding_dimensions: 256,
+        },
+        { ...good, model: "devnet/no-dims", kind: "embedding" }, // skipped: no vector length
       ],
     })
   );
@@ -102,14 +110,26 @@ Deno.test("models(): valid entries are kept, bad ones skipped without hiding the
       providers: 2,
       contextLength: 8192,
       cheapestPrice: { input: "150000", output: "600000" },
+      kind: "chat",
+      supports: [],
     },
-    { tier: "tee", model: MODEL, providers: 2, contextLength: 8192, cheapestPrice: null },
+    {
+      tier: "tee",
+      model: MODEL,
+      providers: 2,
+      contextLength: 8192,
+      cheapestPrice: null,
+      kind: "chat",
+      supports: [],
+    },
     {
       tier: "verified",
       model: "meta/llama",
       providers: 2,
       contextLength: 8192,
       cheapestPrice: null,
+      kind: "chat",
+      supports: [],
     },
     {
       tier: "verified",
@@ -117,6 +137,18 @@ Deno.test("models(): valid entries are kept, bad ones skipped without hiding the
       providers: 2,
       contextLength: 8192,
       cheapestPrice: null,
+      kind: "chat",
+      supports: [],
+    },
+    {
+      tier: "verified",
+      model: "devnet/embed",
+      providers: 2,
+      contextLength: 8192,
+      cheapestPrice: { input: "150000", output: "600000" },
+      kind: "embedding",
+      supports: ["dimensions"],
+      embeddingDimensions: 256,
     },
   ]);
   assert.deepEqual(server.seen.map((s) => `${s.method} ${s.path}`), ["GET /v1/models"]);

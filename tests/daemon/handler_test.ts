@@ -19,7 +19,7 @@ Deno.test("handler: unknown paths are 404 and wrong methods 405, in the path's d
   const openaiMissing = await fixture.handler(get("/v1/nothing"));
   assert.equal(openaiMissing.status, 404);
   assert.equal((await openaiMissing.json()).error.code, "not_found");
-  const ollamaMissing = await fixture.handler(get("/api/pull"));
+  const ollamaMissing = await fixture.handler(get("/api/copy"));
   assert.equal(ollamaMissing.status, 404);
   assert.match((await ollamaMissing.json()).error, /no such endpoint/);
   const wrong = await fixture.handler(post("/api/tags", {}));
@@ -93,6 +93,8 @@ Deno.test("handler: /v1/models lists well-formed models once each, sorted", asyn
       providers: 2,
       context_length: 8192,
       cheapest_price: { input: "150000", output: "600000" },
+      kind: "chat",
+      capabilities: [],
     },
   });
   assert.equal(fixture.logged.length, 4, "each malformed entry is logged");

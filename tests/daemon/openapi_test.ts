@@ -115,6 +115,16 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await post("/api/generate", { model: MODEL, prompt: "Hi" }), 200);
   expect(await post("/api/generate", { model: MODEL, prompt: "Hi", stream: false }), 200);
   expect(await post("/api/chat", "{not json"), 400);
+  const EMBED = "net/verified/devnet/embed";
+  expect(await post("/api/embed", { model: EMBED, input: ["a", "b"] }), 200);
+  expect(await post("/api/embed", { model: EMBED, input: 3 }), 400);
+  expect(await post("/api/embed", { model: MODEL, input: "a chat model" }), 400);
+  expect(await post("/api/embeddings", { model: EMBED, prompt: "one" }), 200);
+  expect(await post("/api/embeddings", { model: EMBED }), 400);
+  expect(await post("/api/embed", { model: "net/tee/devnet/embed", input: "x" }), 403);
+  expect(await post("/api/pull", { model: MODEL }), 200);
+  expect(await post("/api/pull", { model: MODEL, stream: false }), 200);
+  expect(await post("/api/pull", { model: "net/verified/devnet/none" }), 404);
   expect(await post("/api/chat", { model: "net/tee/devnet/echo", messages, stream: false }), 403);
 
   // OpenAI dialect.
@@ -137,6 +147,39 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await post("/v1/chat/completions", { model: "net/verified/x/none", messages }), 404);
   expect(await post("/v1/chat/completions", { model: "net/tee/devnet/echo", messages }), 403);
   expect(await post("/v1/chat/completions", "x".repeat(4 * 1024 * 1024 + 1)), 413);
+  expect(await post("/v1/embeddings", { model: "net/verified/devnet/embed", input: "x" }), 200);
+  expect(
+    await post("/v1/embeddings", {
+      model: "net/verified/devnet/embed",
+      input: ["x", "y"],
+      encoding_format: "base64",
+      dimensions: 8,
+    }),
+    200,
+  );
+  expect(await post("/v1/embeddings", { model: "net/verified/devnet/embed" }), 400);
+  expect(await post("/v1/embeddings", { model: "net/verified/devnet/embed", input: [1.5] }), 400);
+  expect(await post("/v1/embeddings", { model: "net/tee/devnet/embed", input: "x" }), 403);
+  expect(await post("/v1/responses", { model: MODEL, input: "Hello" }), 200);
+  const events = expect(
+    await post("/v1/responses", { model: MODEL, input: "Hello", stream: true }),
+    200,
+  );
+  assert.match(events.body, /^event: response\.created\n/);
+  assert.match(events.body, /event: response\.completed\n/);
+  expect(await post("/v1/responses", { model: MODEL, input: "Hello", store: true }), 400);
+  expect(await post("/v1/responses", { model: MODEL }), 400);
+  expect(await post("/v1/completions", { model: MODEL, prompt: "Once" }), 200);
+  expect(
+    await post("/v1/completions", {
+      model: MODEL,
+      prompt: "Once",
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
+    200,
+  );
+  expect(await post("/v1/completions", { model: MODEL, prompt: "Once", echo: true }), 400);
   expect(await call("/v1/models"), 200);
   const template = "/v1/models/{model}";
   expect(await call(`/v1/models/${encodeURIComponent(MODEL)}`, { template }), 200);

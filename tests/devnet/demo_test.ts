@@ -186,6 +186,13 @@ Deno.test({
       assert.match(tee.out, /"code":"attestation_mock"/);
       assert.match(tee.out, /HTTP 403$/);
       assert.match(find("/api/chat")[0].out, /"done":true/);
+      const embeddings = JSON.parse(find("/v1/embeddings")[0].out.replace(/\nHTTP \d+$/, ""));
+      assert.deepEqual(embeddings.data.map((d: { embedding: number[] }) => d.embedding.length), [
+        4,
+        4,
+      ]);
+      assert.match(find("/v1/responses")[0].out, /"object":"response"/);
+      assert.match(find("/v1/responses")[0].out, /Hello from the Responses API/);
       if (npm) {
         assert.match(find("npm:openai")[0].out, /You said: "Hi from the SDK"/);
         assert.match(find("npm:ollama")[0].out, /You said: "Hi from ollama-js"/);

@@ -99,6 +99,8 @@ Deno.test("models aggregate per model and tier with the cheapest blended price",
       providers: 1,
       context_length: 1024,
       cheapest_price: { input: "1", output: "1" },
+      kind: "chat",
+      capabilities: [],
     },
     {
       model: "m/x",
@@ -107,6 +109,8 @@ Deno.test("models aggregate per model and tier with the cheapest blended price",
       context_length: 8192,
       // 250 + 100 = 350 ties with 150 + 200 = 350: the lower output price wins.
       cheapest_price: { input: "250", output: "100" },
+      kind: "chat",
+      capabilities: [],
     },
   ]);
 });

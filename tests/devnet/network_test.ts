@@ -34,7 +34,12 @@ Deno.test("the devnet serves both tiers, its gateways converge by gossip, and it
       models.models.map((
         m: { model: string; tier: string; providers: number },
       ) => [m.model, m.tier, m.providers]),
-      [["devnet/echo", "tee", 1], ["devnet/echo", "verified", 2]],
+      [
+        ["devnet/echo", "tee", 1],
+        ["devnet/echo", "verified", 2],
+        ["devnet/embed", "tee", 1],
+        ["devnet/embed", "verified", 2],
+      ],
     );
     // Each gateway started knowing only the next one; gossip spreads the full set.
     await eventually("three gateways know each other", async () => {
@@ -140,7 +145,7 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
       ...env.NET_DEVNET_PROVIDERS.split(","),
     ];
     assert.equal(env.NET_GATEWAY, gateways[0]);
-    assert.equal((await fetch(`${gateways[0]}/v1/models`).then((r) => r.json())).models.length, 2);
+    assert.equal((await fetch(`${gateways[0]}/v1/models`).then((r) => r.json())).models.length, 4); // echo and embed, two tiers
     // The network profile, for --network: the same chain, contracts and gateways.
     assert.equal(env.NET_NETWORK, `${await Deno.realPath(stateDir)}/network.json`);
     const profile = resolveNetworkProfile(env.NET_NETWORK);
@@ -214,7 +219,7 @@ Deno.test("--host 0.0.0.0 serves every interface; --public-host is what is adver
   assert.equal(await rpc(`http://127.0.0.2:${port(devnet.rpcUrl)}`, "eth_chainId"), "0x7a69");
   const models = await (await fetch(`http://127.0.0.2:${port(devnet.gateways[0])}/v1/models`))
     .json();
-  assert.equal(models.models.length, 2);
+  assert.equal(models.models.length, 4); // echo and embed, two tiers
   const ads = await (await fetch(`http://127.0.0.2:${port(devnet.routers[0])}/v1/ads`)).json();
   assert.ok(ads.ads.length > 0);
   assert.ok(
@@ -238,7 +243,7 @@ Deno.test("--rpc-url deploys onto an existing chain and leaves it running on sto
     assert.equal(first.rpcUrl, anvil.rpcUrl);
     assert.equal(first.env.NET_EVM_RPC_URL, anvil.rpcUrl);
     const models = await (await fetch(`${first.gateways[0]}/v1/models`)).json();
-    assert.equal(models.models.length, 2);
+    assert.equal(models.models.length, 4); // echo and embed, two tiers
     const state = await readNetworkState(await createChainClient(anvil.rpcUrl), first.contracts);
     assert.equal(state.routers.length, 2);
     await first.stop();

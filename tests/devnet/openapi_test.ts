@@ -128,7 +128,8 @@ Deno.test("gateway: its document matches its routes, and its answers match its d
   const nonce = "ab".repeat(32);
   await check(checker, "GET /v1/gateways", `${url}/v1/gateways`);
   const models = await check(checker, "GET /v1/models", `${url}/v1/models`);
-  assert.equal(JSON.parse(models.body).models.length, 2);
+  // devnet/echo and devnet/embed, in each tier.
+  assert.equal(JSON.parse(models.body).models.length, 4);
   const providers = await check(checker, "GET /v1/providers", `${url}/v1/providers?tier=tee`);
   assert.deepEqual(
     JSON.parse(providers.body).providers.map((p: { provider: string }) => p.provider),

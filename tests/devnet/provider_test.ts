@@ -59,6 +59,8 @@ Deno.test("the ad is valid, committed, and served with live capacity and metrics
   assert.equal(ad.serving_key, p.servingKey.address.toLowerCase());
   assert.deepEqual(ad.models.map((m) => [m.id, m.prices]), [
     ["devnet/echo", { input: "1000000", output: "2000000" }],
+    // An embedding model generates nothing: its output price is 0.
+    ["devnet/embed", { input: "1000000", output: "0" }],
   ]);
   assert.deepEqual(answer.capacity, { max_concurrency: 4, available_concurrency: 4 });
   assert.equal(answer.metrics.tokens_per_sec, 0);

@@ -230,6 +230,8 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
           2,
         ),
         context_length: Math.max(...offers.map((o) => o.m.context_length)),
+        kind: "chat", // the seeded ads say no kind
+        capabilities: [],
       };
     });
     const capacity = live.reduce(

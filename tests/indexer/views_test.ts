@@ -91,6 +91,8 @@ Deno.test("/models: cheapest price rule, counts, reputation and tokens/sec by ha
         reputation: 0.2667, // (0.6 + 0.2 + 0) / 3
         tokens_per_sec: 23.83, // (40 + 20.5 + 11) / 3 = 23.833…
         context_length: 32768,
+        kind: "chat", // no ad says a kind
+        capabilities: [],
       },
       {
         model: "acme/beta",
@@ -101,6 +103,8 @@ Deno.test("/models: cheapest price rule, counts, reputation and tokens/sec by ha
         reputation: 0.3, // (0.6 + 0) / 2
         tokens_per_sec: 25.5, // (40 + 11) / 2
         context_length: 4096,
+        kind: "chat", // no ad says a kind
+        capabilities: [],
       },
       {
         model: "acme/gamma",
@@ -111,6 +115,8 @@ Deno.test("/models: cheapest price rule, counts, reputation and tokens/sec by ha
         reputation: 0.3,
         tokens_per_sec: 25.5,
         context_length: 2048,
+        kind: "chat", // no ad says a kind
+        capabilities: [],
       },
     ],
     next_cursor: null,

@@ -1,0 +1,184 @@
+/**
+ * Legacy prompt completions, `POST /v1/completions`, mapped onto the chat path: the `prompt`
+ * becomes one user message, the reply a `text_completion` object, or with `stream: true` SSE
+ * `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, a last
+ * chunk with `choices: []` and `usage`). One prompt and one choice per request: `n` or
+ * `best_of` above 1, `echo: true`, `suffix` and several prompts are refused with 400. Unlike
+ * OpenAI's endpoint there is no default `max_tokens` of 16: without it the provider decides.
+ *
+ * @module
+ */
+
+import type { ChatRequest, ForwardedChatBody } from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
+import { streamErrorText } from "./http_error.ts";
+import { parseModelId } from "./model_id.ts";
+import { randomId, type SurfaceContext } from "./_context.ts";
+import { requestController } from "./_deadlines.ts";
+import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import { aggregateReply } from "./_reply_buffer.ts";
+import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import type { CompletionsBody } from "./_completions_schemas.ts";
+
+/** A validated completions request, as a chat call. */
+export interface CompletionsCall {
+  /** The model id as the client wrote it. */
+  readonly requestedModel: string;
+  /** What goes to the backend. */
+  readonly request: ChatRequest;
+  /** Whether the client wants a stream. */
+  readonly stream: boolean;
+  /** Whether the client asked for the usage chunk. */
+  readonly includeUsage: boolean;
+}
+
+function refuse(message: string, param: string): DaemonError {
+  return new DaemonError("invalid_request_error", `Cannot complete: ${message}`, { param });
+}
+
+/** The one prompt of a request. */
+function promptOf(prompt: CompletionsBody["prompt"]): string {
+  if (typeof prompt === "string") return prompt;
+  if (prompt.length === 1) return prompt[0];
+  throw refuse(`one prompt per request, found ${prompt.length}`, "prompt");
+}
+
+/**
+ * Maps a validated completions body onto a chat call.
+ *
+ * @throws {DaemonError} `invalid_request_error` for what the mapping cannot keep (several
+ * prompts or choices, `echo`, `suffix`), or the `ModelIdError` of a malformed id.
+ */
+export function completionsCall(body: CompletionsBody): CompletionsCall {
+  if (body.model === undefined) throw refuse('the request has no "model"', "model");
+  if ((body.n ?? 1) !== 1) throw refuse("one choice per request (n: 1)", "n");
+  if ((body.best_of ?? 1) !== 1) throw refuse("best_of is not supported (best_of: 1)", "best_of");
+  if (body.echo === true) throw refuse("echo is not supported", "echo");
+  if (body.suffix != null && body.suffix !== "") {
+    throw refuse("suffix (insertion) is not supported", "suffix");
+  }
+  if (body.logprobs != null) {
+    throw refuse(
+      "legacy logprobs are not supported; use POST /v1/chat/completions with logprobs: true",
+      "logprobs",
+    );
+  }
+  const id = parseModelId(body.model);
+  const { prompt, stream, stream_options, n: _n, best_of: _b, echo: _e, suffix: _s, ...rest } =
+    body;
+  const forwarded: ForwardedChatBody = {
+    ...rest,
+    model: id.model,
+    messages: [{ role: "user", content: promptOf(prompt) }],
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  delete forwarded.logprobs;
+  return {
+    requestedModel: body.model as string,
+    request: { tier: id.tier, model: id.model, body: forwarded },
+    stream: stream ?? false,
+    includeUsage: (stream ?? false) && stream_options?.include_usage === true,
+  };
+}
+
+/**
+ * Serves a completions call: one `text_completion`, or its SSE stream.
+ *
+ * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts.
+ */
+export async function serveCompletions(
+  context: SurfaceContext,
+  served: { call: CompletionsCall; request: Request },
+): Promise<Response> {
+  const { call } = served;
+  const { controller, release } = requestController(served.request);
+  const cancel = {
+    controller,
+    what: `completion ${JSON.stringify(call.requestedModel)}`,
+    when: "before its reply started (queued or waiting for a provider)",
+  };
+  try {
+    const reply = await openReply(context, {
+      request: call.request,
+      requestedModel: call.requestedModel,
+      controller,
+    });
+    cancel.when = "during its reply";
+    const head = {
+      id: randomId(context, "cmpl-"),
+      object: "text_completion" as const,
+      created: Math.floor(context.clock().getTime() / 1000),
+      model: call.requestedModel,
+    };
+    const events = replyEvents(context, { reply, controller });
+    const headers = new Headers({
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      ...servedHeaders(reply.served),
+    });
+    if (!call.stream) {
+      const whole = await aggregateReply(context, events);
+      release();
+      const choice = { text: whole.content, index: 0, logprobs: null };
+      return new Response(
+        JSON.stringify({
+          ...head,
+          choices: [{ ...choice, finish_reason: whole.finishReason }],
+          usage: whole.usage,
+        }),
+        { headers },
+      );
+    }
+    headers.set("content-type", "text/event-stream; charset=utf-8");
+    headers.set("cache-control", "no-cache, no-store");
+    const pieces = completionEvents(context, { call, head, events, cancel });
+    return new Response(
+      textStream(pieces, {
+        controller,
+        onDone: release,
+        onCancel: () => noteCancel(context, cancel),
+      }),
+      { headers },
+    );
+  } catch (error) {
+    release();
+    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
+    throw error;
+  }
+}
+
+async function* completionEvents(
+  context: SurfaceContext,
+  stream: {
+    call: CompletionsCall;
+    head: { id: string; object: "text_completion"; created: number; model: string };
+    events: AsyncGenerator<ReplyEvent, void, undefined>;
+    cancel: { controller: AbortController; what: string; when: string };
+  },
+): AsyncGenerator<string, void, undefined> {
+  const { head, events, call } = stream;
+  const chunk = (text: string, finish: string | null) =>
+    `data: ${
+      JSON.stringify({
+        ...head,
+        choices: [{ text, index: 0, logprobs: null, finish_reason: finish }],
+      })
+    }\n\n`;
+  try {
+    for await (const event of events) {
+      if (event.type === "content") yield chunk(event.text, null);
+      else if (event.type === "finish") yield chunk("", event.reason);
+      else if (event.type === "usage" && call.includeUsage) {
+        yield `data: ${JSON.stringify({ ...head, choices: [], usage: event.usage })}\n\n`;
+      }
+    }
+    yield "data: [DONE]\n\n";
+  } catch (error) {
+    if (endedByCancel(context, stream.cancel)) return;
+    yield streamErrorText(error, "openai", { log: context.log });
+  } finally {
+    await events.return(undefined);
+  }
+}

@@ -1,0 +1,436 @@
+/**
+ * The OpenAI Responses API, `POST /v1/responses`, mapped onto the chat path: the request
+ * becomes one chat completion (sealed to a provider like any other), its reply a response
+ * object, or with `stream: true` the standard event sequence.
+ *
+ * - `instructions` → a first `system` message; `input` (a string, or message items with text
+ *   or image parts, `function_call` and `function_call_output` items) → the messages;
+ *   `max_output_tokens` → `max_completion_tokens`; `temperature`, `top_p`, function `tools`,
+ *   `tool_choice` and `text.format` (JSON schema / object) → their chat equivalents.
+ * - The daemon keeps no conversation state: `previous_response_id` and `store: true` are
+ *   refused with 400, saying so. Every response says `store: false`.
+ * - Streamed: `response.created`, `response.in_progress`, per output item
+ *   `response.output_item.added`, its deltas (`response.output_text.delta` inside
+ *   `response.content_part.added`/`.done`, or `response.function_call_arguments.delta`) and
+ *   `response.output_item.done`, then `response.completed` (or `response.incomplete` when the
+ *   token limit cut it). A failure after the start is one `error` event, and the stream ends.
+ *
+ * @module
+ */
+
+import type { ChatRequest, ForwardedChatBody, Usage } from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
+import { streamErrorText } from "./http_error.ts";
+import { parseModelId } from "./model_id.ts";
+import { randomId, type SurfaceContext } from "./_context.ts";
+import { requestController } from "./_deadlines.ts";
+import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import { aggregateReply, ReplyBudget, ToolCallAssembler } from "./_reply_buffer.ts";
+import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import type { ResponseObject, ResponseOutputItem, ResponsesBody } from "./_responses_schemas.ts";
+
+function invalid(message: string, param: string): DaemonError {
+  return new DaemonError("invalid_request_error", `Cannot create a response: ${message}`, {
+    param,
+  });
+}
+
+/** An input message's content, as chat content. */
+function chatContent(content: unknown, at: string): unknown {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw invalid(`${at}.content must be a string or parts`, at);
+  return content.map((part: Record<string, unknown>, i) => {
+    if (part.type === "input_text" || part.type === "output_text" || part.type === "text") {
+      return { type: "text", text: String(part.text ?? "") };
+    }
+    if (part.type === "input_image" && typeof part.image_url === "string") {
+      return { type: "image_url", image_url: { url: part.image_url } };
+    }
+    throw invalid(
+      `${at}.content[${i}] has type ${JSON.stringify(part.type)}; supported: input_text, ` +
+        "output_text, input_image (with image_url)",
+      `${at}.content`,
+    );
+  });
+}
+
+/** The chat messages of a Responses request. */
+function chatMessages(body: ResponsesBody): Record<string, unknown>[] {
+  const messages: Record<string, unknown>[] = [];
+  if (body.instructions) messages.push({ role: "system", content: body.instructions });
+  if (typeof body.input === "string") return [...messages, { role: "user", content: body.input }];
+  body.input.forEach((item, i) => {
+    const at = `input[${i}]`;
+    const type = item.type ?? "message";
+    if (type === "message") {
+      if (!item.role) throw invalid(`${at} has no role`, `${at}.role`);
+      messages.push({ role: item.role, content: chatContent(item.content, at) });
+    } else if (type === "function_call") {
+      if (!item.call_id || !item.name) {
+        throw invalid(`${at} (function_call) needs call_id and name`, at);
+      }
+      const call = {
+        id: item.call_id,
+        type: "function",
+        function: { name: item.name, arguments: item.arguments ?? "{}" },
+      };
+      const last = messages.at(-1);
+      if (last?.role === "assistant" && Array.isArray(last.tool_calls)) last.tool_calls.push(call);
+      else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+    } else if (type === "function_call_output") {
+      if (!item.call_id) throw invalid(`${at} (function_call_output) needs call_id`, at);
+      const output = typeof item.output === "string" ? item.output : JSON.stringify(item.output);
+      messages.push({ role: "tool", tool_call_id: item.call_id, content: output ?? "" });
+    } else {
+      throw invalid(
+        `${at} has type ${JSON.stringify(type)}; supported: message, function_call, ` +
+          "function_call_output",
+        `${at}.type`,
+      );
+    }
+  });
+  return messages;
+}
+
+/** The chat equivalents of the request's options. */
+function chatOptions(body: ResponsesBody): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (body.max_output_tokens != null) out.max_completion_tokens = body.max_output_tokens;
+  if (body.temperature != null) out.temperature = body.temperature;
+  if (body.top_p != null) out.top_p = body.top_p;
+  if (body.parallel_tool_calls != null) out.parallel_tool_calls = body.parallel_tool_calls;
+  if (body.tools?.length) {
+    out.tools = body.tools.map((tool) => ({
+      type: "function",
+      function: {
+        name: tool.name,
+        ...(tool.description ? { description: tool.description } : {}),
+        ...(tool.parameters ? { parameters: tool.parameters } : {}),
+        ...(tool.strict != null ? { strict: tool.strict } : {}),
+      },
+    }));
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined) {
+    out.tool_choice = typeof choice === "string"
+      ? choice
+      : { type: "function", function: { name: choice.name } };
+  }
+  const format = body.text?.format as Record<string, unknown> | undefined;
+  if (format?.type === "json_object") out.response_format = { type: "json_object" };
+  if (format?.type === "json_schema") {
+    const { type: _, ...schema } = format;
+    out.response_format = { type: "json_schema", json_schema: schema };
+  }
+  return out;
+}
+
+/** A validated Responses request, as a chat call. */
+export interface ResponsesCall {
+  /** The model id as the client wrote it. */
+  readonly requestedModel: string;
+  /** What goes to the backend. */
+  readonly request: ChatRequest;
+  /** Whether the client wants events. */
+  readonly stream: boolean;
+  /** The request, for the fields a response echoes. */
+  readonly body: ResponsesBody;
+}
+
+/**
+ * Maps a validated Responses body onto a chat call.
+ *
+ * @throws {DaemonError} `invalid_request_error` for conversation state (`previous_response_id`,
+ * `store: true`), an unsupported item or part; the `ModelIdError` of a malformed id.
+ */
+export function responsesCall(body: ResponsesBody): ResponsesCall {
+  if (body.previous_response_id != null) {
+    throw invalid(
+      "previous_response_id is not supported: the daemon keeps no conversation state; send " +
+        "the whole conversation in input",
+      "previous_response_id",
+    );
+  }
+  if (body.store === true) {
+    throw invalid(
+      "store: true is not supported: the daemon keeps no conversation state; send store: false",
+      "store",
+    );
+  }
+  if (body.model === undefined) throw invalid('the request has no "model"', "model");
+  const id = parseModelId(body.model);
+  const forwarded: ForwardedChatBody = {
+    model: id.model,
+    messages: chatMessages(body),
+    ...chatOptions(body),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  return {
+    requestedModel: body.model as string,
+    request: { tier: id.tier, model: id.model, body: forwarded },
+    stream: body.stream ?? false,
+    body,
+  };
+}
+
+/** Builds response objects for one call. */
+class ResponseShape {
+  readonly id: string;
+  readonly #created: number;
+  readonly #call: ResponsesCall;
+  readonly #context: SurfaceContext;
+
+  constructor(context: SurfaceContext, call: ResponsesCall) {
+    this.#context = context;
+    this.#call = call;
+    this.id = randomId(context, "resp_");
+    this.#created = Math.floor(context.clock().getTime() / 1000);
+  }
+
+  itemId(prefix: "msg_" | "fc_"): string {
+    return randomId(this.#context, prefix);
+  }
+
+  object(output: ResponseOutputItem[], end?: { finish: string; usage: Usage }): ResponseObject {
+    const { body } = this.#call;
+    const cut = end?.finish === "length";
+    return {
+      id: this.id,
+      object: "response",
+      created_at: this.#created,
+      status: end === undefined ? "in_progress" : cut ? "incomplete" : "completed",
+      error: null,
+      incomplete_details: cut ? { reason: "max_output_tokens" } : null,
+      instructions: body.instructions ?? null,
+      max_output_tokens: body.max_output_tokens ?? null,
+      model: this.#call.requestedModel,
+      output,
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
+      previous_response_id: null,
+      store: false,
+      temperature: body.temperature ?? null,
+      top_p: body.top_p ?? null,
+      tool_choice: body.tool_choice ?? "auto",
+      tools: body.tools ?? [],
+      text: body.text ?? { format: { type: "text" } },
+      truncation: "disabled",
+      metadata: body.metadata ?? {},
+      usage: end === undefined ? null : {
+        input_tokens: end.usage.prompt_tokens,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: end.usage.completion_tokens,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: end.usage.total_tokens,
+      },
+    };
+  }
+}
+
+/**
+ * Serves a Responses call: one response object, or its event stream.
+ *
+ * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts.
+ */
+export async function serveResponses(
+  context: SurfaceContext,
+  served: { call: ResponsesCall; request: Request },
+): Promise<Response> {
+  const { call } = served;
+  const { controller, release } = requestController(served.request);
+  const cancel = {
+    controller,
+    what: `response ${JSON.stringify(call.requestedModel)}`,
+    when: "before its reply started (queued or waiting for a provider)",
+  };
+  try {
+    const reply = await openReply(context, {
+      request: call.request,
+      requestedModel: call.requestedModel,
+      controller,
+    });
+    cancel.when = "during its reply";
+    const shape = new ResponseShape(context, call);
+    const events = replyEvents(context, { reply, controller });
+    const headers = new Headers({
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      ...servedHeaders(reply.served),
+    });
+    if (!call.stream) {
+      const whole = await aggregateReply(context, events);
+      const output: ResponseOutputItem[] = [];
+      if (whole.content !== "" || whole.toolCalls.length === 0) {
+        output.push(messageItem(shape.itemId("msg_"), whole.content, "completed"));
+      }
+      for (const tool of whole.toolCalls) {
+        output.push(callItem(shape.itemId("fc_"), tool, "completed"));
+      }
+      release();
+      const object = shape.object(output, { finish: whole.finishReason, usage: whole.usage });
+      return new Response(JSON.stringify(object), { headers });
+    }
+    headers.set("content-type", "text/event-stream; charset=utf-8");
+    headers.set("cache-control", "no-cache, no-store");
+    const pieces = responseEvents(context, { shape, events, cancel });
+    return new Response(
+      textStream(pieces, {
+        controller,
+        onDone: release,
+        onCancel: () => noteCancel(context, cancel),
+      }),
+      { headers },
+    );
+  } catch (error) {
+    release();
+    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
+    throw error;
+  }
+}
+
+function messageItem(
+  id: string,
+  text: string,
+  status: "in_progress" | "completed",
+): ResponseOutputItem {
+  return {
+    type: "message",
+    id,
+    status,
+    role: "assistant",
+    content: status === "completed" ? [{ type: "output_text", text, annotations: [] }] : [],
+  };
+}
+
+function callItem(
+  id: string,
+  call: { id: string; name: string; arguments: string },
+  status: "in_progress" | "completed",
+): ResponseOutputItem {
+  return {
+    type: "function_call",
+    id,
+    call_id: call.id,
+    name: call.name,
+    arguments: call.arguments,
+    status,
+  };
+}
+
+/** The open output item of a stream. */
+type Open =
+  | { kind: "message"; id: string; index: number; text: string }
+  | { kind: "call"; id: string; index: number; callIndex: number };
+
+/** The SSE events of a streamed response (`event: <type>` then `data: <JSON>`). */
+async function* responseEvents(
+  context: SurfaceContext,
+  stream: {
+    shape: ResponseShape;
+    events: AsyncGenerator<ReplyEvent, void, undefined>;
+    cancel: { controller: AbortController; what: string; when: string };
+  },
+): AsyncGenerator<string, void, undefined> {
+  const { shape, events } = stream;
+  let sequence = 0;
+  const emit = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`;
+  const output: ResponseOutputItem[] = [];
+  const tools = new ToolCallAssembler(new ReplyBudget(context.maxReplyBytes));
+  const callIds = new Map<number, string>();
+  let open: Open | undefined;
+  let finish = "stop";
+  let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  function* close(): Generator<string> {
+    if (!open) return;
+    const index = open.index;
+    if (open.kind === "message") {
+      const base = { item_id: open.id, output_index: index, content_index: 0 };
+      const part = { type: "output_text", text: open.text, annotations: [] };
+      yield emit("response.output_text.done", { ...base, text: open.text });
+      yield emit("response.content_part.done", { ...base, part });
+      output[index] = messageItem(open.id, open.text, "completed");
+    } else {
+      const call = tools.calls(context)[open.callIndex];
+      const id = callIds.get(open.callIndex) ?? call.id;
+      yield emit("response.function_call_arguments.done", {
+        item_id: open.id,
+        output_index: index,
+        arguments: call.arguments,
+      });
+      output[index] = callItem(open.id, { ...call, id }, "completed");
+    }
+    yield emit("response.output_item.done", { output_index: index, item: output[index] });
+    open = undefined;
+  }
+  try {
+    yield emit("response.created", { response: shape.object([]) });
+    yield emit("response.in_progress", { response: shape.object([]) });
+    for await (const event of events) {
+      if (event.type === "content" && event.text !== "") {
+        if (open?.kind !== "message") {
+          yield* close();
+          open = { kind: "message", id: shape.itemId("msg_"), index: output.length, text: "" };
+          output.push(messageItem(open.id, "", "in_progress"));
+          yield emit("response.output_item.added", {
+            output_index: open.index,
+            item: output[open.index],
+          });
+          yield emit("response.content_part.added", {
+            item_id: open.id,
+            output_index: open.index,
+            content_index: 0,
+            part: { type: "output_text", text: "", annotations: [] },
+          });
+        }
+        open.text += event.text;
+        yield emit("response.output_text.delta", {
+          item_id: open.id,
+          output_index: open.index,
+          content_index: 0,
+          delta: event.text,
+        });
+      } else if (event.type === "tool_call") {
+        tools.add(event.delta);
+        const index = event.delta.index;
+        if (open?.kind !== "call" || open.callIndex !== index) {
+          yield* close();
+          const callId = event.delta.id ?? randomId(context, "call_");
+          callIds.set(index, callId);
+          open = { kind: "call", id: shape.itemId("fc_"), index: output.length, callIndex: index };
+          const name = event.delta.function?.name ?? "";
+          output.push(callItem(open.id, { id: callId, name, arguments: "" }, "in_progress"));
+          yield emit("response.output_item.added", {
+            output_index: open.index,
+            item: output[open.index],
+          });
+        }
+        const delta = event.delta.function?.arguments;
+        if (delta) {
+          yield emit("response.function_call_arguments.delta", {
+            item_id: open.id,
+            output_index: open.index,
+            delta,
+          });
+        }
+      } else if (event.type === "finish") finish = event.reason;
+      else if (event.type === "usage") usage = event.usage;
+    }
+    yield* close();
+    const done = shape.object(output, { finish, usage });
+    yield emit(done.status === "incomplete" ? "response.incomplete" : "response.completed", {
+      response: done,
+    });
+  } catch (error) {
+    if (endedByCancel(context, stream.cancel)) return;
+    const body = JSON.parse(streamErrorText(error, "openai", { log: context.log }).slice(6));
+    yield emit("error", {
+      code: body.error.code,
+      message: body.error.message,
+      param: body.error.param ?? null,
+    });
+  } finally {
+    await events.return(undefined);
+  }
+}
