@@ -16,17 +16,18 @@
  * @module
  */
 
-import type { RecipientContext, SenderContext } from "@hpke/core";
-import { expand, extract } from "@noble/hashes/hkdf.js";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesLabel, concat, copy, hex16, u16, view } from "../_bytes.ts";
+import { bytesLabel, concat, copy, hex16, u16 } from "../_bytes.ts";
+import { type AeadKey, aeadKey } from "../hpke/_aead.ts";
 import {
-  type HpkeKeyPair,
-  importKeyPair,
-  randomBytes,
-  type RandomSource,
-  systemRandom,
-} from "../hpke/key_pair.ts";
+  type HpkeExporter,
+  type HpkeRecipientContext,
+  type HpkeSenderContext,
+  setupBaseRecipient,
+  setupBaseSender,
+  xorCounter,
+} from "../hpke/_base_mode.ts";
+import { hkdfExpand, hkdfExtract } from "../hpke/_labeled_kdf.ts";
+import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import {
   AEAD_AES_128_GCM,
   type HpkeSuite,
@@ -139,7 +140,7 @@ export interface ClientSetup {
   /** The encapsulated key. */
   readonly enc: Uint8Array;
   /** The HPKE sender context. */
-  readonly context: SenderContext;
+  readonly context: HpkeSenderContext;
 }
 
 /** Decodes (when needed) and validates a key configuration for sealing. */
@@ -197,25 +198,26 @@ export async function setupClient(
   const config = clientKeyConfig(keyConfig, action);
   const suite = chooseSuite(config, options.aead, action);
   const header = requestHeader(config.keyId, suite.ids);
-  let ephemeral: HpkeKeyPair;
-  let context: SenderContext;
+  let ephemeral: Uint8Array | undefined;
+  let context: HpkeSenderContext;
   try {
-    ephemeral = await importKeyPair(
-      randomBytes(options.random ?? systemRandom, suite.kem.privateKeyLength, "ephemeral key"),
-      { kem: suite.kem.id },
+    ephemeral = randomBytes(
+      options.random ?? systemRandom,
+      suite.kem.privateKeyLength,
+      "ephemeral key",
     );
-    const recipientPublicKey = await suite.cipherSuite.kem.deserializePublicKey(
-      copy(config.publicKey),
+    context = await setupBaseSender(
+      suite.ids,
+      config.publicKey,
+      requestInfo(labels.request, header),
+      ephemeral,
     );
-    context = await suite.cipherSuite.createSenderContext({
-      recipientPublicKey,
-      info: requestInfo(labels.request, header),
-      ekm: ephemeral.keys,
-    });
   } catch (cause) {
     throw new SealError("crypto", `Cannot ${action}: HPKE setup failed`, { cause });
+  } finally {
+    ephemeral?.fill(0);
   }
-  const enc = view(context.enc).slice();
+  const enc = context.enc.slice();
   return { keyId: config.keyId, suite, prefix: concat(header, enc), enc, context };
 }
 
@@ -228,7 +230,7 @@ export interface GatewaySetup {
   /** The encapsulated key. */
   readonly enc: Uint8Array;
   /** The HPKE recipient context. */
-  readonly context: RecipientContext;
+  readonly context: HpkeRecipientContext;
 }
 
 /** Normalizes the gateway's keys and checks each. */
@@ -293,11 +295,12 @@ export async function setupGateway(
   labels: Labels,
 ): Promise<GatewaySetup> {
   try {
-    const context = await suite.cipherSuite.createRecipientContext({
-      recipientKey: key.keyPair.keys,
-      enc: copy(enc),
-      info: requestInfo(labels.request, header),
-    });
+    const context = await setupBaseRecipient(
+      suite.ids,
+      { privateKey: key.keyPair.keys.privateKey, publicKey: key.keyPair.publicKey },
+      enc,
+      requestInfo(labels.request, header),
+    );
     return { keyId: key.config.keyId, suite, enc: copy(enc), context };
   } catch (cause) {
     throw new OpenError(
@@ -333,41 +336,38 @@ export function responseNonceLength(suite: HpkeSuite): number {
   return Math.max(suite.aead.nonceLength, suite.aead.keyLength);
 }
 
-/** Runs the response key schedule (RFC 9458 §4.4, chunked draft §6.2). */
-export async function deriveResponseKeys(
+/**
+ * Runs the response key schedule (RFC 9458 §4.4, chunked draft §6.2). Synchronous: the export
+ * and HKDF are plain HKDF-SHA256 calls.
+ */
+export function deriveResponseKeys(
   suite: HpkeSuite,
-  context: { export(exporterContext: Uint8Array, length: number): Promise<ArrayBuffer> },
+  context: HpkeExporter,
   enc: Uint8Array,
   responseNonce: Uint8Array,
   label: Uint8Array,
-): Promise<ResponseKeys> {
+): ResponseKeys {
   const length = responseNonceLength(suite);
-  const secret = view(await context.export(copy(label), length));
+  const secret = context.export(label, length);
   const salt = concat(enc, responseNonce);
-  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others). @noble/hashes, because the
-  // WebCrypto-backed HKDF of @hpke/core refuses a salt longer than the hash (ours is 48 bytes).
-  const prk = extract(sha256, secret, salt);
-  const key = expand(sha256, prk, encoder.encode("key"), suite.aead.keyLength);
-  const nonce = expand(sha256, prk, encoder.encode("nonce"), suite.aead.nonceLength);
-  const aead = suite.cipherSuite.aead.createEncryptionContext(copy(key));
+  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others). The salt (48 bytes) is longer than
+  // the hash: HMAC hashes such a key first, as RFC 2104 says.
+  const prk = hkdfExtract(salt, secret);
+  const key = hkdfExpand(prk, encoder.encode("key"), suite.aead.keyLength);
+  const nonce = hkdfExpand(prk, encoder.encode("nonce"), suite.aead.nonceLength);
+  const aead: AeadKey = aeadKey(suite.aead.id, key);
   return {
     secret,
     salt,
     prk,
     key,
     nonce,
-    seal: async (n, plaintext, aad) => view(await aead.seal(n, plaintext, aad)),
-    open: async (n, ciphertext, aad) => view(await aead.open(n, ciphertext, aad)),
+    seal: (n, plaintext, aad) => aead.seal(n, plaintext, aad),
+    open: (n, ciphertext, aad) => aead.open(n, ciphertext, aad),
   };
 }
 
 /** `chunk_nonce = aead_nonce XOR encode(Nn, counter)`. */
 export function chunkNonce(base: Uint8Array, counter: number): Uint8Array {
-  const out = base.slice();
-  let value = counter;
-  for (let i = out.length - 1; i >= 0 && value > 0; i--) {
-    out[i] ^= value % 256;
-    value = Math.floor(value / 256);
-  }
-  return out;
+  return xorCounter(base, counter);
 }

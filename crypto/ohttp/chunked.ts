@@ -57,7 +57,7 @@
  */
 
 import { ByteQueue } from "../_byte_queue.ts";
-import { bytesLabel, view } from "../_bytes.ts";
+import { bytesLabel } from "../_bytes.ts";
 import {
   CHUNKED_LABELS,
   chunkNonce,
@@ -177,10 +177,7 @@ export async function createChunkedRequest(
         start: () =>
           Promise.resolve({
             prefix: setup.prefix,
-            seal: async (plaintext, final) =>
-              view(
-                await context.seal(plaintext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
-              ),
+            seal: (plaintext, final) => context.seal(plaintext, final ? FINAL_AAD : EMPTY),
           }),
       });
     },
@@ -198,7 +195,7 @@ export async function createChunkedRequest(
         tagLength: suite.aead.tagLength,
         maxChunkLength,
         async start(responseNonce) {
-          const keys = await deriveResponseKeys(
+          const keys = deriveResponseKeys(
             suite,
             context,
             setup.enc,
@@ -280,10 +277,8 @@ export async function openChunkedRequest(
       tagLength: suite.aead.tagLength,
       maxChunkLength,
       start: () =>
-        Promise.resolve(async (ciphertext, final) =>
-          view(
-            await setup.context.open(ciphertext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
-          )
+        Promise.resolve((ciphertext, final) =>
+          setup.context.open(ciphertext, final ? FINAL_AAD : EMPTY)
         ),
     });
     let used = false;
@@ -390,7 +385,7 @@ function sealGatewayResponse(
           { cause },
         );
       }
-      const keys = await deriveResponseKeys(
+      const keys = deriveResponseKeys(
         suite,
         setup.context,
         setup.enc,
