@@ -1,7 +1,9 @@
 /**
  * What every answer of the indexer carries, in one place: `Access-Control-Allow-Origin: *`
- * (read-only public data), `Retry-After` exposed to scripts, `Cache-Control: no-store` (a
- * cached copy would be stale data) and `nosniff`; and on a CORS preflight (`OPTIONS` on a known
+ * (read-only public data), `Retry-After` exposed to scripts, `Cache-Control: no-store` unless
+ * the answer says otherwise (the data endpoints' 200s and 304s are `public, max-age=N` up to the
+ * snapshot's freshness bound, `_serving.ts`; the dashboard's assets have their own) and
+ * `nosniff`; and on a CORS preflight (`OPTIONS` on a known
  * path, which the HTTP layer answers 204 with `Allow`) the methods, the headers asked for and
  * a day's `Access-Control-Max-Age`.
  *
@@ -49,6 +51,11 @@ export function jsonResponse(
     status,
     headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
   });
+}
+
+/** A 304 Not Modified with the headers of every answer and `extra` (`etag`, `cache-control`). */
+export function notModifiedResponse(extra: Readonly<Record<string, string>>): Response {
+  return new Response(null, { status: 304, headers: { ...BASE_HEADERS, ...extra } });
 }
 
 /**

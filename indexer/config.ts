@@ -17,6 +17,7 @@
  * | `--data-dir <dir>`         | `NET_STATS_DATA_DIR`          | the per-user data directory |
  * | `--database-url <url>`     | `NET_STATS_DATABASE_URL`      | unset: the embedded store   |
  * | `--rebuild-history`        | `NET_STATS_REBUILD_HISTORY`   | off                         |
+ * | `--log-format human\|json` | `NET_STATS_LOG_FORMAT`        | `human`                     |
  * | —                          | `NET_EVM_RPC_URL`             | `http://127.0.0.1:8545`     |
  * | —                          | `NET_EVM_ESCROW`              | required (or the profile's) |
  * | —                          | `NET_EVM_STAKING`             | required (or the profile's) |
@@ -57,10 +58,12 @@ import {
 } from "../chain/network_profile.ts";
 import type { ChainContracts } from "../chain/types.ts";
 import type { BindAddress } from "../io/bind_address.ts";
+import { LOG_FORMATS, type LogFormat } from "../io/log.ts";
 import {
   address,
   bindAddress,
   blockNumber,
+  choice,
   defineSettings,
   integer,
   type Kind,
@@ -96,8 +99,9 @@ const SETTINGS = defineSettings({
   usage: "Usage: deno run -A indexer/main.ts [options]     (or: deno task indexer [options])",
   epilogue: [
     "Endpoints (JSON, Access-Control-Allow-Origin: *): GET /stats, /models, /providers,",
-    "/providers/{address}, /epochs, /health, and /openapi.json (their OpenAPI 3.1 document).",
-    "See docs/indexer.md for every field and the error rules.",
+    "/providers/{address}, /epochs, /health, and /openapi.json (their OpenAPI 3.1 document);",
+    "GET / is the dashboard page, GET /metrics the Prometheus metrics.",
+    "See docs/indexer.md for every field, the caching and the error rules.",
   ].join("\n"),
 }, {
   network: {
@@ -180,6 +184,14 @@ const SETTINGS = defineSettings({
     help: "Discard the stored settlement history at start (also a corrupt one, one from a " +
       "newer version or of another chain) and scan it again from --scan-from-block.",
   },
+  logFormat: {
+    flag: "log-format",
+    env: "NET_STATS_LOG_FORMAT",
+    kind: choice(LOG_FORMATS),
+    default: "human",
+    help: "How log lines are written on stderr: human (one line of text each) or json (one " +
+      "JSON object a line: time, level, message, logger, fields).",
+  },
   rpcUrl: {
     env: "NET_EVM_RPC_URL",
     kind: rpcUrl(),
@@ -251,6 +263,8 @@ export interface IndexerConfig {
   readonly databaseUrl: string | null;
   /** Whether to discard the stored history at start and scan it again. */
   readonly rebuildHistory: boolean;
+  /** How log lines are written: `human` or `json`. */
+  readonly logFormat: LogFormat;
 }
 
 /** The result of {@linkcode parseIndexerConfig}: the help text was asked for, or a config. */
@@ -347,6 +361,7 @@ export function parseIndexerConfig(
       dataDir: values.dataDir ?? null,
       databaseUrl: values.databaseUrl ?? null,
       rebuildHistory: values.rebuildHistory ?? false,
+      logFormat: values.logFormat,
     },
   };
 }

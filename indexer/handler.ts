@@ -1,5 +1,5 @@
 /**
- * The indexer's HTTP service, on the project's HTTP layer (`http/`): six routes, each declared
+ * The indexer's HTTP service, on the project's HTTP layer (`http/`): its routes, each declared
  * once with the schemas of its parameters and answers, from which the OpenAPI 3.1 document at
  * `GET /openapi.json` is generated. The handlers are functions of the current
  * {@linkcode IndexerState} and the clock — only `/providers/{address}` reads the settlement
@@ -8,21 +8,26 @@
  *
  * | path                   | answer                                                                |
  * | ---------------------- | --------------------------------------------------------------------- |
+ * | `/`                    | the dashboard page (and its assets, `dashboard/`)                     |
  * | `/stats`               | the network summary                                                   |
  * | `/models`              | `{"models": [...], "next_cursor", "history"}` (paginated, filters)    |
  * | `/providers`           | `{"providers": [...], "next_cursor", "history"}` (paginated, filters) |
  * | `/providers/{address}` | one provider, live or not, with its per-epoch history (paginated)     |
  * | `/epochs`              | per epoch: settled volume and emission reward (paginated)             |
  * | `/health`              | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/metrics`             | Prometheus metrics (`metrics.ts`)                                     |
  * | `/openapi.json`        | the generated OpenAPI 3.1 document of these endpoints                 |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
  * what is unreachable) before the first snapshot, after a failed refresh, and when the
- * snapshot is older than `staleAfterSecs` — never an older snapshot. Every answer carries
- * `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers preflights with 204;
- * `HEAD` works on every path; other methods are 405, unknown paths 404 (`http_error.ts`).
+ * snapshot is older than `staleAfterSecs` — never an older snapshot. **Cache-safe**: their 200s
+ * carry a strong `ETag` (`If-None-Match` → 304) and `Cache-Control: public, max-age=N` with N
+ * never past the snapshot's freshness bound (`_serving.ts`); everything else is `no-store`.
+ * Every answer carries `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers
+ * preflights with 204; `HEAD` works on every path; other methods are 405, unknown paths 404
+ * (`http_error.ts`).
  *
- * Bodies are serialized once per snapshot, history figures and query, and reused.
+ * Bodies are serialized (and hashed) once per snapshot, history figures and query, and reused.
  *
  * @example
  * ```ts
@@ -38,10 +43,21 @@
  * @module
  */
 
-import { createService, defineRoute, json, type Route, type Service, type z } from "../http/mod.ts";
+import { createService, defineRoute, json, type Route, type Service } from "../http/mod.ts";
 import { VERSION } from "../version.ts";
-import { type HistorySync, syncFor } from "./_history_data.ts";
+import { httpMetrics, metricsRoute } from "../http/metrics.ts";
+import { z } from "../http/mod.ts";
+import type { HistorySync } from "./_history_data.ts";
 import { everyAnswer, jsonResponse } from "./_response.ts";
+import {
+  assertServing,
+  BodyCache,
+  bodyOf,
+  cacheableAnswer,
+  historySync,
+  maxAgeSecs,
+  refusal,
+} from "./_serving.ts";
 import {
   AllowHeaders,
   DEFAULT_EPOCH_PAGE,
@@ -65,8 +81,9 @@ import { errorResponse, retryAfter } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
 import type { BlockHash, SettlementBucket } from "./store/mod.ts";
+import { DASHBOARD_PATHS, dashboardRoutes } from "./dashboard/mod.ts";
+import { IndexerMetrics } from "./metrics.ts";
 import {
-  firstEpochNeeded,
   healthView,
   type ListPage,
   modelsView,
@@ -113,39 +130,13 @@ export interface IndexerHandlerOptions {
    * @default {undefined} (the history of one provider is never available)
    */
   readProviderHistory?: (address: string) => Promise<ProviderHistoryAnswer | null>;
-}
-
-/** Why the data endpoints cannot answer now, or `null` when they can. */
-function refusal(state: IndexerState, now: Date): IndexerRequestError | null {
-  const retryAfterSecs = state.nextRefreshAt
-    ? Math.max(1, (state.nextRefreshAt.getTime() - now.getTime()) / 1000)
-    : state.refreshing
-    ? 1
-    : state.refreshSecs;
-  if (state.snapshot === null) {
-    if (state.failing && state.lastError) {
-      return new IndexerRequestError("unavailable", state.lastError.message, {
-        code: state.lastError.code,
-        retryAfterSecs,
-      });
-    }
-    return new IndexerRequestError(
-      "no_snapshot",
-      "No snapshot yet: the first refresh has not finished",
-      { retryAfterSecs },
-    );
-  }
-  const ageMs = now.getTime() - state.snapshot.takenAt.getTime();
-  if (ageMs > state.staleAfterSecs * 1000) {
-    return new IndexerRequestError(
-      "stale",
-      `The last snapshot (block ${state.snapshot.chain.block.number}, taken at ${state.snapshot.takenAt.toISOString()}) is ${
-        Math.floor(ageMs / 1000)
-      } s old, older than the freshness bound of ${state.staleAfterSecs} s: the refresh loop is stuck`,
-      { retryAfterSecs },
-    );
-  }
-  return null;
+  /**
+   * The metrics `GET /metrics` exposes (the refresher records into the same ones); the service
+   * adds its request metrics and reads the state gauges from `state`.
+   *
+   * @default {new IndexerMetrics({ clock })} (request and state metrics only)
+   */
+  metrics?: IndexerMetrics;
 }
 
 const UNAVAILABLE = {
@@ -182,7 +173,13 @@ const INFO = {
     "Conventions: token amounts, prices, block numbers, epochs and timestamps read from " +
     "chain are decimal strings; counts are JSON numbers; addresses and hashes are lower-case " +
     "0x hex; times are RFC 3339 UTC.\n\n" +
-    "Every answer carries `Access-Control-Allow-Origin: *`, `Cache-Control: no-store` and " +
+    "Caching: the 200s of `/stats`, `/models`, `/providers`, `/providers/{address}` and " +
+    "`/epochs` carry a strong `ETag` (a matching `If-None-Match` is answered 304) and " +
+    "`Cache-Control: public, max-age=N`, N never reaching past the snapshot's freshness " +
+    "bound, so a shared cache (nginx, a CDN) never serves a snapshot older than it. Every " +
+    "other answer, 503s included, is `Cache-Control: no-store`; the dashboard's assets " +
+    "(`/`, `/dashboard.*`) have their own (`no-cache`, or immutable when versioned).\n\n" +
+    "Every answer carries `Access-Control-Allow-Origin: *` and " +
     "`X-Content-Type-Options: nosniff`. `HEAD` answers like `GET` without a body; `OPTIONS` " +
     "on a known path is a CORS preflight (204). An unknown path is answered with the " +
     "`NotFound` response, another method on a known path with `MethodNotAllowed`.",
@@ -192,56 +189,6 @@ const INVALID = {
   description: "A query parameter is malformed (`invalid_request`, naming it).",
   content: json(ErrorSchema),
 };
-
-/** A bounded cache of serialized bodies per snapshot and history figures. */
-class BodyCache {
-  readonly #bySnapshot = new WeakMap<
-    Snapshot,
-    WeakMap<object, Map<string, Uint8Array<ArrayBuffer>>>
-  >();
-  readonly #encoder = new TextEncoder();
-  static readonly #NONE = {};
-  static readonly #LIMIT = 256;
-
-  get(snapshot: Snapshot, sync: HistorySync, key: string, render: () => unknown) {
-    let byFigures = this.#bySnapshot.get(snapshot);
-    if (!byFigures) this.#bySnapshot.set(snapshot, byFigures = new WeakMap());
-    const figures = sync.figures ?? BodyCache.#NONE;
-    let bodies = byFigures.get(figures);
-    if (!bodies) byFigures.set(figures, bodies = new Map());
-    const full = `${key}|${sync.synced}|${sync.scannedTo}|${sync.headBlock}`;
-    let bytes = bodies.get(full);
-    if (!bytes) {
-      bytes = this.#encoder.encode(JSON.stringify(render()));
-      if (bodies.size >= BodyCache.#LIMIT) bodies.delete(bodies.keys().next().value!);
-      bodies.set(full, bytes);
-    }
-    return bytes;
-  }
-}
-
-/** The history's position against `snapshot` (or against nothing, for `/health` without one). */
-function historySync(
-  state: IndexerState,
-  snapshot: Snapshot | null,
-  views: ViewOptions,
-): HistorySync {
-  const history = state.history;
-  if (!snapshot) {
-    return {
-      synced: false,
-      scannedTo: history.confirmed?.number ?? null,
-      headBlock: history.headBlock,
-      confirmations: history.confirmations,
-      figures: null,
-    };
-  }
-  return syncFor(history, snapshot.chain.block, {
-    confirmations: history.confirmations,
-    scanFromBlock: history.scanFromBlock,
-    fromEpoch: firstEpochNeeded(snapshot.chain.emission.currentEpoch, views),
-  });
-}
 
 function epochPage(query: { cursor?: string; limit?: number; order?: "asc" | "desc" }): EpochPage {
   return {
@@ -258,13 +205,40 @@ interface RouteContext {
   viewOptions: ViewOptions;
   /** The served snapshot and the history against it, or throws the 503. */
   serving: () => { state: IndexerState; snapshot: Snapshot; sync: HistorySync };
-  /** A cached JSON answer rendered from the served snapshot and history. */
-  answer: (key: string, render: (snapshot: Snapshot, sync: HistorySync) => unknown) => Response;
+  /**
+   * The cache-safe answer (ETag, 304, `max-age` up to the freshness bound) of a body rendered
+   * from the served snapshot and history, once per snapshot, history figures and `key`.
+   */
+  answer: (
+    request: Request,
+    key: string,
+    render: (snapshot: Snapshot, sync: HistorySync) => unknown,
+  ) => Response | Promise<Response>;
 }
 
-/** The documented answers of a data route: its 200 and the 503. */
+/** The headers of a data endpoint's 200 and 304. */
+const CACHE_HEADERS = z.object({
+  ETag: z.string().describe(
+    "Strong ETag of the body (its SHA-256): it changes with the snapshot, the settlement " +
+      "figures and the query. Send it back in `If-None-Match` for a 304.",
+  ),
+  "Cache-Control": z.string().regex(/^public, max-age=\d+$/).describe(
+    "`public, max-age=N`: N is the whole seconds left until the snapshot reaches the freshness " +
+      "bound (`stale_after_secs` after `taken_at`), less one; a shared cache never serves it " +
+      "past the bound.",
+  ),
+});
+
+/** The documented answers of a data route: its 200, 304 and the 503. */
 function ok(description: string, schema: z.ZodType) {
-  return { 200: { description, content: json(schema) }, 503: UNAVAILABLE };
+  return {
+    200: { description, headers: CACHE_HEADERS, content: json(schema) },
+    304: {
+      description: "Not modified: `If-None-Match` names the current body's ETag.",
+      headers: CACHE_HEADERS,
+    },
+    503: UNAVAILABLE,
+  };
 }
 
 /** A list page with the default limit. */
@@ -285,14 +259,13 @@ function routeContext(options: IndexerHandlerOptions): RouteContext {
   /** The served snapshot and the history against it, or the 503. */
   const serving = () => {
     const state = options.state();
-    const refused = refusal(state, clock());
-    if (refused) throw refused;
-    const snapshot = state.snapshot!;
+    const snapshot = assertServing(state, clock());
     return { state, snapshot, sync: historySync(state, snapshot, viewOptions) };
   };
-  const answer = (key: string, render: (snapshot: Snapshot, sync: HistorySync) => unknown) => {
-    const { snapshot, sync } = serving();
-    return jsonResponse(cache.get(snapshot, sync, key, () => render(snapshot, sync)), 200);
+  const answer: RouteContext["answer"] = (request, key, render) => {
+    const { state, snapshot, sync } = serving();
+    const body = cache.get(snapshot, sync, key, () => render(snapshot, sync));
+    return cacheableAnswer(request, body, maxAgeSecs(snapshot, state.staleAfterSecs, clock()));
   };
   return { options, clock, viewOptions, serving, answer };
 }
@@ -308,7 +281,7 @@ function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
         "reports; TEE measurements; emission; capacity; rejected ads; settled volume (with the " +
         "settlement history's state: null figures until it has caught up).",
       responses: ok("The current snapshot's view.", StatsSchema),
-      handler: () => answer("/stats", (snapshot, sync) => statsView(snapshot, sync)),
+      handler: (c) => answer(c.req.raw, "/stats", (snapshot, sync) => statsView(snapshot, sync)),
     }),
     defineRoute({
       method: "get",
@@ -318,8 +291,9 @@ function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
         "page at a time (`limit`, `cursor`), optionally one `model` or one `tier`'s offers.",
       query: ModelsQuery,
       responses: { ...ok("A page of the current snapshot's models.", ModelsSchema), 400: INVALID },
-      handler: (_c, { query }) =>
+      handler: (c, { query }) =>
         answer(
+          c.req.raw,
           key("/models", query),
           (snapshot, sync) => modelsView(snapshot, sync, viewOptions, listPage(query)),
         ),
@@ -335,8 +309,9 @@ function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
         ...ok("A page of the current snapshot's providers.", ProvidersSchema),
         400: INVALID,
       },
-      handler: (_c, { query }) =>
+      handler: (c, { query }) =>
         answer(
+          c.req.raw,
           key("/providers", { ...query, cursor: query.cursor?.toLowerCase() }),
           (snapshot, sync) => providersView(snapshot, sync, viewOptions, listPage(query)),
         ),
@@ -350,8 +325,9 @@ function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
         "caught up) and the epoch's emission reward.",
       query: EpochsQuery,
       responses: { ...ok("A page of epochs.", EpochsSchema), 400: INVALID },
-      handler: (_c, { query }) =>
+      handler: (c, { query }) =>
         answer(
+          c.req.raw,
           key("/epochs", query),
           (snapshot, sync) => epochsView(snapshot, sync, epochPage(query)),
         ),
@@ -360,7 +336,7 @@ function viewRoutes({ answer, viewOptions }: RouteContext): Route[] {
 }
 
 /** `/providers/{address}`: one provider, its history read from the store. */
-function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
+function providerRoute({ options, serving, viewOptions, clock }: RouteContext): Route {
   return defineRoute({
     method: "get",
     path: "/providers/{address}",
@@ -375,7 +351,7 @@ function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
       400: INVALID,
       404: { description: "Unknown provider (`unknown_provider`).", content: json(ErrorSchema) },
     },
-    handler: async (_c, { params, query }) => {
+    handler: async (c, { params, query }) => {
       const { state, snapshot, sync } = serving();
       const address = params.address.toLowerCase();
       // A store that fails now (a lost connection) makes the history unavailable, not a 500.
@@ -418,7 +394,8 @@ function providerRoute({ options, serving, viewOptions }: RouteContext): Route {
         epochPage(query),
         viewOptions,
       );
-      return jsonResponse(JSON.stringify(body), 200);
+      const maxAge = maxAgeSecs(snapshot, state.staleAfterSecs, clock());
+      return await cacheableAnswer(c.req.raw, bodyOf(body), maxAge);
     },
   });
 }
@@ -454,10 +431,19 @@ function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
 }
 
 /** The routes, in the order the document lists them. */
-function indexerRoutes(options: IndexerHandlerOptions): Route[] {
+function indexerRoutes(options: IndexerHandlerOptions, metrics: IndexerMetrics): Route[] {
   const context = routeContext(options);
   const [stats, models, providers, epochs] = viewRoutes(context);
-  return [stats, models, providers, providerRoute(context), epochs, healthRoute(context)];
+  return [
+    ...dashboardRoutes(),
+    stats,
+    models,
+    providers,
+    providerRoute(context),
+    epochs,
+    healthRoute(context),
+    metricsRoute(metrics.registry),
+  ];
 }
 
 /** The document's responses for answers no operation owns (unknown paths and methods). */
@@ -486,12 +472,21 @@ function registerUnownedResponses(service: Service): void {
  * OpenAPI document and its `fetch`.
  */
 export function createIndexerService(options: IndexerHandlerOptions): Service {
-  const routes = indexerRoutes(options);
-  const paths = [...routes.map((route) => route.path), "/openapi.json"];
+  const clock = options.clock ?? (() => new Date());
+  const metrics = options.metrics ?? new IndexerMetrics({ clock });
+  const views = options.views ?? {};
+  metrics.watch(options.state, (state) => historySync(state, state.snapshot, views).synced);
+  const routes = indexerRoutes(options, metrics);
+  // The paths a 404 names: the API's, then the page (not each of its assets).
+  const paths = [
+    ...routes.map((route) => route.path).filter((path) => !DASHBOARD_PATHS.includes(path)),
+    "/openapi.json",
+    "/ (the dashboard page)",
+  ];
   const service = createService({
     info: INFO,
     routes,
-    middleware: [everyAnswer],
+    middleware: [httpMetrics(metrics.registry), everyAnswer],
     commonResponses: COMMON_RESPONSES,
     renderError: (error, c) => errorResponse(error, c.req.raw, { paths, log: options.log }),
   });

@@ -23,6 +23,7 @@ import { type ChainClient, type ChainClientOptions, createChainClient } from "..
 import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
 import { type Address, BaseError } from "viem";
 import { NetError } from "../errors.ts";
+import type { LogSink } from "../io/log.ts";
 import { SnapshotError } from "./errors.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
 import { scanPass } from "./_history_scan.ts";
@@ -104,8 +105,12 @@ export interface HistoryOptions {
   maxChunkSize?: number;
   /** The clock. @default {() => new Date()} */
   clock?: () => Date;
-  /** Receives one line per rescan, role change, unreadable block and failure. */
-  log?: (message: string) => void;
+  /**
+   * Receives one line per rescan, role change, unreadable block and failure, with its level.
+   *
+   * @default {each message to stderr}
+   */
+  log?: LogSink;
   /** Receives a store error this process cannot get past (e.g. a corrupt store). */
   onFatal?: (error: StoreError) => void;
 }
@@ -142,7 +147,7 @@ export function initialHistoryState(confirmations = 12, scanFromBlock = 0n): His
 export class History {
   readonly #options: HistoryOptions;
   readonly #clock: () => Date;
-  readonly #log: (message: string) => void;
+  readonly #log: LogSink;
   #store: HistoryStore | undefined;
   #ownStore = false;
   #client: ChainClient | undefined;
@@ -241,7 +246,9 @@ export class History {
         headBlock: writer ? this.#state.headBlock : cursor.head,
         ...(read ? { figures: read.figures } : {}),
       });
-      if (this.#state.failing) this.#log("indexer: the settlement history is running again");
+      if (this.#state.failing) {
+        this.#log("indexer: the settlement history is running again", { level: "info" });
+      }
       this.#set({ failing: false, ...(writer ? {} : { unreadable: null }) });
     } catch (error) {
       if (!signal.aborted) await this.#fail(error);
@@ -271,7 +278,9 @@ export class History {
   #setRole(role: "writer" | "reader", store: HistoryStore): void {
     if (this.#state.role !== role) {
       if (this.#state.role !== null || role === "reader") {
-        this.#log(`indexer: settlement history: this process is now the ${role}`);
+        this.#log(`indexer: settlement history: this process is now the ${role}`, {
+          level: "info",
+        });
       }
       this.#set({ role, store: { backend: store.backend, location: store.location } });
     }
@@ -304,6 +313,7 @@ export class History {
       if (this.#state.unreadable?.block !== block) {
         this.#log(
           `indexer: settlement history waits at block ${block}: ${error.shortMessage}`,
+          { level: "warn" },
         );
         this.#set({ unreadable: { block, message: error.shortMessage, since: this.#clock() } });
       }
@@ -316,6 +326,7 @@ export class History {
     const at = this.#clock();
     this.#log(
       `indexer: rescanning settlements from block ${this.#options.scanFromBlock}: ${reason}`,
+      { level: "warn" },
     );
     this.#set({
       rescans: { count: this.#state.rescans.count + 1, last: { at, reason } },
@@ -346,7 +357,10 @@ export class History {
     if (error instanceof StoreError) {
       if (FATAL.has(error.reason)) {
         this.#set({ stopped: failure.message, role: null });
-        this.#log(`indexer: the settlement history stopped: ${failure.message}`);
+        this.#log(`indexer: the settlement history stopped: ${failure.message}`, {
+          level: "error",
+          fields: { code: failure.code },
+        });
         this.#options.onFatal?.(error);
       } else if (error.reason === "lost_lock" || error.reason === "conflict") {
         this.#set({ role: "reader" });
@@ -363,7 +377,10 @@ export class History {
       this.#client = undefined;
     }
     if (!this.#state.failing || this.#state.lastError?.message !== failure.message) {
-      this.#log(`indexer: settlement history: ${failure.message}`);
+      this.#log(`indexer: settlement history: ${failure.message}`, {
+        level: "warn",
+        fields: { code: failure.code },
+      });
     }
     this.#set({ failing: true, lastError: failure });
   }
@@ -399,7 +416,7 @@ export class History {
     } else if (error instanceof BaseError) {
       code = "chain_unreachable";
     } else {
-      console.error("indexer: unexpected settlement history failure", error);
+      this.#log("indexer: unexpected settlement history failure", { level: "error", error });
       code = "internal";
     }
     return { code, message: redact(text), at };

@@ -16,6 +16,10 @@
  * by another process: the message says which, and `--rebuild-history` rebuilds it), 1 when the
  * listen address cannot be bound.
  *
+ * Every line goes through the structured logger (`io/log.ts`) in the format of `--log-format`
+ * (`human`, today's lines, or `json`, one object a line): the announcements (`network`,
+ * `listening on`, `shutting down`) on stdout, everything else on stderr.
+ *
  * @example
  * ```sh
  * NET_EVM_ESCROW=0x… NET_EVM_STAKING=0x… NET_EVM_EMISSION=0x… NET_EVM_REGISTRY=0x… \
@@ -29,8 +33,10 @@ import { type ChainClientOptions, createChainClient } from "../chain/client.ts";
 import { checkNetworkContracts } from "../chain/contract_check.ts";
 import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { NetError } from "../errors.ts";
+import { createLogger, LOG_FORMATS, type LogFormat, type Logger } from "../io/log.ts";
 import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
+import { IndexerMetrics } from "./metrics.ts";
 import { Refresher } from "./refresher.ts";
 import { defaultDataDir, type StoreError, type StoreLocation } from "./store/mod.ts";
 
@@ -43,6 +49,41 @@ const LABELS = {
   emission: "NET_EVM_EMISSION",
   escrow: "NET_EVM_ESCROW",
 } as const;
+
+const encoder = new TextEncoder();
+
+/** The loggers: `out` for the announcements on stdout, `err` for everything else. */
+interface Logs {
+  out: Logger;
+  err: Logger;
+}
+
+function logs(format: LogFormat): Logs {
+  return {
+    out: createLogger({
+      format,
+      name: "indexer",
+      write: (line) => Deno.stdout.writeSync(encoder.encode(`${line}\n`)),
+    }),
+    err: createLogger({ format, name: "indexer" }),
+  };
+}
+
+/**
+ * The format asked for, before the settings could be read (to report their errors in it): the
+ * last `--log-format` flag's value, else `NET_STATS_LOG_FORMAT`, else human.
+ */
+function formatHint(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): LogFormat {
+  let value = env.NET_STATS_LOG_FORMAT?.trim();
+  for (const [i, arg] of args.entries()) {
+    if (arg === "--log-format") value = args[i + 1];
+    else if (arg.startsWith("--log-format=")) value = arg.slice("--log-format=".length);
+  }
+  return LOG_FORMATS.find((format) => format === value) ?? "human";
+}
 
 /** The contract check, as the refresher runs it on every new chain client. */
 function contractCheck(config: IndexerConfig) {
@@ -58,7 +99,11 @@ function contractCheck(config: IndexerConfig) {
  * not the network's; `true` when they are, or when the chain cannot be reached yet (the
  * refresher then checks them before its first snapshot).
  */
-async function checkAtStart(config: IndexerConfig, client: ChainClientOptions): Promise<boolean> {
+async function checkAtStart(
+  config: IndexerConfig,
+  client: ChainClientOptions,
+  log: Logger,
+): Promise<boolean> {
   try {
     const chain = await createChainClient(config.rpcUrl, {
       ...client,
@@ -69,15 +114,15 @@ async function checkAtStart(config: IndexerConfig, client: ChainClientOptions): 
     return true;
   } catch (error) {
     if (error instanceof ContractCheckError) {
-      console.error(`indexer: Cannot start: ${error.message}`);
+      log.error(`indexer: Cannot start: ${error.message}`);
       return false;
     }
     if (error instanceof ChainConfigError && error.reason === "wrong_chain") {
-      console.error(`indexer: Cannot start: ${error.shortMessage}`);
+      log.error(`indexer: Cannot start: ${error.shortMessage}`);
       return false;
     }
     if (error instanceof ChainConfigError || error instanceof ChainReadError) {
-      console.error(
+      log.warn(
         `indexer: cannot check the contracts yet (${error.shortMessage}); they are checked ` +
           "before the first snapshot",
       );
@@ -97,7 +142,7 @@ export async function main(
     parsed = parseIndexerConfig(args, env);
   } catch (error) {
     if (!(error instanceof NetError)) throw error;
-    console.error(`indexer: ${error.message}`);
+    logs(formatHint(args, env)).err.error(`indexer: ${error.message}`);
     return 2;
   }
   if (parsed.help) {
@@ -105,14 +150,18 @@ export async function main(
     return 0;
   }
   const { config } = parsed;
+  const log = logs(config.logFormat);
+  const metrics = new IndexerMetrics();
   const client: ChainClientOptions = {
     ...(config.multicall ? { multicallAddress: config.multicall } : {}),
     ...(config.chainId === null ? {} : { chainId: config.chainId }),
   };
   if (config.network) {
-    console.log(`indexer: network ${config.network.name} (${config.network.source})`);
+    log.out.info(`indexer: network ${config.network.name} (${config.network.source})`);
   }
-  if (!await checkAtStart(config, client)) return 2;
+  if (!await checkAtStart(config, { ...client, fetch: metrics.rpcFetch("check") }, log.err)) {
+    return 2;
+  }
   const { promise: stopped, resolve: stop } = Promise.withResolvers<
     Deno.Signal | "refused" | StoreError
   >();
@@ -130,16 +179,20 @@ export async function main(
     client,
     checkContracts: contractCheck(config),
     onContractsRefused: (error) => {
-      console.error(`indexer: Cannot continue: ${error.message}`);
+      log.err.error(`indexer: Cannot continue: ${error.message}`);
       stop("refused");
     },
     history,
     rebuildHistory: config.rebuildHistory ? "always" : "never",
     onHistoryFatal: stop,
+    log: log.err.sink(),
+    metrics,
   });
   const handler = createIndexerHandler({
     state: () => refresher.state,
     readProviderHistory: (address) => refresher.readProviderHistory(address),
+    log: log.err.errorLogger(),
+    metrics,
   });
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
@@ -148,11 +201,11 @@ export async function main(
       port: config.bind.port,
       onListen: ({ hostname, port }) => {
         const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-        console.log(`indexer: listening on http://${host}:${port}`);
+        log.out.info(`indexer: listening on http://${host}:${port}`);
       },
     }, handler);
   } catch (error) {
-    console.error(
+    log.err.error(
       `indexer: Cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
         error instanceof Error ? error.message : error
       }`,
@@ -169,8 +222,8 @@ export async function main(
   });
   const signal = await stopped;
   if (typeof signal !== "string") {
-    console.error(`indexer: Cannot use the settlement history: ${signal.message}`);
-  } else if (signal !== "refused") console.log(`indexer: ${signal} received, shutting down`);
+    log.err.error(`indexer: Cannot use the settlement history: ${signal.message}`);
+  } else if (signal !== "refused") log.out.info(`indexer: ${signal} received, shutting down`);
   for (const [name, listener] of listeners) Deno.removeSignalListener(name, listener);
   // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
   // (its result would be discarded anyway).

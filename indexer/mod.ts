@@ -12,7 +12,11 @@
  *   {@linkcode HistoryState}.
  * - {@linkcode createIndexerHandler}: the pure request handler over the refresher's state;
  *   {@linkcode createIndexerService}: the same service with its route table and its OpenAPI
- *   3.1 document (generated from the route declarations, served at `GET /openapi.json`).
+ *   3.1 document (generated from the route declarations, served at `GET /openapi.json`), the
+ *   dashboard page at `GET /`, and cache-safe data answers (ETag, 304, a `max-age` that never
+ *   reaches past the snapshot's freshness bound).
+ * - {@linkcode IndexerMetrics}: the Prometheus metrics of `GET /metrics`, recorded by the
+ *   refresher and the service.
  * - {@linkcode parseIndexerConfig}: flags and environment (`indexer/main.ts` runs it all).
  *
  * `docs/indexer.md` documents every field, the error rules and the reputation formula.
@@ -64,6 +68,13 @@ export {
   createIndexerService,
   type IndexerHandlerOptions,
 } from "./handler.ts";
+export {
+  IndexerMetrics,
+  type IndexerMetricsOptions,
+  type RefreshOutcome,
+  type RpcClientName,
+  type RpcErrorReason,
+} from "./metrics.ts";
 export { Refresher, type RefresherOptions } from "./refresher.ts";
 export type { OpenApiDocument, Service } from "../http/mod.ts";
 export type { LiveProvider, RejectionExample, RouterReport, Snapshot } from "./snapshot.ts";

@@ -44,155 +44,31 @@
 import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
 import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
-import type { ChainContracts, NetworkState } from "../chain/types.ts";
+import type { NetworkState } from "../chain/types.ts";
 import { NetError } from "../errors.ts";
+import type { LogSink } from "../io/log.ts";
 import { syncFor } from "./_history_data.ts";
 import { RouterAdsError, SnapshotError } from "./errors.ts";
 import type { ProviderHistoryAnswer } from "./handler.ts";
-import { History, type HistoryState, type StoreOpener } from "./history.ts";
+import { History, type HistoryState } from "./history.ts";
 import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
 import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
 import { sleep, storeOpener } from "./_history_store.ts";
-import type { HistoryStore, RebuildPolicy, StoreError, StoreLocation } from "./store/mod.ts";
+import { checkNumber, type RefresherOptions } from "./_refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
-import { firstEpochNeeded, type ViewOptions } from "./views.ts";
+import { firstEpochNeeded } from "./views.ts";
 
 /** How long a new snapshot waits for a history that was in step with the last one, ms. */
 export const CATCH_UP_MS = 2_000;
 
-/** Options of {@linkcode Refresher}. */
-export interface RefresherOptions {
-  /** The JSON-RPC endpoint (http: or https:). */
-  rpcUrl: string;
-  /** The four contract addresses. */
-  contracts: ChainContracts;
-  /**
-   * Refresh interval of the loop ({@linkcode Refresher.start}), seconds.
-   *
-   * @default {30}
-   */
-  refreshSecs?: number;
-  /**
-   * Snapshots older than this are refused by the handler, seconds.
-   *
-   * @default {2 × refreshSecs}
-   */
-  staleAfterSecs?: number;
-  /**
-   * Options of the chain client (timeout, retries, batching, multicall address, fetch).
-   *
-   * @default {{}} (the client's defaults: 10 s timeout, 2 retries)
-   */
-  client?: ChainClientOptions;
-  /**
-   * The fetch used for routers.
-   *
-   * @default {globalThis.fetch}
-   */
-  fetch?: typeof fetch;
-  /**
-   * Time allowed for one router's `GET /v1/ads`, milliseconds.
-   *
-   * @default {5_000}
-   */
-  routerTimeoutMs?: number;
-  /**
-   * Largest router body, bytes.
-   *
-   * @default {MAX_ROUTER_BODY_BYTES} (8 MiB)
-   */
-  routerMaxBytes?: number;
-  /**
-   * First block of the settlement scan (the Escrow's deployment block).
-   *
-   * @default {0n}
-   */
-  scanFromBlock?: bigint;
-  /**
-   * Confirmation depth of the settlement scan, blocks.
-   *
-   * @default {12}
-   */
-  confirmations?: number;
-  /**
-   * Where the settlement history is kept: an open store, a location (`{dataDir}` for the
-   * embedded store, `{databaseUrl}` for PostgreSQL) opened once the chain id is known, or a
-   * function that opens it.
-   *
-   * @default {a temporary embedded store, deleted when the refresher stops}
-   */
-  history?: HistoryStore | StoreLocation | StoreOpener;
-  /**
-   * With a location: when to discard the stored history and start again (`openStore`).
-   *
-   * @default {"never"}
-   */
-  rebuildHistory?: RebuildPolicy;
-  /**
-   * Receives a store error that stops the history for good (a corrupt store, one from a newer
-   * version or of another chain, a data directory held by another process). `indexer/main.ts`
-   * exits with it; by default the history stays stopped and `/health` says why.
-   *
-   * @default {undefined}
-   */
-  onHistoryFatal?: (error: StoreError) => void;
-  /**
-   * How often the history looks for new blocks (the writer) or for the writer's progress and
-   * a free writer lock (a replica), ms.
-   *
-   * @default {min(2000, refreshSecs × 1000)}
-   */
-  historyPollMs?: number;
-  /**
-   * Windows of the views, which decide the epochs whose buckets the history reads.
-   *
-   * @default {{}}
-   */
-  views?: ViewOptions;
-  /**
-   * The clock: snapshot times, `/health` times, the loop's next-refresh time.
-   *
-   * @default {() => new Date()}
-   */
-  clock?: () => Date;
-  /**
-   * Checks that the contracts are the network's, each time a chain client is created (before
-   * its first read), e.g. `(client) => checkNetworkContracts(client, contracts)`. Its
-   * {@linkcode ContractCheckError} fails the refresh.
-   *
-   * @default {undefined} (no check)
-   */
-  checkContracts?: (client: ChainClient) => Promise<void>;
-  /**
-   * Receives the {@linkcode ContractCheckError} of `checkContracts` (the indexer's `main` stops
-   * on it: wrong contracts do not get better by waiting).
-   *
-   * @default {undefined}
-   */
-  onContractsRefused?: (error: ContractCheckError) => void;
-  /**
-   * Receives one line at the first snapshot, when the indexer stops serving (and why), when
-   * it serves again, and on rescans.
-   *
-   * @default {console.error}
-   */
-  log?: (message: string) => void;
-}
-
-function checkNumber(name: string, value: number | undefined, min: number, max: number): void {
-  if (value !== undefined && (!Number.isFinite(value) || value < min || value > max)) {
-    throw new RangeError(
-      `Cannot create the refresher: ${name} must be from ${min} to ${max}, found ${value}`,
-    );
-  }
-}
+export type { RefresherOptions } from "./_refresher_options.ts";
 
 /** The snapshot loop of the indexer, and the settlement history beside it. `await using` stops both. */
 export class Refresher implements AsyncDisposable {
   readonly #options: RefresherOptions;
   readonly #clock: () => Date;
-  readonly #log: (message: string) => void;
+  readonly #log: LogSink;
   readonly #rpcOrigin: string;
   readonly #history: History;
   readonly #adCache = new AdCache();
@@ -239,6 +115,8 @@ export class Refresher implements AsyncDisposable {
       history: this.#history.state,
     };
     this.#history.subscribe((history) => {
+      const rescans = history.rescans.count - this.#state.history.rescans.count;
+      if (rescans > 0) options.metrics?.historyRescanned(rescans);
       this.#state = { ...this.#state, history };
     });
   }
@@ -247,19 +125,27 @@ export class Refresher implements AsyncDisposable {
     const confirmations = options.confirmations ?? 12;
     return new History({
       rpcUrl: options.rpcUrl,
-      client: options.client,
+      client: this.#clientOptions("history"),
       escrow: options.contracts.escrow,
       scanFromBlock: options.scanFromBlock ?? 0n,
       confirmations,
       store: storeOpener(options.history, {
         confirmations,
         rebuild: options.rebuildHistory,
-        log: (line) => this.#log(`indexer: ${line}`),
+        log: (line) => this.#log(`indexer: ${line}`, { level: "info" }),
       }),
       clock: options.clock,
-      log: (line) => this.#log(this.#redact(line)),
+      log: (line, entry) => this.#log(this.#redact(line), entry),
       onFatal: options.onHistoryFatal,
     });
+  }
+
+  /** The chain client options of `client`, its requests counted when metrics are recorded. */
+  #clientOptions(client: "snapshot" | "history"): ChainClientOptions | undefined {
+    const options = this.#options.client;
+    const metrics = this.#options.metrics;
+    if (!metrics) return options;
+    return { ...options, fetch: metrics.rpcFetch(client, options?.fetch) };
   }
 
   /** The current state; replaced as a whole by each refresh and each move of the history. */
@@ -362,6 +248,8 @@ export class Refresher implements AsyncDisposable {
 
   async #run(): Promise<IndexerState> {
     const takenAt = this.#clock();
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     const signal = this.#abort.signal;
     const before = this.#state;
     try {
@@ -378,18 +266,8 @@ export class Refresher implements AsyncDisposable {
         failing: false,
         refreshing: false,
       };
-      if (before.failing || before.lastSnapshotAt === null) {
-        this.#log(
-          `indexer: serving${
-            before.failing ? " again" : ""
-          }: snapshot at block ${snapshot.chain.block.number}, ` +
-            `${snapshot.live.length} live-verified of ${
-              snapshot.chain.providers.filter((p) => p.bonded).length
-            } bonded providers, ${
-              snapshot.routers.filter((r) => r.reachable).length
-            }/${snapshot.routers.length} routers reachable`,
-        );
-      }
+      this.#options.metrics?.refreshed({ ok: true, seconds: seconds() });
+      if (before.failing || before.lastSnapshotAt === null) this.#logServing(snapshot, before);
     } catch (error) {
       const failure = signal.aborted
         ? new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped")
@@ -398,6 +276,7 @@ export class Refresher implements AsyncDisposable {
         this.#state = { ...this.#state, refreshing: false };
         return this.#state;
       }
+      this.#options.metrics?.refreshed({ ok: false, code: failure.reason, seconds: seconds() });
       // Re-create the client (and re-check the chain id) once the endpoint is back.
       if (failure.reason === "chain_unreachable") this.#client = undefined;
       if (failure.cause instanceof ContractCheckError) {
@@ -415,10 +294,25 @@ export class Refresher implements AsyncDisposable {
         refreshing: false,
       };
       if (!before.failing || before.lastError?.message !== message) {
-        this.#log(`indexer: not serving: ${message}`);
+        this.#log(`indexer: not serving: ${message}`, {
+          level: "warn",
+          fields: { code: failure.reason },
+        });
       }
     }
     return this.#state;
+  }
+
+  #logServing(snapshot: Snapshot, before: IndexerState): void {
+    const bonded = snapshot.chain.providers.filter((p) => p.bonded).length;
+    const reachable = snapshot.routers.filter((r) => r.reachable).length;
+    this.#log(
+      `indexer: serving${
+        before.failing ? " again" : ""
+      }: snapshot at block ${snapshot.chain.block.number}, ${snapshot.live.length} live-verified of ${bonded} bonded providers, ` +
+        `${reachable}/${snapshot.routers.length} routers reachable`,
+      { level: "info" },
+    );
   }
 
   /** Whether the history's figures may be served with `snapshot`. */
@@ -469,7 +363,7 @@ export class Refresher implements AsyncDisposable {
 
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
-    const options = this.#options.client ?? {};
+    const options = this.#clientOptions("snapshot") ?? {};
     const client = await createChainClient(this.#options.rpcUrl, {
       ...options,
       chainId: options.chainId ?? this.#chainId,
@@ -489,9 +383,11 @@ export class Refresher implements AsyncDisposable {
           maxBytes: this.#options.routerMaxBytes ?? MAX_ROUTER_BODY_BYTES,
           signal,
         });
+        this.#options.metrics?.routerAnswered("ok");
         return { router, entries };
       } catch (error) {
         if (!(error instanceof RouterAdsError)) throw error;
+        this.#options.metrics?.routerAnswered(error.reason);
         return { router, error: { code: error.reason, message: error.shortMessage } };
       }
     }));
@@ -526,7 +422,7 @@ export class Refresher implements AsyncDisposable {
       : error instanceof Error
       ? error.message
       : String(error);
-    console.error("indexer: unexpected refresh failure", error);
+    this.#log("indexer: unexpected refresh failure", { level: "error", error });
     return new SnapshotError("internal", `Cannot take a snapshot: unexpected failure: ${text}`, {
       cause: error,
     });

@@ -57,6 +57,23 @@ export type LogValue = string | number | boolean | bigint | null;
 /** A line's fields: `snake_case` names to scalars. */
 export type LogFields = Readonly<Record<string, LogValue>>;
 
+/** What a line may carry besides its message: its level, fields and an error. */
+export interface LogEntry {
+  /** Its level. @default {the sink's own (a logger's `sink()`: `warn`)} */
+  level?: LogLevel;
+  /** Its fields. */
+  fields?: LogFields;
+  /** An error to describe. */
+  error?: unknown;
+}
+
+/**
+ * The shape a component's `log` option takes: a message, and optionally its level, fields and
+ * error. A plain `(message) => void` is one (tests collect lines with it); a logger's
+ * {@linkcode Logger.sink} writes each line at its level.
+ */
+export type LogSink = (message: string, entry?: LogEntry) => void;
+
 /** A logger. */
 export interface Logger {
   /** Writes a `debug` line (only when the level is `debug`). */
@@ -76,6 +93,8 @@ export interface Logger {
   errorLogger(): (message: string, error?: unknown) => void;
   /** The services' line-log shape, `(message) => void` (the refresher's `log`). */
   lineLogger(level?: LogLevel): (message: string) => void;
+  /** A {@linkcode LogSink}: each line at its entry's level (`fallback` when it has none). */
+  sink(fallback?: LogLevel): LogSink;
 }
 
 /** Options of {@linkcode createLogger}. */
@@ -303,6 +322,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       with: (fields) => make([...bound, ...safeFields(fields)]),
       errorLogger: () => (message, error) => emit("error", message, undefined, error),
       lineLogger: (level = "warn") => (message) => emit(level, message),
+      sink: (fallback = "warn") => (message, entry) =>
+        emit(entry?.level ?? fallback, message, entry?.fields, entry?.error),
     };
   };
   return make([]);

@@ -121,6 +121,11 @@ export interface Gauge<L extends string> {
   inc(labels?: Labels<L>, value?: number): void;
   /** Subtracts `value` (default 1). */
   dec(labels?: Labels<L>, value?: number): void;
+  /**
+   * Forgets every series (a labelled gauge then shows none until set again; one without labels
+   * shows 0), e.g. in `collect` before setting the series that exist now.
+   */
+  reset(): void;
 }
 
 /** A histogram: counts observations into buckets, with their sum and count. */
@@ -284,6 +289,7 @@ export class MetricsRegistry {
       set: (labels, value) => metric.set(guard.map(labels), value),
       inc: (labels, value = 1) => metric.inc(guard.map(labels), value),
       dec: (labels, value = 1) => metric.dec(guard.map(labels), value),
+      reset: () => metric.reset(),
     };
     const metric: client.Gauge<string> = new client.Gauge<string>({
       name,

@@ -215,16 +215,21 @@ export function handSnapshot(takenAt = new Date("2030-03-17T05:15:00.000Z")): Sn
 }
 
 /**
- * Settlement figures of `buckets` (every epoch, `fromEpoch` 0), as the history reads them from
- * its store, confirmed up to `at`.
+ * Settlement figures of `buckets` (every epoch, `fromEpoch` 0, addresses in lower case), as the
+ * history reads them from its store, confirmed up to `at`.
  */
 export function figuresOf(
   buckets: readonly SettlementBucket[],
   at: HistoryFigures["at"],
 ): HistoryFigures {
-  const sorted = [...buckets].sort((a, b) =>
-    a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
-  );
+  // The store keeps lower-case addresses.
+  const sorted = buckets.map((b) => ({
+    ...b,
+    provider: b.provider.toLowerCase() as typeof b.provider,
+  }))
+    .sort((a, b) =>
+      a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : Number(a.epoch - b.epoch)
+    );
   const epochs = new Map<bigint, EpochTotals>();
   const providers = new Map<string, ProviderTotals>();
   const recent = new Map<string, SettlementBucket[]>();

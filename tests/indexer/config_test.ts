@@ -64,6 +64,7 @@ Deno.test("config: the seed's defaults", () => {
     dataDir: null,
     databaseUrl: null,
     rebuildHistory: false,
+    logFormat: "human",
   });
 });
 
@@ -112,8 +113,11 @@ Deno.test("config: every flag, and every variable", () => {
     "1234",
     "--confirmations",
     "0",
+    "--log-format",
+    "json",
   ]);
   const env = config([], {
+    NET_STATS_LOG_FORMAT: "json",
     NET_STATS_BIND: "0.0.0.0:9000",
     NET_STATS_REFRESH_SECS: "10",
     NET_STATS_STALE_AFTER_SECS: "45",
@@ -135,6 +139,11 @@ Deno.test("config: every flag, and every variable", () => {
   assert.deepEqual([env.scanFromBlock, env.confirmations], [99n, 64]);
   assert.equal(env.rpcUrl, "https://rpc.example.org/v2/key");
   assert.equal(env.multicall, "0xca11bde05977b3631167028862be2a173976ca11");
+  assert.deepEqual([flags.logFormat, env.logFormat], ["json", "json"]);
+  assert.throws(
+    () => config(["--log-format", "yaml"]),
+    /Cannot use --log-format "yaml".*expected one of human, json/,
+  );
 });
 
 Deno.test("config: flags win over the environment; empty variables count as unset", () => {

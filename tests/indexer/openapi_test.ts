@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { registryAbi } from "../../chain/abi.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
+import { DASHBOARD_PATHS, dashboardAsset } from "../../indexer/dashboard/mod.ts";
 import { createIndexerHandler, createIndexerService } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
 import { initialState } from "../../indexer/state.ts";
@@ -41,13 +42,15 @@ Deno.test("every path the indexer serves is documented, and only those", async (
     await response.body?.cancel();
     assert.notEqual(response.status, 404, `${path} is documented but not served`);
   }
-  // The handler's own list of paths (its 404 message) is the documented list.
+  // The handler's own list of paths (its 404 message) is the documented list (the page's
+  // assets named as the page).
   const missing = await handler(new Request("http://127.0.0.1:8088/nope"));
   const { error } = await missing.json();
   const named = [...error.message.matchAll(/\/[a-z.{}/]+/g)].map((m) => m[0]).filter((p) =>
     p !== "/nope"
   );
-  assert.deepEqual(named.toSorted(), documented.toSorted());
+  assert.match(error.message, / and \/ \(the dashboard page\)$/);
+  assert.deepEqual([...named, ...DASHBOARD_PATHS].toSorted(), documented.toSorted());
 });
 
 Deno.test("real answers of the indexer validate against its OpenAPI document", async () => {
@@ -167,7 +170,8 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
 Deno.test("the checker refuses answers that break the document", () => {
   const checker = new OpenApiChecker(INDEXER_OPENAPI);
   const stats = statsView(handSnapshot(), handSync());
-  const reply = (body: unknown, status = 200, headers: HeadersInit = {}) => ({
+  const cacheable = { etag: '"abc"', "cache-control": "public, max-age=12" };
+  const reply = (body: unknown, status = 200, headers: HeadersInit = cacheable) => ({
     path: "/stats",
     method: "get",
     status,
@@ -175,6 +179,11 @@ Deno.test("the checker refuses answers that break the document", () => {
     body: JSON.stringify(body),
   });
   checker.check(reply(stats));
+  assert.throws(() => checker.check(reply(stats, 200, {})), /the header ETag is missing/);
+  assert.throws(
+    () => checker.check(reply(stats, 200, { ...cacheable, "cache-control": "no-store" })),
+    /header Cache-Control: no-store/,
+  );
   const extra = { ...stats, surprise: 1 };
   assert.throws(() => checker.check(reply(extra)), /must NOT have additional properties/);
   const { validators: _, ...missing } = stats;
@@ -185,7 +194,10 @@ Deno.test("the checker refuses answers that break the document", () => {
   assert.throws(() => checker.check(reply(error, 503)), /the header Retry-After is missing/);
   checker.check(reply(error, 503, { "retry-after": "3" }));
   assert.throws(() => checker.check(reply(error, 418)), /status 418 is not documented/);
-  const plain = { ...reply(stats), headers: new Headers({ "content-type": "text/html" }) };
+  const plain = {
+    ...reply(stats),
+    headers: new Headers({ ...cacheable, "content-type": "text/html" }),
+  };
   assert.throws(() => checker.check(plain), /content type text\/html is not documented/);
 });
 
@@ -220,4 +232,24 @@ async function checkHistoryAnswers(get: Get, checker: OpenApiChecker): Promise<v
   const unknown = await get(`/providers/0x${"9".repeat(40)}`);
   assert.equal(unknown.status, 404, unknown.body);
   checker.check({ ...unknown, path: "/providers/{address}" });
+  // Cache-safe answers: the same request with the ETag it got is a 304, without a body.
+  for (const path of ["/stats", "/models?limit=1", "/providers", "/epochs", `/providers/${paid}`]) {
+    const first = await get(path);
+    const again = await get(path, { headers: { "if-none-match": first.headers.get("etag")! } });
+    assert.equal(again.status, 304, path);
+    checker.check({ ...again, path: path.split("?")[0].replace(/0x[0-9a-f]{40}/, "{address}") });
+  }
+  // The page and its assets, fresh and revalidated; the metrics.
+  for (const path of DASHBOARD_PATHS) {
+    const asset = await get(path);
+    assert.equal(asset.status, 200, path);
+    checker.check(asset);
+    const etag = dashboardAsset(path)!.etag;
+    const again = await get(path, { headers: { "if-none-match": etag } });
+    assert.equal(again.status, 304, path);
+    checker.check(again);
+  }
+  const metrics = await get("/metrics");
+  assert.equal(metrics.status, 200);
+  checker.check(metrics);
 }

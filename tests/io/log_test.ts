@@ -5,6 +5,7 @@ import {
   type LogFields,
   type LoggerOptions,
   type LogLevel,
+  type LogSink,
   MAX_FIELD_CHARS,
 } from "../../io/log.ts";
 import { NetError } from "../../errors.ts";
@@ -170,6 +171,33 @@ Deno.test("the line logger fits the refresher's (message) => void, at the level 
     ["warn", "rescanning settlements from block 0: reorg"],
     ["info", "serving again"],
   ]);
+});
+
+Deno.test("the sink writes each line at its level, with its fields and error", () => {
+  const { log, lines } = capture({ format: "json", name: "indexer" });
+  const sink = log.sink();
+  sink("indexer: settlement history: this process is now the writer", { level: "info" });
+  sink("indexer: not serving: the chain is unreachable", {
+    level: "warn",
+    fields: { code: "chain_unreachable" },
+  });
+  sink("indexer: unexpected refresh failure", { level: "error", error: new TypeError("boom") });
+  sink("indexer: no level given");
+  const records = lines.map(([level, line]) => [level, JSON.parse(line)] as const);
+  assert.deepEqual(records.map(([level, r]) => [level, r.level, r.message]), [
+    ["info", "info", "settlement history: this process is now the writer"],
+    ["warn", "warn", "not serving: the chain is unreachable"],
+    ["error", "error", "unexpected refresh failure"],
+    ["warn", "warn", "no level given"],
+  ]);
+  assert.equal(records[1][1].code, "chain_unreachable");
+  assert.equal(records[2][1].error_name, "TypeError");
+  assert.match(records[2][1].error_stack, /at /);
+  // A plain (message) => void is a sink too: the components' tests collect lines with one.
+  const collected: string[] = [];
+  const plain: LogSink = (message) => collected.push(message);
+  plain("indexer: serving", { level: "info" });
+  assert.deepEqual(collected, ["indexer: serving"]);
 });
 
 Deno.test("the default writer writes whole lines to stderr", async () => {

@@ -182,3 +182,27 @@ Deno.test("the test's parser refuses what breaks the format", () => {
   const ok = parsePrometheusText('# a comment\n# TYPE g gauge\ng{a="x",} +Inf 1700000000000\n\n');
   assert.equal(sampleValue(ok, "g"), Infinity);
 });
+
+Deno.test("a gauge's reset forgets its series (labelled: none shown; unlabelled: 0)", async () => {
+  const metrics = new MetricsRegistry({ prefix: "net_test_" });
+  const routers = metrics.gauge({
+    name: "routers",
+    help: "Routers by state.",
+    labels: ["state"],
+    values: { state: ["registered", "reachable"] },
+  });
+  const plain = metrics.gauge({ name: "plain", help: "A gauge without labels." });
+  routers.set({ state: "registered" }, 3);
+  routers.set({ state: "reachable" }, 2);
+  plain.set({}, 7);
+  let families = parsePrometheusText(await metrics.text());
+  assert.equal(sampleValue(families, "net_test_routers", { state: "reachable" }), 2);
+  routers.reset();
+  plain.reset();
+  families = parsePrometheusText(await metrics.text());
+  assert.deepEqual(families.get("net_test_routers")!.samples, []);
+  assert.equal(sampleValue(families, "net_test_plain"), 0);
+  routers.set({ state: "registered" }, 4);
+  families = parsePrometheusText(await metrics.text());
+  assert.deepEqual(families.get("net_test_routers")!.samples.map((s) => s.value), [4]);
+});

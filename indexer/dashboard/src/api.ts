@@ -96,6 +96,10 @@ export async function getJson<T>(
   try {
     response = await fetcher(path, {
       headers: { accept: "application/json" },
+      // Revalidated every time (a 304 when unchanged): the browser's cache never shows an older
+      // snapshot than the indexer serves now. A shared cache in front still answers within the
+      // indexer's max-age.
+      cache: "no-cache",
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {

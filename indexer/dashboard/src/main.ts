@@ -1,9 +1,11 @@
 /**
  * The dashboard page's program: every `refresh_secs` (read from `/health`) it asks the indexer
- * for `/stats`, a page of `/models` and of `/providers`, and `/epochs`, and shows them. When the
- * indexer answers 503 (or does not answer) the page says what is unreachable, in the indexer's
- * words, and shows no numbers at all until it can again. An endpoint the indexer does not serve
- * (404) hides its section. Bundled with uPlot into `dashboard.js` by `tools/dashboard.ts`.
+ * for `/stats`, a page of `/models` and of `/providers`, and `/epochs` (newest first), and shows
+ * them. When the indexer answers 503 (or does not answer) the page says what is unreachable, in
+ * the indexer's words, and shows no numbers at all until it can again. Settlement figures the
+ * indexer's history has not caught up with (`null`) are said to be "not yet synced", never
+ * shown as zero. An endpoint the indexer does not serve (404) hides its section. Bundled with
+ * uPlot into `dashboard.js` by `tools/dashboard.ts`.
  *
  * @module
  */
@@ -17,8 +19,11 @@ import {
   historyOf,
   lacksHistory,
   MODEL_COLUMNS,
+  modelColumns,
+  NOT_SYNCED,
   providerColumns,
   providerHistory,
+  SPARK_EPOCHS,
   summaryFigures,
   valueOf,
 } from "./model.ts";
@@ -28,24 +33,23 @@ import {
   clearPager,
   type PagerControls,
   pagerControls,
+  partNode,
   renderFigures,
   renderHeader,
   renderOutage,
   renderPager,
   tableRows,
 } from "./render.ts";
-import { emissionSeries, rewardsOf, volumeSeries } from "./series.ts";
-import type { EpochVolume, Health, Model, PageInfo, Provider, Stats } from "./types.ts";
+import { emissionSeries, rewardsOf, syncedVolume, volumeSeries } from "./series.ts";
+import type { Epoch, EpochVolume, Health, Model, PageInfo, Provider, Stats } from "./types.ts";
 
 /** Seconds between refreshes until `/health` has said. */
 const DEFAULT_REFRESH_SECS = 30;
 /** Rows per table page. */
 const PAGE_SIZE = 25;
-/** `/epochs` is read in pages of this many, at most `EPOCH_PAGES` pages. */
+/** `/epochs` is read newest first in pages of this many, at most `EPOCH_PAGES` pages. */
 const EPOCH_PAGE_SIZE = 100;
 const EPOCH_PAGES = 10;
-/** Rows of a provider's history asked for when the list does not carry it. */
-const HISTORY_LIMIT = 16;
 /** Concurrent `/providers/{address}` requests. */
 const HISTORY_CONCURRENCY = 4;
 
@@ -62,22 +66,25 @@ interface Table<T> {
   key: (row: T) => string;
 }
 
-/** The epochs of `/epochs`, following `next_cursor` for up to `EPOCH_PAGES` pages. */
-async function loadEpochs(b: Browser): Promise<Answer<EpochVolume[]>> {
-  const epochs: EpochVolume[] = [];
+/**
+ * The latest epochs of `/epochs` (newest first, following `next_cursor` for up to
+ * `EPOCH_PAGES` pages), oldest first.
+ */
+async function loadEpochs(b: Browser): Promise<Answer<Epoch[]>> {
+  const epochs: Epoch[] = [];
   let cursor: string | null = null;
   for (let page = 0; page < EPOCH_PAGES; page++) {
-    const path: string = `epochs?limit=${EPOCH_PAGE_SIZE}` +
+    const path: string = `epochs?order=desc&limit=${EPOCH_PAGE_SIZE}` +
       (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
     const answer = await getJson<ListBody>(b.fetch, path);
     if (answer.kind !== "ok") return answer;
     const rows = answer.body.epochs;
     if (!Array.isArray(rows)) return unreadable(path, "it has no epochs list");
-    epochs.push(...rows as EpochVolume[]);
+    epochs.push(...rows as Epoch[]);
     cursor = answer.body.next_cursor ?? null;
     if (!cursor) break;
   }
-  return { kind: "ok", path: "epochs", status: 200, body: epochs };
+  return { kind: "ok", path: "epochs", status: 200, body: epochs.reverse() };
 }
 
 function unreadable(path: string, why: string): Failure {
@@ -195,7 +202,10 @@ class Dashboard {
     for (let i = 0; i < missing.length && this.#historyServed; i += HISTORY_CONCURRENCY) {
       await Promise.all(
         missing.slice(i, i + HISTORY_CONCURRENCY).map(async (row) => {
-          const path = `providers/${encodeURIComponent(row.provider)}?limit=${HISTORY_LIMIT}`;
+          // Newest first: the sparkline shows the latest epochs.
+          const path = `providers/${
+            encodeURIComponent(row.provider)
+          }?order=desc&limit=${SPARK_EPOCHS}`;
           const answer = await getJson<unknown>(this.#b.fetch, path);
           if (answer.kind === "absent") this.#historyServed = false;
           const history = answer.kind === "ok" ? historyOf(answer.body) : null;
@@ -219,7 +229,7 @@ class Dashboard {
     stats: Answer<Stats>,
     models: Answer<ListBody>,
     providers: Answer<ListBody>,
-    epochs: Answer<EpochVolume[]>,
+    epochs: Answer<Epoch[]>,
     health: Answer<Health>,
   ): void {
     const doc = this.#b.document;
@@ -245,7 +255,7 @@ class Dashboard {
     this.#renderStatus(stats.kind === "ok" ? stats.body : null, health);
   }
 
-  #renderStats(stats: Stats, epochs: readonly EpochVolume[]): void {
+  #renderStats(stats: Stats, epochs: readonly Epoch[]): void {
     const doc = this.#b.document;
     renderFigures(byId(doc, "summary"), summaryFigures(stats), doc);
     renderFigures(byId(doc, "emission"), emissionFigures(stats), doc);
@@ -270,7 +280,19 @@ class Dashboard {
     );
   }
 
-  #renderVolume(epochs: readonly EpochVolume[]): void {
+  /** The settled-volume chart, or "not yet synced" while the figures are `null`. */
+  #renderVolume(rows: readonly Epoch[]): void {
+    const note = byId(this.#b.document, "volume-note");
+    const epochs = syncedVolume(rows);
+    if (!epochs) {
+      this.#volumeChart.clear();
+      note.textContent = `Settled volume per epoch: ${NOT_SYNCED}. The indexer's settlement ` +
+        "history is catching up with the chain; the chart is drawn once it has.";
+      note.hidden = false;
+      return;
+    }
+    note.hidden = true;
+    note.replaceChildren();
     const series = volumeSeries(epochs);
     const top = epochs.reduce((a, b) => (BigInt(b.amount) > BigInt(a.amount) ? b : a));
     this.#volumeChart.draw(
@@ -285,11 +307,11 @@ class Dashboard {
     const doc = this.#b.document;
     const rows = body[table.name] as T[];
     const page = table.pager.accept(rows, body);
-    const columns = table.name === "models"
-      ? MODEL_COLUMNS
-      : providerColumns((p: Provider) =>
-        providerHistory(p) ?? this.#histories.get(p.provider) ?? null
-      );
+    const synced = body.history?.synced ?? true;
+    const columns = table.name === "models" ? modelColumns(synced) : providerColumns(
+      (p: Provider) => providerHistory(p) ?? this.#histories.get(p.provider) ?? null,
+      synced,
+    );
     table.body.replaceChildren(
       ...tableRows(doc, columns as never, page.rows as never[], table.key as never),
     );
@@ -303,15 +325,8 @@ class Dashboard {
       status.replaceChildren(`Refreshes every ${this.#refreshSecs} s.`);
       return;
     }
-    const span = (field: string, format: "count" | "text") => {
-      const v = valueOf(stats, field, format);
-      const el = doc.createElement("span");
-      el.setAttribute("data-field", v.field);
-      el.setAttribute("data-value", v.value);
-      el.setAttribute("data-format", v.format);
-      el.textContent = v.text;
-      return el;
-    };
+    const span = (field: string, format: "count" | "text") =>
+      partNode(doc, valueOf(stats, field, format));
     status.replaceChildren(
       "Snapshot of block ",
       span("snapshot.block_number", "count"),
@@ -322,7 +337,22 @@ class Dashboard {
         ? ` (indexer: ${health.body.status})`
         : "",
       ".",
+      ...this.#historyStatus(stats),
     );
+  }
+
+  /** The settlement history's state, when it has not caught up: what it has counted so far. */
+  #historyStatus(stats: Stats): (string | DomElement)[] {
+    if (stats.settlements.synced !== false) return [];
+    const parts: (string | DomElement)[] = [` Settlement figures ${NOT_SYNCED}`];
+    if (stats.settlements.scanned_to_block !== null) {
+      parts.push(
+        ": the history has counted blocks up to ",
+        partNode(this.#b.document, valueOf(stats, "settlements.scanned_to_block", "count")),
+      );
+    }
+    parts.push(".");
+    return parts;
   }
 
   /** Shows what failed and takes every number off the page. */
@@ -330,6 +360,8 @@ class Dashboard {
     const doc = this.#b.document;
     this.#emissionChart.clear();
     this.#volumeChart.clear();
+    byId(doc, "volume-note").replaceChildren();
+    byId(doc, "volume-note").hidden = true;
     for (const id of ["summary", "emission", "models-body", "providers-body", "status"]) {
       byId(doc, id).replaceChildren();
     }

@@ -129,11 +129,14 @@ export function valueOf(body: unknown, field: string, format: Format): Value {
   return { field, value, format, text: formatValue(format, value), title: titleOf(format, value) };
 }
 
+/** What a settlement figure the history has not caught up with says, instead of a number. */
+export const NOT_SYNCED = "not yet synced";
+
 /** The network summary. */
 export function summaryFigures(stats: Stats): Figure[] {
   const v = (field: string, format: Format = "count") => valueOf(stats, field, format);
   const settled: Part[] = stats.settlements.amount === null
-    ? ["not yet known: the settlement history is catching up"]
+    ? [`${NOT_SYNCED}: the settlement history is catching up`]
     : [
       v("settlements.amount", "tokens"),
       " tokens in ",
@@ -217,7 +220,21 @@ export function emissionFigures(stats: Stats): Figure[] {
   ];
 }
 
-/** The models table. */
+/** A reputation, or {@linkcode NOT_SYNCED} for a `null` one while the history is not synced. */
+function reputationCell(row: Model | Provider, synced: boolean): Part[] {
+  return row.reputation === null && !synced
+    ? [NOT_SYNCED]
+    : [valueOf(row, "reputation", "reputation")];
+}
+
+/** The models table (`synced`: whether the history is, so a `null` reputation is explained). */
+export function modelColumns(synced = true): Column<Model>[] {
+  return MODEL_COLUMNS.map((column) =>
+    column.header === "Reputation" ? { ...column, cell: (m) => reputationCell(m, synced) } : column
+  );
+}
+
+/** The models table's columns when the history is synced. */
 export const MODEL_COLUMNS: readonly Column<Model>[] = [
   { header: "Model", numeric: false, cell: (m) => [valueOf(m, "model", "text")] },
   {
@@ -263,20 +280,25 @@ function isEpochVolume(row: unknown): row is EpochVolume {
 }
 
 /**
- * The per-epoch history in an answer of `GET /providers/{address}` (its `settled.epochs`,
- * `epochs`, `history` or `history.epochs`), its latest {@linkcode SPARK_EPOCHS} epochs oldest
- * first; `null` when it has none.
+ * The per-epoch history in an answer of `GET /providers/{address}` (`settled.epochs`: only the
+ * epochs the provider was paid in, in either order): its latest {@linkcode SPARK_EPOCHS} epochs
+ * oldest first, the epochs between them without a settlement filled in with zeros; `null` when
+ * it has none (`settled.epochs` is `null` until the history is synced).
  */
 export function historyOf(body: unknown): EpochVolume[] | null {
-  for (const field of ["settled.epochs", "epochs", "history", "history.epochs"]) {
-    const rows = lookup(body, field);
-    if (Array.isArray(rows) && rows.every(isEpochVolume)) {
-      return [...rows].sort((a, b) => Number(BigInt(a.epoch) - BigInt(b.epoch))).slice(
-        -SPARK_EPOCHS,
-      );
-    }
+  const rows = lookup(body, "settled.epochs");
+  if (!Array.isArray(rows) || !rows.every(isEpochVolume)) return null;
+  const byEpoch = new Map(rows.map((row) => [BigInt(row.epoch), row]));
+  if (byEpoch.size === 0) return [];
+  const last = [...byEpoch.keys()].reduce((a, b) => (a > b ? a : b));
+  const out: EpochVolume[] = [];
+  for (let epoch = last; epoch >= 0n && out.length < SPARK_EPOCHS; epoch--) {
+    out.push(
+      byEpoch.get(epoch) ??
+        { epoch: String(epoch), amount: "0", tokens: "0", settlements: 0 },
+    );
   }
-  return null;
+  return out.reverse();
 }
 
 /** Whether a list row lacks its history (so `/providers/{address}` is asked for it). */
@@ -296,9 +318,13 @@ export function sparkOf(history: readonly EpochVolume[] | null): Spark | null {
   };
 }
 
-/** The providers table (the sparkline column is filled from `history`). */
+/**
+ * The providers table (the sparkline column is filled from `history`; `synced`: whether the
+ * settlement history is, so `null` figures say {@linkcode NOT_SYNCED}).
+ */
 export function providerColumns(
   history: (provider: Provider) => readonly EpochVolume[] | null,
+  synced = true,
 ): Column<Provider>[] {
   return [
     { header: "Provider", numeric: false, cell: (p) => [valueOf(p, "provider", "address")] },
@@ -318,17 +344,18 @@ export function providerColumns(
       numeric: true,
       cell: (p) => [valueOf(p, "metrics.tokens_per_sec", "rate")],
     },
-    { header: "Reputation", numeric: true, cell: (p) => [valueOf(p, "reputation", "reputation")] },
+    { header: "Reputation", numeric: true, cell: (p) => reputationCell(p, synced) },
     {
       header: "Settled per epoch",
       numeric: false,
-      cell: () => [],
-      spark: (p) => sparkOf(history(p)),
+      cell: (p) => (p.settled === null ? [NOT_SYNCED] : []),
+      spark: (p) => (p.settled === null ? null : sparkOf(history(p))),
     },
     {
       header: "Settled in all (tokens)",
       numeric: true,
-      cell: (p) => [valueOf(p, "settled.total.amount", "tokens")],
+      cell: (p) =>
+        p.settled === null ? [NOT_SYNCED] : [valueOf(p, "settled.total.amount", "tokens")],
     },
   ];
 }

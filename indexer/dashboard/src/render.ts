@@ -14,7 +14,7 @@ import type { PageView } from "./pager.ts";
 import { sparkline } from "./sparkline.ts";
 
 /** One value or text as DOM nodes. */
-function partNode(document: DomDocument, part: Part): DomElement | string {
+export function partNode(document: DomDocument, part: Part): DomElement | string {
   if (typeof part === "string") return part;
   const attributes: Record<string, string> = {
     "data-field": part.field,
@@ -78,13 +78,10 @@ export function tableRows<T>(
         const tag = i === 0 ? "th" : "td";
         const attributes: Record<string, string> = i === 0 ? { scope: "row" } : {};
         if (column.numeric) attributes.class = "num";
-        const cell = h(
-          document,
-          tag,
-          attributes,
-          ...column.cell(row).map((part) => partNode(document, part)),
-        );
-        if (column.spark) {
+        const parts = column.cell(row);
+        const cell = h(document, tag, attributes, ...parts.map((part) => partNode(document, part)));
+        // A sparkline column's cell has text only when it says why there is no line.
+        if (column.spark && parts.length === 0) {
           const spark = column.spark(row);
           cell.append(sparkline(document, spark?.values ?? null, spark?.label ?? ""));
         }

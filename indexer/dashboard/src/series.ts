@@ -15,7 +15,7 @@
  */
 
 import { tokensAsNumber } from "./format.ts";
-import type { EpochVolume, Stats } from "./types.ts";
+import type { Epoch, EpochVolume, Stats } from "./types.ts";
 
 /** The halving schedule: reward of epoch `e` is `initial >> (e / interval)`, all capped. */
 export interface Schedule {
@@ -116,6 +116,19 @@ export interface VolumeSeries {
   settlements: number[];
 }
 
+/**
+ * The settled volume of `/epochs` rows, or `null` when the history is not synced (their figures
+ * are `null`: never drawn as zero).
+ */
+export function syncedVolume(epochs: readonly Epoch[]): EpochVolume[] | null {
+  const out: EpochVolume[] = [];
+  for (const e of epochs) {
+    if (e.amount === null || e.tokens === null || e.settlements === null) return null;
+    out.push({ epoch: e.epoch, amount: e.amount, tokens: e.tokens, settlements: e.settlements });
+  }
+  return out;
+}
+
 /** Settled volume per epoch, sorted by epoch (the answer's order may be either). */
 export function volumeSeries(epochs: readonly EpochVolume[]): VolumeSeries {
   const sorted = [...epochs].sort((a, b) => {
@@ -129,8 +142,8 @@ export function volumeSeries(epochs: readonly EpochVolume[]): VolumeSeries {
   };
 }
 
-/** The epoch → reward map of `/epochs` rows that carry a reward. */
-export function rewardsOf(epochs: readonly EpochVolume[]): Map<string, string> {
+/** The epoch → reward map of `/epochs` rows. */
+export function rewardsOf(epochs: readonly Epoch[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const e of epochs) if (typeof e.reward === "string") out.set(e.epoch, e.reward);
   return out;

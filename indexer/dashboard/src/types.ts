@@ -25,6 +25,18 @@ export interface ErrorBody {
   error: ErrorDetail;
 }
 
+/** How far the indexer's settlement history is (`history` of the lists, `/stats`' settlements). */
+export interface HistoryInfo {
+  /** Whether the settlement figures are served (the history has caught up with the snapshot). */
+  synced: boolean;
+  /** The last block the figures count, or `null`. */
+  scanned_to_block: Decimal | null;
+  /** The chain head the history last measured, or `null`. */
+  head_block: Decimal | null;
+  /** The confirmation depth, blocks. */
+  confirmations: number;
+}
+
 /** Which block and when. */
 export interface SnapshotInfo {
   /** The block every chain value was read at. */
@@ -68,8 +80,8 @@ export interface Stats {
   capacity: { max_concurrency: number; available_concurrency: number };
   /** Distinct models served. */
   models: number;
-  /** All settled volume counted so far (`null` fields while the history catches up). */
-  settlements: {
+  /** All settled volume counted so far (`null` figures until the history is synced). */
+  settlements: Partial<HistoryInfo> & {
     amount: Decimal | null;
     tokens: Decimal | null;
     count: number | null;
@@ -96,7 +108,7 @@ export interface Model {
   context_length: number;
 }
 
-/** Settled volume of one epoch (a provider's or the network's). */
+/** Settled volume of one epoch of a provider (`settled.epochs`). */
 export interface EpochVolume {
   /** The epoch. */
   epoch: Decimal;
@@ -106,8 +118,20 @@ export interface EpochVolume {
   tokens: Decimal;
   /** Settlements. */
   settlements: number;
-  /** The emission reward of the epoch (`/epochs` only). */
-  reward?: Decimal | null;
+}
+
+/** One epoch of `/epochs`: its reward, and the network's settled volume (`null` until synced). */
+export interface Epoch {
+  /** The epoch. */
+  epoch: Decimal;
+  /** Its emission reward. */
+  reward: Decimal;
+  /** Settled amount, every provider; `null` until the history is synced. */
+  amount: Decimal | null;
+  /** Settled tokens; `null` until synced. */
+  tokens: Decimal | null;
+  /** Settlements; `null` until synced. */
+  settlements: number | null;
 }
 
 /** One entry of `/providers`. */
@@ -151,4 +175,6 @@ export interface Health {
 export interface PageInfo {
   /** Where the next page starts; `null` on the last page; absent when the list is whole. */
   next_cursor?: string | null;
+  /** How far the settlement history is (the rows' settlement figures are `null` unless synced). */
+  history?: HistoryInfo;
 }

@@ -119,3 +119,19 @@ export function unexpectedErrors(
     )
   );
 }
+
+/** Elements outside the page's width, except inside the tables' own scroll regions. */
+export async function overflowing(page: Page): Promise<string[]> {
+  return await page.locator("body *").evaluateAll((elements) => {
+    const width = elements[0].ownerDocument.documentElement.clientWidth;
+    return elements
+      .filter((el) => !el.closest(".table-wrap") && el.getClientRects().length > 0)
+      .filter((el) => {
+        const box = el.getBoundingClientRect();
+        return box.right > width + 0.5 || box.left < -0.5;
+      })
+      .map((el) =>
+        `${el.tagName.toLowerCase()}#${el.id}.${el.className} ${el.getBoundingClientRect().right}`
+      );
+  });
+}

@@ -9,24 +9,9 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { launchBrowser } from "../../_browser.ts";
 import { startFakeIndexer } from "./_fake_indexer.ts";
+import { overflowing } from "./_page.ts";
 
 const WAIT = { timeout: 20_000 };
-
-/** Elements outside the page's width, except inside the tables' own scroll regions. */
-async function overflowing(page: Page): Promise<string[]> {
-  return await page.locator("body *").evaluateAll((elements) => {
-    const width = elements[0].ownerDocument.documentElement.clientWidth;
-    return elements
-      .filter((el) => !el.closest(".table-wrap") && el.getClientRects().length > 0)
-      .filter((el) => {
-        const box = el.getBoundingClientRect();
-        return box.right > width + 0.5 || box.left < -0.5;
-      })
-      .map((el) =>
-        `${el.tagName.toLowerCase()}#${el.id}.${el.className} ${el.getBoundingClientRect().right}`
-      );
-  });
-}
 
 Deno.test("at 375 × 800 nothing overflows horizontally", async () => {
   await using fake = startFakeIndexer();

@@ -151,7 +151,7 @@ Deno.test("the assets fetch nothing from elsewhere and keep uPlot's license", ()
   assert.doesNotMatch(text("/dashboard.css"), /@import|url\(\s*["']?(https?:|\/\/)/);
   // The page's own calls are relative: "stats", not "/stats" (it works under any path prefix).
   const script = text("/dashboard.js");
-  for (const path of ['"health"', '"stats"', "epochs?limit="]) {
+  for (const path of ['"health"', '"stats"', "epochs?order=desc&limit="]) {
     assert.ok(script.includes(path), path);
   }
   for (const path of ["/health", "/stats", "/epochs", "/models", "/providers"]) {

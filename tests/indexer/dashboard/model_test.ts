@@ -4,13 +4,15 @@ import {
   historyOf,
   lacksHistory,
   lookup,
+  modelColumns,
+  NOT_SYNCED,
   providerColumns,
   providerHistory,
   sparkOf,
   summaryFigures,
   valueOf,
 } from "../../../indexer/dashboard/src/model.ts";
-import type { Provider, Stats } from "../../../indexer/dashboard/src/types.ts";
+import type { Model, Provider, Stats } from "../../../indexer/dashboard/src/types.ts";
 
 const E18 = 10n ** 18n;
 
@@ -51,7 +53,26 @@ Deno.test("settled volume the history has not caught up with is said so, not sho
     settlements: { amount: null, tokens: null, count: null },
   } as unknown as Stats;
   const settled = summaryFigures(stats).find((figure) => figure.key === "settled")!;
-  assert.deepEqual(settled.parts, ["not yet known: the settlement history is catching up"]);
+  assert.deepEqual(settled.parts, ["not yet synced: the settlement history is catching up"]);
+  // Unknown figures in the tables say so too, never a zero.
+  const row = {
+    provider: "0x1111111111111111111111111111111111111111",
+    settled: null,
+    reputation: null,
+  } as unknown as Provider;
+  const columns = providerColumns(() => null, false);
+  const cell = (header: string) => columns.find((c) => c.header === header)!;
+  assert.deepEqual(cell("Settled per epoch").cell(row), [NOT_SYNCED]);
+  assert.equal(cell("Settled per epoch").spark!(row), null);
+  assert.deepEqual(cell("Settled in all (tokens)").cell(row), [NOT_SYNCED]);
+  assert.deepEqual(cell("Reputation").cell(row), [NOT_SYNCED]);
+  // Synced, a null reputation is "none yet" (no epoch finished): a dash.
+  const synced = providerColumns(() => null, true).find((c) => c.header === "Reputation")!;
+  assert.equal((synced.cell(row)[0] as { text: string }).text, "—");
+  const model = { model: "a/b", reputation: null } as unknown as Model;
+  assert.deepEqual(modelColumns(false).find((c) => c.header === "Reputation")!.cell(model), [
+    NOT_SYNCED,
+  ]);
 });
 
 Deno.test("a provider's sparkline: its epochs oldest first, with the exact amounts as text", () => {
@@ -79,25 +100,31 @@ Deno.test("a provider's sparkline: its epochs oldest first, with the exact amoun
   ]);
 });
 
-Deno.test("a provider's history from /providers/{address}, whatever it calls the list", () => {
-  const rows = Array.from({ length: 20 }, (_, i) => ({
-    epoch: String(19 - i),
-    amount: String(i),
-    tokens: "0",
-    settlements: 0,
+Deno.test("a provider's history from /providers/{address}: the latest epochs, gaps as zeros", () => {
+  // Newest first, as the page asks for it (`order=desc`): paid epochs only.
+  const paid = [30, 29, 25, 20, 14, 13, 3].map((epoch) => ({
+    epoch: String(epoch),
+    amount: String(epoch * 10),
+    tokens: "1",
+    settlements: 1,
   }));
-  for (
-    const body of [{ epochs: rows }, { history: rows }, { history: { epochs: rows } }, {
-      settled: { epochs: rows },
-    }]
-  ) {
-    const history = historyOf(body)!;
-    assert.deepEqual(
-      history.map((e) => e.epoch),
-      Array.from({ length: 16 }, (_, i) => String(i + 4)),
-    );
-  }
-  assert.equal(historyOf({ epochs: [{ epoch: 1 }] }), null);
+  const history = historyOf({ settled: { epochs: paid } })!;
+  assert.deepEqual(
+    history.map((e) => `${e.epoch}:${e.amount}`),
+    Array.from({ length: 16 }, (_, i) => {
+      const epoch = 15 + i;
+      return `${epoch}:${[30, 29, 25, 20].includes(epoch) ? epoch * 10 : 0}`;
+    }),
+  );
+  // Oldest first gives the same; a short history is filled back to epoch 0.
+  assert.deepEqual(historyOf({ settled: { epochs: [...paid].reverse() } }), history);
+  assert.deepEqual(
+    historyOf({ settled: { epochs: [paid[6]] } })!.map((e) => e.epoch),
+    ["0", "1", "2", "3"],
+  );
+  assert.deepEqual(historyOf({ settled: { epochs: [] } }), []);
+  assert.equal(historyOf({ settled: { epochs: null } }), null, "not synced");
+  assert.equal(historyOf({ settled: { epochs: [{ epoch: 1 }] } }), null);
   assert.equal(historyOf({}), null);
   const row = { provider: "0x1", settled: { total: null } } as unknown as Provider;
   assert.equal(lacksHistory(row), true);

@@ -1,48 +1,90 @@
 /**
- * The dashboard in a real browser (Debian's Chromium through playwright-core) against a fake
- * indexer on loopback that serves today's real bodies plus `/epochs` and paginated lists: the
- * page loads offline without console errors, every number equals the API's, the charts draw,
- * the tables page, an outage (503) takes every number off the page and the page recovers, and
- * an indexer without `/epochs` or pagination still works. Saves `docs/dashboard.png`.
+ * The dashboard against the real thing: Debian's Chromium (through playwright-core) on the page
+ * served by `indexer/main.ts`, indexing a real devnet (anvil, contracts, providers, routers)
+ * with a settlement history over several epochs. The page loads with no console error and no
+ * request leaving loopback; every number it shows equals the API's; the charts and sparklines
+ * draw; when the chain (the devnet's anvil) stops, the page says what is unreachable and shows
+ * no numbers, and recovers when the chain is back; at 375 px nothing overflows. Saves
+ * `docs/dashboard.png` (shown in the README).
  */
 
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
 import { launchBrowser } from "../../_browser.ts";
-import { startFakeIndexer } from "./_fake_indexer.ts";
-import { formatTokens } from "../../../indexer/dashboard/src/format.ts";
-import { assertPageMatches, drawnPixels, rowKeys, unexpectedErrors } from "./_page.ts";
+import { startLiveNetwork, until } from "../_live.ts";
+import {
+  assertPageMatches,
+  drawnPixels,
+  overflowing,
+  rowKeys,
+  shownValues,
+  type Truth,
+  unexpectedErrors,
+} from "./_page.ts";
 
 const SCREENSHOT = fileURLToPath(new URL("../../../docs/dashboard.png", import.meta.url));
-const WAIT = { timeout: 20_000 };
-
-/** The API's paths and the page's assets: every request the page may make. */
+const WAIT = { timeout: 30_000 };
+/** Every path the page may ask for: its assets and the API's. */
 const KNOWN =
-  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|(epochs|models|providers)\?.*)$/;
+  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|epochs\?order=desc&limit=100(&cursor=\d+)?|(models|providers)\?limit=25(&cursor=[^&]+)?|providers\/0x[0-9a-f]{40}\?order=desc&limit=16)$/;
 
-/** Waits until `condition` holds (a refresh happened), at most 20 s. */
-async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + WAIT.timeout;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("Timed out waiting for the page to refresh");
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/** The API's bodies, all of one snapshot (its `taken_at` the same before and after). */
+async function truthOf(url: string): Promise<Truth & { takenAt: string }> {
+  for (;;) {
+    const get = async (path: string) => await (await fetch(`${url}${path}`)).json();
+    const stats = await get("/stats");
+    const models = (await get("/models")).models;
+    const providers = (await get("/providers")).providers;
+    const again = await get("/stats");
+    if (again.snapshot?.taken_at === stats.snapshot?.taken_at) {
+      return { stats, models, providers, takenAt: stats.snapshot.taken_at };
+    }
   }
 }
 
-function addresses(providers: unknown[]): string[] {
-  return providers.map((p) => (p as { provider: string }).provider);
+/** Compares the page with the API once both show the same snapshot (the page refreshes itself). */
+async function assertMatchesApi(page: Page, url: string): Promise<Truth> {
+  return await until("the page and the API to show one snapshot", async () => {
+    const truth = await truthOf(url);
+    const shown = (await shownValues(page)).find((v) => v.field === "snapshot.taken_at");
+    if (shown?.value !== truth.takenAt) return undefined;
+    await assertPageMatches(page, truth);
+    return truth;
+  });
 }
 
-Deno.test("the page shows the API's numbers, draws its charts and pages its tables", async () => {
-  await using fake = startFakeIndexer();
+Deno.test("the page on a real devnet and indexer: the API's numbers, charts, an outage, a phone", async () => {
+  await using live = await startLiveNetwork({
+    devnet: { verifiedProviders: 6, teeProviders: 2, offlineProviders: 2, routers: 2 },
+    settledEpochs: 8,
+  });
+  const indexer = await live.startIndexer(["--refresh-secs", "3"]);
+  await until("the indexer to serve, synced", async () => {
+    const health = await indexer.get("/health");
+    return health.body.serving && health.body.settlements.synced ? true : undefined;
+  });
   await using browser = await launchBrowser({ viewport: { width: 1100, height: 900 } });
   const { page } = browser;
-  await page.goto(`${fake.url}/`);
+  const asked: string[] = [];
+  page.on("request", (request) => {
+    const url = new URL(request.url());
+    if (url.origin === indexer.url) asked.push(url.pathname + url.search);
+  });
+  await page.goto(`${indexer.url}/`);
   await page.waitForSelector("#providers-body tr", WAIT);
-  const truth = await fake.truth();
+  await page.waitForSelector("#volume-chart canvas", WAIT);
 
-  const values = await assertPageMatches(page, truth);
-  const statsFields = new Set(values.filter((v) => v.source === "stats").map((v) => v.field));
+  // Every number on the page is the API's, formatted as the page says.
+  const truth = await assertMatchesApi(page, indexer.url);
+  const stats = truth.stats as {
+    providers: { live_verified: number };
+    settlements: { synced: boolean; amount: string };
+  };
+  assert.equal(stats.providers.live_verified, 8);
+  assert.equal(stats.settlements.synced, true);
+  assert.notEqual(stats.settlements.amount, "0");
+  const fields = new Set((await shownValues(page)).map((v) => v.field));
   for (
     const field of [
       "providers.live_verified",
@@ -57,65 +99,42 @@ Deno.test("the page shows the API's numbers, draws its charts and pages its tabl
       "emission.cap",
       "emission.current_epoch",
       "emission.current_epoch_reward",
-      "emission.schedule.halving_interval",
+      "cheapest_price.input",
+      "stake",
+      "settled.total.amount",
       "snapshot.block_number",
     ]
-  ) assert.ok(statsFields.has(field), `the page does not show stats.${field}`);
-  // One amount checked by hand: 116,055.494975597845961118 tokens, shown to two decimals.
-  assert.equal(truth.stats.staked_security, "116055494975597845961118");
-  assert.ok(values.some((v) => v.field === "staked_security" && v.text === "116,055.49"));
+  ) assert.ok(fields.has(field), `the page does not show ${field}`);
+  const addresses = truth.providers.map((p) => (p as { provider: string }).provider);
+  assert.deepEqual(await rowKeys(page, "providers"), addresses);
 
-  // Tables: all models on one page; the providers' first page, then the second.
-  assert.deepEqual(
-    await rowKeys(page, "models"),
-    truth.models.map((m) => (m as { model: string }).model),
-  );
-  const all = addresses(truth.providers);
-  assert.equal(all.length, 33);
-  assert.deepEqual(await rowKeys(page, "providers"), all.slice(0, 25));
-  assert.equal(await page.textContent("#providers-page"), "Rows 1–25");
-  const sparks = await page.locator("#providers-body svg.spark polyline").count();
-  assert.equal(sparks, 25, "every provider row has a sparkline");
-
-  // Charts: uPlot draws on canvases.
+  // The charts draw (uPlot's canvases), and every provider has its sparkline.
   for (const chart of ["#emission-chart", "#volume-chart"]) {
     const pixels = await drawnPixels(page, chart);
     assert.ok(pixels.length > 0 && pixels.every((n) => n > 500), `${chart} drew ${pixels}`);
     assert.match(await page.getAttribute(chart, "aria-label") ?? "", /epoch/);
   }
-  // The top of the page (summary, emission, charts, models, the first providers): docs/dashboard.md.
-  await page.screenshot({
-    path: SCREENSHOT,
-    fullPage: true,
-    clip: { x: 0, y: 0, width: 1100, height: 2000 },
-  });
+  assert.equal(await page.locator("#providers-body svg.spark polyline").count(), addresses.length);
+  assert.equal(await page.getByText("not yet synced").count(), 0);
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
-  await page.click("#providers-next");
-  await page.waitForSelector(`#providers-page:text-is("Rows 26–33")`, WAIT);
-  assert.deepEqual(await rowKeys(page, "providers"), all.slice(25));
-  assert.ok(fake.requests().some((path) => /^\/providers\?limit=25&cursor=/.test(path)));
-  await assertPageMatches(page, truth);
-  await page.click("#providers-previous");
-  await page.waitForSelector(`#providers-page:text-is("Rows 1–25")`, WAIT);
+  // A phone: nothing overflows horizontally (wide tables scroll in their own region).
+  await page.setViewportSize({ width: 375, height: 800 });
+  await page.waitForTimeout(300);
+  const widths = await page.locator("html").evaluate((html) => ({
+    scroll: html.scrollWidth,
+    client: html.clientWidth,
+  }));
+  assert.ok(widths.scroll <= widths.client, `${widths.scroll} px wide on ${widths.client} px`);
+  assert.deepEqual(await overflowing(page), []);
+  await page.setViewportSize({ width: 1100, height: 900 });
 
-  assert.deepEqual(browser.consoleErrors(), []);
-  assert.deepEqual(browser.offLoopbackRequests(), []);
-  const unknown = fake.requests().filter((path) => !KNOWN.test(path));
-  assert.deepEqual(unknown, [], "the page asked for paths the indexer does not serve");
-});
-
-Deno.test("a 503 takes every number off the page and says what is unreachable; then it recovers", async () => {
-  await using fake = startFakeIndexer();
-  await using browser = await launchBrowser();
-  const { page } = browser;
-  await page.goto(`${fake.url}/`);
-  await page.waitForSelector("#providers-body tr", WAIT);
-
-  fake.setAvailable(false);
+  // The chain stops: the page says what is unreachable, and shows no numbers at all.
+  await live.stopChain();
   await page.waitForSelector("#outage:not([hidden])", WAIT);
   const banner = await page.textContent("#outage") ?? "";
   assert.match(banner, /chain_unreachable/);
-  assert.match(banner, /Cannot reach the chain at http:\/\/127\.0\.0\.1:8545: connection refused/);
+  assert.ok(banner.includes(new URL(live.rpcUrl).origin), banner);
   for (const path of ["/stats", "/models", "/providers", "/epochs"]) {
     assert.ok(banner.includes(path), `the banner does not name ${path}: ${banner}`);
   }
@@ -128,66 +147,16 @@ Deno.test("a 503 takes every number off the page and says what is unreachable; t
   assert.doesNotMatch(main, /\d/, `digits left in the page: ${JSON.stringify(main)}`);
   assert.doesNotMatch(await page.locator("#status").innerText(), /\d/);
 
-  // Back, with another snapshot: every number is the new one.
-  fake.nextSnapshot();
+  // The chain is back: so is every number, the new snapshot's.
+  await live.startChain();
   await page.waitForSelector("#outage", { state: "hidden", ...WAIT });
   await page.waitForSelector("#providers-body tr", WAIT);
-  const truth = await fake.truth();
-  await assertPageMatches(page, truth);
-  assert.deepEqual(await rowKeys(page, "providers"), addresses(truth.providers).slice(0, 25));
+  await assertMatchesApi(page, indexer.url);
   assert.ok((await drawnPixels(page, "#volume-chart")).every((n) => n > 500));
 
   assert.deepEqual(unexpectedErrors(browser.consoleErrors(), [503]), []);
   assert.deepEqual(browser.offLoopbackRequests(), []);
-});
-
-Deno.test("today's indexer: no /epochs (its section hidden) and whole lists paged in the page", async () => {
-  await using fake = startFakeIndexer({ epochs: false, paginate: false });
-  await using browser = await launchBrowser();
-  const { page } = browser;
-  await page.goto(`${fake.url}/`);
-  await page.waitForSelector("#providers-body tr", WAIT);
-  const truth = await fake.truth();
-  await assertPageMatches(page, truth);
-  assert.equal(await page.isHidden("#volume-section"), true);
-  assert.equal(await page.isVisible("#emission-chart canvas"), true, "emission comes from /stats");
-
-  const all = addresses(truth.providers);
-  assert.equal(await page.textContent("#providers-page"), "Rows 1–25 of 33");
-  assert.deepEqual(await rowKeys(page, "providers"), all.slice(0, 25));
-  await page.click("#providers-next");
-  await page.waitForSelector(`#providers-page:text-is("Rows 26–33 of 33")`, WAIT);
-  assert.deepEqual(await rowKeys(page, "providers"), all.slice(25));
-  // A refresh keeps the page the reader is on.
-  const asked = fake.requests().filter((path) => path === "/stats").length;
-  await until(() => fake.requests().filter((path) => path === "/stats").length > asked + 1);
-  assert.deepEqual(await rowKeys(page, "providers"), all.slice(25));
-
-  assert.deepEqual(unexpectedErrors(browser.consoleErrors(), [404]), []);
-  assert.deepEqual(browser.offLoopbackRequests(), []);
-});
-
-Deno.test("a list without histories: the sparklines come from /providers/{address}", async () => {
-  await using fake = startFakeIndexer({ listHistory: false });
-  await using browser = await launchBrowser();
-  const { page } = browser;
-  await page.goto(`${fake.url}/`);
-  await page.waitForSelector("#providers-body svg.spark", WAIT);
-  const truth = await fake.truth();
-  const first = truth.providers[0] as {
-    provider: string;
-    settled: { epochs: { amount: string }[] };
-  };
-  const label = await page.locator(`#providers-body tr[data-key="${first.provider}"] svg.spark`)
-    .getAttribute("aria-label");
-  const amounts = first.settled.epochs.map((e) => formatTokens(e.amount));
-  assert.equal(
-    label?.split(": ")[1].split(", ").map((part) => part.split(" ")[2]).join(),
-    amounts.join(),
-  );
-  assert.equal(await page.locator("#providers-body svg.spark").count(), 25);
-  const details = fake.requests().filter((path) => path.startsWith("/providers/0x"));
-  assert.equal(details.length >= 25, true, `${details.length} history requests`);
-  assert.deepEqual(browser.consoleErrors(), []);
-  assert.deepEqual(browser.offLoopbackRequests(), []);
+  const unknown = asked.filter((path) => !KNOWN.test(path));
+  assert.deepEqual(unknown, [], "the page asked for paths the indexer does not serve");
+  assert.equal(await indexer.stop(), 0);
 });
