@@ -1,25 +1,33 @@
 /**
- * The AEADs of the network's suites behind one small interface (private): a key that seals and
- * opens under a given nonce and AAD.
+ * The AEADs of the network's suites behind one small synchronous interface (private): a key
+ * that seals and opens under a given nonce and AAD.
  *
- * - AES-128-GCM on the runtime's WebCrypto (native, hardware AES): the key is imported once
- *   per context, then each seal or open is one `encrypt` or `decrypt` call.
- * - ChaCha20-Poly1305 on `@hpke/chacha20poly1305` (JavaScript, from `@noble/ciphers`; WebCrypto
- *   has no ChaCha20).
+ * Both run on the runtime's `node:crypto` (`aes-128-gcm`, `chacha20-poly1305`): one native
+ * call per seal or open, with no promise round trip and no hop to a worker thread. For the
+ * small chunks a chat streams (an event or a batch of events, up to 16 KiB) that is cheaper than
+ * WebCrypto's asynchronous `encrypt`/`decrypt`, whose fixed cost per call dominates; see
+ * `bench/crypto_bench.ts` and `docs/decisions.md`.
  *
  * @module
  */
 
-import { Chacha20Poly1305 } from "@hpke/chacha20poly1305";
+import { type CipherGCMTypes, createCipheriv, createDecipheriv } from "node:crypto";
 import { copy } from "../_bytes.ts";
 import { AEAD_AES_128_GCM, AEAD_CHACHA20_POLY1305 } from "./suite.ts";
+
+/** Length of the authentication tag of both AEADs. */
+const TAG_LENGTH = 16;
 
 /** A symmetric key of an AEAD. */
 export interface AeadKey {
   /** `Seal(key, nonce, aad, pt)`: the ciphertext with its tag. */
-  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
-  /** `Open(key, nonce, aad, ct)`; rejects when authentication fails. */
-  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
+  /**
+   * `Open(key, nonce, aad, ct)`.
+   *
+   * @throws {Error} when authentication fails.
+   */
+  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array;
 }
 
 /**
@@ -28,69 +36,56 @@ export interface AeadKey {
  * @throws {RangeError} for an AEAD that cannot seal (export-only) or is unknown.
  */
 export function aeadKey(aeadId: number, key: Uint8Array): AeadKey {
-  if (aeadId === AEAD_AES_128_GCM) return new AesGcmKey(key);
-  if (aeadId === AEAD_CHACHA20_POLY1305) return new ChachaKey(key);
+  if (aeadId === AEAD_AES_128_GCM) return new NodeAeadKey("aes-128-gcm", key);
+  if (aeadId === AEAD_CHACHA20_POLY1305) {
+    return new NodeAeadKey("chacha20-poly1305" as CipherGCMTypes, key);
+  }
   throw new RangeError(`Cannot use AEAD 0x${aeadId.toString(16).padStart(4, "0")} to seal`);
 }
 
-class AesGcmKey implements AeadKey {
-  #key: CryptoKey | undefined;
-  readonly #imported: Promise<CryptoKey>;
+class NodeAeadKey implements AeadKey {
+  readonly #algorithm: CipherGCMTypes;
+  readonly #key: Uint8Array;
 
-  constructor(key: Uint8Array) {
-    this.#imported = crypto.subtle.importKey("raw", copy(key), "AES-GCM", false, [
-      "encrypt",
-      "decrypt",
-    ]);
-    this.#imported.then((imported) => this.#key = imported, () => {});
+  constructor(algorithm: CipherGCMTypes, key: Uint8Array) {
+    this.#algorithm = algorithm;
+    this.#key = copy(key);
   }
 
-  async seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    const key = this.#key ?? await this.#imported;
-    return new Uint8Array(
-      await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv: source(nonce), additionalData: source(aad) },
-        key,
-        source(plaintext),
-      ),
-    );
+  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+    const cipher = createCipheriv(this.#algorithm, this.#key, nonce, {
+      authTagLength: TAG_LENGTH,
+    });
+    if (aad.length > 0) cipher.setAAD(aad, { plaintextLength: plaintext.length });
+    const body = plaintext.length > 0 ? cipher.update(plaintext) : undefined;
+    const rest = cipher.final();
+    const tag = cipher.getAuthTag();
+    const bodyLength = (body?.length ?? 0) + rest.length;
+    const out = new Uint8Array(bodyLength + TAG_LENGTH);
+    if (body) out.set(body);
+    out.set(rest, body?.length ?? 0);
+    out.set(tag, bodyLength);
+    return out;
   }
 
-  async open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    const key = this.#key ?? await this.#imported;
-    return new Uint8Array(
-      await crypto.subtle.decrypt(
-        { name: "AES-GCM", iv: source(nonce), additionalData: source(aad) },
-        key,
-        source(ciphertext),
-      ),
-    );
+  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array {
+    if (ciphertext.length < TAG_LENGTH) {
+      throw new RangeError(
+        `Cannot open: the ciphertext is ${ciphertext.length} bytes, shorter than its ${TAG_LENGTH}-byte tag`,
+      );
+    }
+    const end = ciphertext.length - TAG_LENGTH;
+    const decipher = createDecipheriv(this.#algorithm, this.#key, nonce, {
+      authTagLength: TAG_LENGTH,
+    });
+    decipher.setAuthTag(ciphertext.subarray(end));
+    if (aad.length > 0) decipher.setAAD(aad, { plaintextLength: end });
+    const body = end > 0 ? decipher.update(ciphertext.subarray(0, end)) : undefined;
+    const rest = decipher.final(); // throws when the tag does not authenticate
+    // A fresh array of its own (a Buffer may be a view into a shared pool).
+    const out = new Uint8Array((body?.length ?? 0) + rest.length);
+    if (body) out.set(body);
+    out.set(rest, body?.length ?? 0);
+    return out;
   }
-}
-
-const chacha = new Chacha20Poly1305();
-
-class ChachaKey implements AeadKey {
-  readonly #context: ReturnType<Chacha20Poly1305["createEncryptionContext"]>;
-
-  constructor(key: Uint8Array) {
-    this.#context = chacha.createEncryptionContext(copy(key).buffer);
-  }
-
-  async seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    return new Uint8Array(
-      await this.#context.seal(source(nonce), source(plaintext), source(aad)),
-    );
-  }
-
-  async open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    return new Uint8Array(
-      await this.#context.open(source(nonce), source(ciphertext), source(aad)),
-    );
-  }
-}
-
-/** The bytes as a WebCrypto `BufferSource`; WebCrypto copies its inputs, so no copy here. */
-function source(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
-  return bytes.buffer instanceof ArrayBuffer ? bytes as Uint8Array<ArrayBuffer> : copy(bytes);
 }

@@ -13,11 +13,11 @@
  * ```
  *
  * The same suites as `@hpke/core` and byte for byte the same output (the tests hold it to the RFC
- * 9180 vectors and run it against `@hpke/core` as an oracle), at a fraction of the cost: X25519
- * and AES-128-GCM are one native WebCrypto call each, the key schedule is synchronous
- * HKDF-SHA256 (`_labeled_kdf.ts`) instead of a dozen promise round trips. Only the base mode:
- * it is all Oblivious HTTP uses; the public `hpkeSuite(…).cipherSuite` (`@hpke/core`) still
- * offers every mode.
+ * 9180 vectors and run it against `@hpke/core` as an oracle), at a fraction of the cost, and
+ * synchronous: X25519 and the AEADs are one native `node:crypto` call each (`_x25519.ts`,
+ * `_aead.ts`), the key schedule is HKDF-SHA256 on `@noble/hashes` (`_labeled_kdf.ts`) instead
+ * of a dozen WebCrypto promise round trips. Only the base mode: it is all Oblivious HTTP uses;
+ * the public `hpkeSuite(…).cipherSuite` (`@hpke/core`) still offers every mode.
  *
  * @module
  */
@@ -32,7 +32,12 @@ import {
   labeledExpand,
   labeledExtract,
 } from "./_labeled_kdf.ts";
-import { importX25519PrivateKey, x25519PublicKey, x25519SharedSecret } from "./_x25519.ts";
+import {
+  type X25519PrivateKey,
+  x25519PrivateKey,
+  x25519PublicKey,
+  x25519SharedSecret,
+} from "./_x25519.ts";
 import { aeadInfo, KDF_HKDF_SHA256, KEM_X25519_HKDF_SHA256, type SuiteIds } from "./suite.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -68,24 +73,23 @@ export interface HpkeSenderContext extends HpkeExporter {
    *
    * @throws {RangeError} for the export-only AEAD, or past 2^53 messages.
    */
-  seal(plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  seal(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
 }
 
 /** The recipient's context: open the sender's messages in order. */
 export interface HpkeRecipientContext extends HpkeExporter {
   /**
-   * Opens the next message; the sequence number advances only when it authenticates. Calls
-   * are served one at a time, in order.
+   * Opens the next message; the sequence number advances only when it authenticates.
    *
    * @throws when authentication fails; {@linkcode RangeError} for the export-only AEAD.
    */
-  open(ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  open(ciphertext: Uint8Array, aad: Uint8Array): Uint8Array;
 }
 
-/** The recipient's key: the private key as WebCrypto holds it, and the serialized public key. */
+/** The recipient's key: the private key as `node:crypto` holds it, and the serialized public key. */
 export interface RecipientKey {
-  /** The X25519 private key (`deriveBits`). */
-  readonly privateKey: CryptoKey;
+  /** The X25519 private key. */
+  readonly privateKey: X25519PrivateKey;
   /** `pkRm`, 32 bytes. */
   readonly publicKey: Uint8Array;
 }
@@ -96,18 +100,16 @@ export interface RecipientKey {
  * @throws {RangeError} for an unsupported suite, or a recipient key of the wrong length or of
  * small order.
  */
-export async function setupBaseSender(
+export function setupBaseSender(
   ids: SuiteIds,
   recipientPublicKey: Uint8Array,
   info: Uint8Array,
   ephemeralSecret: Uint8Array,
-): Promise<HpkeSenderContext> {
+): HpkeSenderContext {
   const schedule = scheduleOf(ids);
-  const ephemeral = await importX25519PrivateKey(ephemeralSecret);
-  const [enc, dh] = await Promise.all([
-    x25519PublicKey(ephemeral),
-    x25519SharedSecret(ephemeral, recipientPublicKey),
-  ]);
+  const ephemeral = x25519PrivateKey(ephemeralSecret);
+  const enc = x25519PublicKey(ephemeral);
+  const dh = x25519SharedSecret(ephemeral, recipientPublicKey);
   const sharedSecret = schedule.sharedSecret(dh, concat(enc, recipientPublicKey));
   return new Context(enc, schedule, sharedSecret, info);
 }
@@ -118,14 +120,14 @@ export async function setupBaseSender(
  * @throws {RangeError} for an unsupported suite, or an `enc` of the wrong length or of small
  * order.
  */
-export async function setupBaseRecipient(
+export function setupBaseRecipient(
   ids: SuiteIds,
   recipientKey: RecipientKey,
   enc: Uint8Array,
   info: Uint8Array,
-): Promise<HpkeRecipientContext> {
+): HpkeRecipientContext {
   const schedule = scheduleOf(ids);
-  const dh = await x25519SharedSecret(recipientKey.privateKey, enc);
+  const dh = x25519SharedSecret(recipientKey.privateKey, enc);
   const sharedSecret = schedule.sharedSecret(dh, concat(enc, recipientKey.publicKey));
   return new Context(enc.slice(), schedule, sharedSecret, info);
 }
@@ -207,7 +209,6 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
   readonly #baseNonce: Uint8Array;
   readonly #exporterSecret: Uint8Array;
   #seq = 0;
-  #opening: Promise<void> = Promise.resolve();
 
   constructor(enc: Uint8Array, schedule: Schedule, sharedSecret: Uint8Array, info: Uint8Array) {
     const keys = schedule.keys(sharedSecret, info);
@@ -218,26 +219,16 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
     this.#exporterSecret = keys.exporterSecret;
   }
 
-  async seal(plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    const aead = this.#aeadOrThrow("seal");
-    const nonce = this.#nonce();
-    this.#seq++; // before the await: concurrent seals take their numbers in call order
-    return await aead.seal(nonce, plaintext, aad);
+  seal(plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+    const sealed = this.#aeadOrThrow("seal").seal(this.#nonce(), plaintext, aad);
+    this.#seq++;
+    return sealed;
   }
 
-  async open(ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
-    const aead = this.#aeadOrThrow("open");
-    const previous = this.#opening;
-    let release!: () => void;
-    this.#opening = new Promise((resolve) => release = resolve);
-    try {
-      await previous;
-      const plaintext = await aead.open(this.#nonce(), ciphertext, aad);
-      this.#seq++;
-      return plaintext;
-    } finally {
-      release();
-    }
+  open(ciphertext: Uint8Array, aad: Uint8Array): Uint8Array {
+    const plaintext = this.#aeadOrThrow("open").open(this.#nonce(), ciphertext, aad);
+    this.#seq++; // only once it authenticated
+    return plaintext;
   }
 
   export(exporterContext: Uint8Array, length: number): Uint8Array {
@@ -245,7 +236,9 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
   }
 
   #aeadOrThrow(action: string): AeadKey {
-    if (!this.#aead) throw new RangeError(`Cannot ${action}: the export-only AEAD cannot ${action}`);
+    if (!this.#aead) {
+      throw new RangeError(`Cannot ${action}: the export-only AEAD cannot ${action}`);
+    }
     return this.#aead;
   }
 

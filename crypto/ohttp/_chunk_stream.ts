@@ -16,10 +16,10 @@ import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } f
 import { EMPTY } from "./_encapsulation.ts";
 import { OpenError, SealError } from "./errors.ts";
 
-/** Seals one plaintext chunk (the final one with the final AAD). */
-export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => Promise<Uint8Array>;
-/** Opens one sealed chunk (the final one with the final AAD); rejects when it is forged. */
-export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => Promise<Uint8Array>;
+/** Seals one plaintext chunk (the final one with the final AAD); synchronous. */
+export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => Uint8Array;
+/** Opens one sealed chunk (the final one with the final AAD); throws when it is forged. */
+export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => Uint8Array;
 
 /** What sealing one direction needs. */
 export interface SealSpec {
@@ -29,8 +29,11 @@ export interface SealSpec {
   tagLength: number;
   /** Largest sealed chunk, tag included. */
   maxChunkLength: number;
-  /** Sets up sealing: the prefix to send first (`hdr ‖ enc` or the nonce) and the sealer. */
-  start(): Promise<{ prefix: Uint8Array; seal: ChunkSeal }>;
+  /**
+   * Sets up sealing: the prefix to send first (`hdr ‖ enc` or the nonce) and the sealer. Called
+   * when the stream starts; what it throws errors the stream.
+   */
+  start(): SealStart | Promise<SealStart>;
 }
 
 /** What opening one direction needs. */
@@ -43,8 +46,16 @@ export interface OpenSpec {
   tagLength: number;
   /** Largest sealed chunk accepted, tag included. */
   maxChunkLength: number;
-  /** Sets up opening from the prefix. */
-  start(prefix: Uint8Array): Promise<ChunkOpen>;
+  /** Sets up opening from the prefix; what it throws errors the stream. */
+  start(prefix: Uint8Array): ChunkOpen | Promise<ChunkOpen>;
+}
+
+/** What {@linkcode SealSpec.start} returns. */
+export interface SealStart {
+  /** Bytes sent before the first chunk. */
+  prefix: Uint8Array;
+  /** The sealer. */
+  seal: ChunkSeal;
 }
 
 function frame(ciphertext: Uint8Array, final: boolean): Uint8Array {
@@ -55,14 +66,14 @@ function frame(ciphertext: Uint8Array, final: boolean): Uint8Array {
   return out;
 }
 
-async function sealChunk(
+function sealChunk(
   seal: ChunkSeal,
   plaintext: Uint8Array,
   final: boolean,
   what: string,
-): Promise<Uint8Array> {
+): Uint8Array {
   try {
-    return frame(await seal(plaintext, final), final);
+    return frame(seal(plaintext, final), final);
   } catch (cause) {
     throw new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
   }
@@ -95,7 +106,7 @@ export function sealStream(
         seal = started.seal;
         controller.enqueue(started.prefix);
       },
-      async transform(chunk, controller) {
+      transform(chunk, controller) {
         if (!(chunk instanceof Uint8Array)) {
           throw new SealError(
             "invalid_input",
@@ -104,11 +115,11 @@ export function sealStream(
         }
         for (let at = 0; at < chunk.length; at += maxPlaintext) {
           const piece = chunk.subarray(at, Math.min(chunk.length, at + maxPlaintext));
-          controller.enqueue(await sealChunk(seal, piece, false, spec.what));
+          controller.enqueue(sealChunk(seal, piece, false, spec.what));
         }
       },
-      async flush(controller) {
-        controller.enqueue(await sealChunk(seal, EMPTY, true, spec.what));
+      flush(controller) {
+        controller.enqueue(sealChunk(seal, EMPTY, true, spec.what));
       },
     }),
   );
@@ -128,11 +139,11 @@ function sealBytes(
       seal = started.seal;
       controller.enqueue(started.prefix);
     },
-    async pull(controller) {
+    pull(controller) {
       if (done) return;
       const end = Math.min(body.length, at + maxPlaintext);
       const final = end === body.length;
-      controller.enqueue(await sealChunk(seal, body.subarray(at, end), final, spec.what));
+      controller.enqueue(sealChunk(seal, body.subarray(at, end), final, spec.what));
       at = end;
       if (final) {
         done = true;
@@ -180,14 +191,17 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     this.#state = spec.prefixLength > 0 ? "prefix" : "length";
   }
 
-  async start(): Promise<void> {
-    if (this.#state !== "prefix") this.#open = await this.#spec.start(EMPTY);
+  start(): Promise<void> | undefined {
+    if (this.#state === "prefix") return undefined;
+    return Promise.resolve().then(() => this.#spec.start(EMPTY)).then((open) => {
+      this.#open = open;
+    });
   }
 
-  async transform(
+  transform(
     chunk: Uint8Array,
     controller: TransformStreamDefaultController<Uint8Array>,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     if (!(chunk instanceof Uint8Array)) {
       throw new OpenError(
         "malformed",
@@ -195,10 +209,10 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
       );
     }
     this.#queue.push(chunk);
-    while (await this.#step(controller));
+    return this.#drain(controller);
   }
 
-  async flush(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> {
+  flush(controller: TransformStreamDefaultController<Uint8Array>): void {
     const queue = this.#queue;
     if (this.#state !== "final") {
       throw new OpenError(
@@ -214,31 +228,43 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
         }, shorter than the ${this.#spec.tagLength}-byte tag`,
       );
     }
-    const plaintext = await this.#openChunk(queue.takeAll().slice(), true);
+    const plaintext = this.#openChunk(queue.takeAll().slice(), true);
     if (plaintext.length > 0) controller.enqueue(plaintext);
   }
 
-  /** Consumes what the queue holds for the current state; true when another step may follow. */
-  async #step(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
-    switch (this.#state) {
-      case "prefix":
-        return await this.#readPrefix();
-      case "length":
-        return this.#readLength();
-      case "body":
-        return await this.#readBody(controller);
-      case "final":
-        this.#checkFinalLength();
-        return false;
+  /**
+   * Consumes what the queue holds, step by step; synchronous except for setting up from the
+   * prefix (a promise, after which it goes on).
+   */
+  #drain(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> | undefined {
+    while (true) {
+      if (this.#state === "prefix") {
+        const { prefixLength } = this.#spec;
+        if (this.#queue.length < prefixLength) return undefined;
+        const prefix = this.#queue.take(prefixLength).slice();
+        return Promise.resolve().then(() => this.#spec.start(prefix)).then((open) => {
+          this.#open = open;
+          this.#state = "length";
+          return this.#drain(controller);
+        });
+      }
+      if (!this.#step(controller)) return undefined;
     }
   }
 
-  async #readPrefix(): Promise<boolean> {
-    const { prefixLength } = this.#spec;
-    if (this.#queue.length < prefixLength) return false;
-    this.#open = await this.#spec.start(this.#queue.take(prefixLength).slice());
-    this.#state = "length";
-    return true;
+  /** Consumes what the queue holds for the current state; true when another step may follow. */
+  #step(controller: TransformStreamDefaultController<Uint8Array>): boolean {
+    switch (this.#state) {
+      case "length":
+        return this.#readLength();
+      case "body":
+        return this.#readBody(controller);
+      case "final":
+        this.#checkFinalLength();
+        return false;
+      default:
+        return false;
+    }
   }
 
   #readLength(): boolean {
@@ -281,9 +307,9 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     return true;
   }
 
-  async #readBody(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
+  #readBody(controller: TransformStreamDefaultController<Uint8Array>): boolean {
     if (this.#queue.length < this.#bodyLength) return false;
-    const plaintext = await this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    const plaintext = this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
     if (plaintext.length === 0) {
       throw new OpenError(
         "empty_chunk",
@@ -308,9 +334,9 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     }
   }
 
-  async #openChunk(ciphertext: Uint8Array, final: boolean): Promise<Uint8Array> {
+  #openChunk(ciphertext: Uint8Array, final: boolean): Uint8Array {
     try {
-      return await this.#open!(ciphertext, final);
+      return this.#open!(ciphertext, final);
     } catch (cause) {
       throw new OpenError(
         "authentication",

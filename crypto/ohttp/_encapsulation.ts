@@ -22,12 +22,19 @@ import {
   type HpkeExporter,
   type HpkeRecipientContext,
   type HpkeSenderContext,
+  type RecipientKey,
   setupBaseRecipient,
   setupBaseSender,
   xorCounter,
 } from "../hpke/_base_mode.ts";
 import { hkdfExpand, hkdfExtract } from "../hpke/_labeled_kdf.ts";
-import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
+import { x25519PrivateKey } from "../hpke/_x25519.ts";
+import {
+  type HpkeKeyPair,
+  randomBytes,
+  type RandomSource,
+  systemRandom,
+} from "../hpke/key_pair.ts";
 import {
   AEAD_AES_128_GCM,
   type HpkeSuite,
@@ -188,12 +195,12 @@ export function chooseSuite(
   return hpkeSuite({ kem: config.kemId, kdf: pick.kdf, aead: pick.aead });
 }
 
-/** Sets up the sender context for a request (HPKE `SetupBaseS`). */
-export async function setupClient(
+/** Sets up the sender context for a request (HPKE `SetupBaseS`; synchronous). */
+export function setupClient(
   keyConfig: Uint8Array | KeyConfig,
   labels: Labels,
   options: ClientSetupOptions,
-): Promise<ClientSetup> {
+): ClientSetup {
   const action = `seal ${labels.what}`;
   const config = clientKeyConfig(keyConfig, action);
   const suite = chooseSuite(config, options.aead, action);
@@ -206,7 +213,7 @@ export async function setupClient(
       suite.kem.privateKeyLength,
       "ephemeral key",
     );
-    context = await setupBaseSender(
+    context = setupBaseSender(
       suite.ids,
       config.publicKey,
       requestInfo(labels.request, header),
@@ -286,18 +293,18 @@ export function prefixLength(kemId: number): number | undefined {
   return isSupportedKem(kemId) ? HEADER_LENGTH + kemInfo(kemId).encLength : undefined;
 }
 
-/** Sets up the recipient context (HPKE `SetupBaseR`). */
-export async function setupGateway(
+/** Sets up the recipient context (HPKE `SetupBaseR`; synchronous). */
+export function setupGateway(
   key: GatewayKey,
   suite: HpkeSuite,
   header: Uint8Array,
   enc: Uint8Array,
   labels: Labels,
-): Promise<GatewaySetup> {
+): GatewaySetup {
   try {
-    const context = await setupBaseRecipient(
+    const context = setupBaseRecipient(
       suite.ids,
-      { privateKey: key.keyPair.keys.privateKey, publicKey: key.keyPair.publicKey },
+      recipientKeyOf(key.keyPair),
       enc,
       requestInfo(labels.request, header),
     );
@@ -313,6 +320,23 @@ export async function setupGateway(
   }
 }
 
+const recipientKeys = new WeakMap<HpkeKeyPair, RecipientKey>();
+
+/** The gateway's key pair in the form the fast HPKE path takes, imported once per key pair. */
+function recipientKeyOf(keyPair: HpkeKeyPair): RecipientKey {
+  let key = recipientKeys.get(keyPair);
+  if (!key) {
+    const secret = keyPair.exportPrivateKey();
+    try {
+      key = { privateKey: x25519PrivateKey(secret), publicKey: keyPair.publicKey.slice() };
+    } finally {
+      secret.fill(0);
+    }
+    recipientKeys.set(keyPair, key);
+  }
+  return key;
+}
+
 /** The response key schedule's intermediate values and the AEAD they produce. */
 export interface ResponseKeys {
   /** `Export(label, max(Nn, Nk))`. */
@@ -326,9 +350,9 @@ export interface ResponseKeys {
   /** `Expand(prk, "nonce", Nn)`. */
   readonly nonce: Uint8Array;
   /** Seals with `key` under the given nonce and AAD. */
-  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
-  /** Opens with `key`; rejects when authentication fails. */
-  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
+  /** Opens with `key`; throws when authentication fails. */
+  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array;
 }
 
 /** `max(Nn, Nk)`: the length of the response nonce and of the exported secret. */

@@ -174,11 +174,10 @@ export async function createChunkedRequest(
         what: "request",
         tagLength: suite.aead.tagLength,
         maxChunkLength,
-        start: () =>
-          Promise.resolve({
-            prefix: setup.prefix,
-            seal: (plaintext, final) => context.seal(plaintext, final ? FINAL_AAD : EMPTY),
-          }),
+        start: () => ({
+          prefix: setup.prefix,
+          seal: (plaintext, final) => context.seal(plaintext, final ? FINAL_AAD : EMPTY),
+        }),
       });
     },
     openResponse(sealedResponse) {
@@ -194,7 +193,7 @@ export async function createChunkedRequest(
         prefixLength: responseNonceLength(suite),
         tagLength: suite.aead.tagLength,
         maxChunkLength,
-        async start(responseNonce) {
+        start(responseNonce) {
           const keys = deriveResponseKeys(
             suite,
             context,
@@ -276,10 +275,7 @@ export async function openChunkedRequest(
       prefixLength: 0,
       tagLength: suite.aead.tagLength,
       maxChunkLength,
-      start: () =>
-        Promise.resolve((ciphertext, final) =>
-          setup.context.open(ciphertext, final ? FINAL_AAD : EMPTY)
-        ),
+      start: () => (ciphertext, final) => setup.context.open(ciphertext, final ? FINAL_AAD : EMPTY),
     });
     let used = false;
     return {
@@ -374,7 +370,7 @@ function sealGatewayResponse(
     what: "response",
     tagLength: suite.aead.tagLength,
     maxChunkLength,
-    async start() {
+    start() {
       let responseNonce: Uint8Array;
       try {
         responseNonce = randomBytes(random, responseNonceLength(suite), "response nonce");
