@@ -172,6 +172,27 @@ export function openStream(
   return sealed.pipeThrough(new TransformStream(new ChunkOpener(spec)));
 }
 
+/**
+ * Opens chunks held in memory, synchronously, with the same checks and errors as
+ * {@linkcode openStream} (for a direction without a prefix): the plaintext chunks, or an
+ * {@linkcode OpenError} for anything but chunks that end right after an authenticated final
+ * chunk.
+ */
+export function openBytes(
+  sealed: Uint8Array,
+  spec: Omit<OpenSpec, "start" | "prefixLength">,
+  open: ChunkOpen,
+): Uint8Array[] {
+  const opener = new ChunkOpener({ ...spec, prefixLength: 0, start: () => open }, open);
+  const chunks: Uint8Array[] = [];
+  const controller = {
+    enqueue: (chunk: Uint8Array) => void chunks.push(chunk),
+  } as TransformStreamDefaultController<Uint8Array>;
+  if (sealed.length > 0) opener.transform(sealed, controller);
+  opener.flush(controller);
+  return chunks;
+}
+
 /** Where the opener is: in the prefix, before a length, inside a chunk, or in the final chunk. */
 type OpenState = "prefix" | "length" | "body" | "final";
 
@@ -185,14 +206,16 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
   #bodyLength = 0;
   #chunks = 0;
 
-  constructor(spec: OpenSpec) {
+  /** With `open` given (and no prefix), it is set up at once, without calling `spec.start`. */
+  constructor(spec: OpenSpec, open?: ChunkOpen) {
     this.#spec = spec;
     this.#what = `chunked ${spec.what}`;
     this.#state = spec.prefixLength > 0 ? "prefix" : "length";
+    this.#open = open;
   }
 
   start(): Promise<void> | undefined {
-    if (this.#state === "prefix") return undefined;
+    if (this.#state === "prefix" || this.#open) return undefined;
     return Promise.resolve().then(() => this.#spec.start(EMPTY)).then((open) => {
       this.#open = open;
     });

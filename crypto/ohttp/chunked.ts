@@ -77,7 +77,7 @@ import {
 import { prepend } from "../_streams.ts";
 import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
-import { openStream, sealStream } from "./_chunk_stream.ts";
+import { type ChunkOpen, openBytes, openStream, sealStream } from "./_chunk_stream.ts";
 import { OpenError, SealError } from "./errors.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
 
@@ -269,34 +269,104 @@ export async function openChunkedRequest(
   const reader = sealed.getReader();
   try {
     const { key, suite, header, enc, rest } = await readRequestPrefix(reader, list);
-    const setup = await setupGateway(key, suite, header, enc, CHUNKED_LABELS);
+    const setup = setupGateway(key, suite, header, enc, CHUNKED_LABELS);
     const request = openStream(rest, {
       what: "request",
       prefixLength: 0,
       tagLength: suite.aead.tagLength,
       maxChunkLength,
-      start: () => (ciphertext, final) => setup.context.open(ciphertext, final ? FINAL_AAD : EMPTY),
+      start: () => requestOpener(setup),
     });
-    let used = false;
-    return {
-      keyId: setup.keyId,
-      suite,
-      request,
-      sealResponse(body) {
-        if (used) {
-          throw new SealError(
-            "already_used",
-            "Cannot seal chunked response: this exchange already sealed one",
-          );
-        }
-        used = true;
-        return sealGatewayResponse(body, setup, maxChunkLength, options.random ?? systemRandom);
-      },
-    };
+    return gatewayExchange(setup, request, maxChunkLength, options.random ?? systemRandom);
   } catch (error) {
     await reader.cancel(error).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * {@linkcode openChunkedRequest} for a request held whole in memory (a gateway that read it
+ * whole, bounded): the same checks, the same errors, in the same order, but synchronous — no
+ * stream per step. The request comes back as its chunks; the exchange seals the response as
+ * {@linkcode ChunkedGatewayExchange.sealResponse} does.
+ *
+ * @throws {OpenError} with reason `truncated`, `unknown_key`, `unsupported_suite`,
+ * `malformed`, `chunk_too_large`, `empty_chunk` or `authentication`.
+ */
+export function openChunkedRequestBytes(
+  keys: GatewayKey | readonly GatewayKey[],
+  sealed: Uint8Array,
+  options: OpenChunkedRequestOptions = {},
+): Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] } {
+  const list = gatewayKeys(keys);
+  const maxChunkLength = checkMaxChunkLength(
+    options.maxChunkLength,
+    OpenError,
+    "open chunked request",
+  );
+  const what = CHUNKED_LABELS.what;
+  if (sealed.length < HEADER_LENGTH) {
+    throw new OpenError(
+      "truncated",
+      `Cannot open ${what}: the stream ended after ${
+        bytesLabel(sealed.length)
+      }, inside the ${HEADER_LENGTH}-byte header`,
+    );
+  }
+  const header = sealed.slice(0, HEADER_LENGTH);
+  const { key, suite } = selectGatewayKey(list, parseRequestHeader(header), what);
+  const prefix = prefixLength(suite.kem.id)!;
+  if (sealed.length < prefix) {
+    throw new OpenError(
+      "truncated",
+      `Cannot open ${what}: the stream ended after ${
+        bytesLabel(sealed.length)
+      }, inside the ${suite.kem.encLength}-byte encapsulated key`,
+    );
+  }
+  const setup = setupGateway(
+    key,
+    suite,
+    header,
+    sealed.slice(HEADER_LENGTH, prefix),
+    CHUNKED_LABELS,
+  );
+  const request = openBytes(
+    sealed.subarray(prefix),
+    { what: "request", tagLength: suite.aead.tagLength, maxChunkLength },
+    requestOpener(setup),
+  );
+  return gatewayExchange(setup, request, maxChunkLength, options.random ?? systemRandom);
+}
+
+/** Opens the request's chunks in order with the HPKE context. */
+function requestOpener(setup: GatewaySetup): ChunkOpen {
+  return (ciphertext, final) => setup.context.open(ciphertext, final ? FINAL_AAD : EMPTY);
+}
+
+/** The gateway's exchange: the request, and the response sealed once. */
+function gatewayExchange<Request>(
+  setup: GatewaySetup,
+  request: Request,
+  maxChunkLength: number,
+  random: RandomSource,
+): Omit<ChunkedGatewayExchange, "request"> & { readonly request: Request } {
+  let used = false;
+  return {
+    keyId: setup.keyId,
+    suite: setup.suite,
+    request,
+    sealResponse(body) {
+      if (used) {
+        throw new SealError(
+          "already_used",
+          "Cannot seal chunked response: this exchange already sealed one",
+        );
+      }
+      used = true;
+      return sealGatewayResponse(body, setup, maxChunkLength, random);
+    },
+  };
 }
 
 /** The start of a chunked request: the key and suite its header names, and what follows. */
