@@ -353,7 +353,7 @@ export class DevnetProvider {
         `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
       );
     }
-    const opened = this.#open(bytes);
+    const opened = await this.#open(bytes);
     const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
     // Authenticated: now refuse what is stale or already served (header + enc identify it).
     const verdict = this.#replays.admit(
@@ -392,12 +392,12 @@ export class DevnetProvider {
   }
 
   /**
-   * Opens a sealed request (held whole: synchronously, without a stream per step); says only
-   * that it could not be, never which step failed.
+   * Opens a sealed request (held whole: without a stream per step); says only that it could not
+   * be, never which step failed.
    */
-  #open(bytes: Uint8Array): OpenedHttpRequest {
+  async #open(bytes: Uint8Array): Promise<OpenedHttpRequest> {
     try {
-      return openHttpRequestBytes(this.#options.key, bytes);
+      return await openHttpRequestBytes(this.#options.key, bytes);
     } catch (error) {
       this.#log(`cannot open a sealed request: ${error}`);
       throw new ServiceError("cannot_open", "The sealed request could not be opened");

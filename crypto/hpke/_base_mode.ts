@@ -23,7 +23,7 @@
  */
 
 import { concat } from "../_bytes.ts";
-import { type AeadKey, aeadKey } from "./_aead.ts";
+import { type AeadKey, aeadKey, type MaybePromise } from "./_aead.ts";
 import {
   HASH_LENGTH,
   hpkeSuiteId,
@@ -71,19 +71,22 @@ export interface HpkeSenderContext extends HpkeExporter {
   /**
    * Seals the next message (sequence numbers follow the order of the calls).
    *
+   * Synchronous up to `SYNC_LIMIT` bytes (`_aead.ts`), a promise above.
+   *
    * @throws {RangeError} for the export-only AEAD, or past 2^53 messages.
    */
-  seal(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
+  seal(plaintext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
 }
 
 /** The recipient's context: open the sender's messages in order. */
 export interface HpkeRecipientContext extends HpkeExporter {
   /**
    * Opens the next message; the sequence number advances only when it authenticates.
+   * Synchronous up to `SYNC_LIMIT` bytes, a promise above (calls are then served in order).
    *
    * @throws when authentication fails; {@linkcode RangeError} for the export-only AEAD.
    */
-  open(ciphertext: Uint8Array, aad: Uint8Array): Uint8Array;
+  open(ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
 }
 
 /** The recipient's key: the private key as `node:crypto` holds it, and the serialized public key. */
@@ -209,6 +212,7 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
   readonly #baseNonce: Uint8Array;
   readonly #exporterSecret: Uint8Array;
   #seq = 0;
+  #opening: Promise<void> | undefined;
 
   constructor(enc: Uint8Array, schedule: Schedule, sharedSecret: Uint8Array, info: Uint8Array) {
     const keys = schedule.keys(sharedSecret, info);
@@ -219,16 +223,39 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
     this.#exporterSecret = keys.exporterSecret;
   }
 
-  seal(plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+  seal(plaintext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array> {
     const sealed = this.#aeadOrThrow("seal").seal(this.#nonce(), plaintext, aad);
-    this.#seq++;
+    this.#seq++; // now: a seal still under way has its number, the next takes the next one
     return sealed;
   }
 
-  open(ciphertext: Uint8Array, aad: Uint8Array): Uint8Array {
-    const plaintext = this.#aeadOrThrow("open").open(this.#nonce(), ciphertext, aad);
-    this.#seq++; // only once it authenticated
-    return plaintext;
+  open(ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array> {
+    const aead = this.#aeadOrThrow("open");
+    // While a (large, asynchronous) open is under way, the next waits for it: the sequence
+    // number advances only once a message authenticated.
+    const previous = this.#opening;
+    const opened = previous
+      ? previous.then(() => this.#openNow(aead, ciphertext, aad))
+      : this.#openNow(aead, ciphertext, aad);
+    if (opened instanceof Promise) {
+      const tail: Promise<void> = opened.then(noop, noop).then(() => {
+        if (this.#opening === tail) this.#opening = undefined;
+      });
+      this.#opening = tail;
+    }
+    return opened;
+  }
+
+  #openNow(aead: AeadKey, ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array> {
+    const plaintext = aead.open(this.#nonce(), ciphertext, aad);
+    if (!(plaintext instanceof Promise)) {
+      this.#seq++; // only once it authenticated
+      return plaintext;
+    }
+    return plaintext.then((bytes) => {
+      this.#seq++;
+      return bytes;
+    });
   }
 
   export(exporterContext: Uint8Array, length: number): Uint8Array {
@@ -250,6 +277,8 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
     return xorCounter(this.#baseNonce, this.#seq);
   }
 }
+
+function noop(): void {}
 
 /** `base XOR I2OSP(counter, Nn)`: the counter big-endian, right-aligned. */
 export function xorCounter(base: Uint8Array, counter: number): Uint8Array {

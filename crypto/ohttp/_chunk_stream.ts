@@ -13,13 +13,14 @@
 import { ByteQueue } from "../_byte_queue.ts";
 import { bytesLabel } from "../_bytes.ts";
 import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } from "../_varint.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
 import { EMPTY } from "./_encapsulation.ts";
 import { OpenError, SealError } from "./errors.ts";
 
-/** Seals one plaintext chunk (the final one with the final AAD); synchronous. */
-export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => Uint8Array;
-/** Opens one sealed chunk (the final one with the final AAD); throws when it is forged. */
-export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => Uint8Array;
+/** Seals one plaintext chunk (the final one with the final AAD); synchronous when it can be. */
+export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => MaybePromise<Uint8Array>;
+/** Opens one sealed chunk (the final one with the final AAD); throws or rejects when forged. */
+export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => MaybePromise<Uint8Array>;
 
 /** What sealing one direction needs. */
 export interface SealSpec {
@@ -71,12 +72,19 @@ function sealChunk(
   plaintext: Uint8Array,
   final: boolean,
   what: string,
-): Uint8Array {
+): MaybePromise<Uint8Array> {
+  const failed = (cause: unknown) =>
+    new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
+  let sealed: MaybePromise<Uint8Array>;
   try {
-    return frame(seal(plaintext, final), final);
+    sealed = seal(plaintext, final);
   } catch (cause) {
-    throw new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
+    throw failed(cause);
   }
+  if (!(sealed instanceof Promise)) return frame(sealed, final);
+  return sealed.then((bytes) => frame(bytes, final), (cause) => {
+    throw failed(cause);
+  });
 }
 
 /**
@@ -113,13 +121,27 @@ export function sealStream(
             `Cannot seal chunked ${spec.what}: the body yielded ${typeof chunk}, expected bytes`,
           );
         }
-        for (let at = 0; at < chunk.length; at += maxPlaintext) {
-          const piece = chunk.subarray(at, Math.min(chunk.length, at + maxPlaintext));
-          controller.enqueue(sealChunk(seal, piece, false, spec.what));
-        }
+        // Synchronous while the seals are; a large piece continues once it is sealed.
+        const from = (start: number): Promise<void> | undefined => {
+          for (let at = start; at < chunk.length; at += maxPlaintext) {
+            const end = Math.min(chunk.length, at + maxPlaintext);
+            const sealed = sealChunk(seal, chunk.subarray(at, end), false, spec.what);
+            if (sealed instanceof Promise) {
+              return sealed.then((bytes) => {
+                controller.enqueue(bytes);
+                return from(end);
+              });
+            }
+            controller.enqueue(sealed);
+          }
+          return undefined;
+        };
+        return from(0);
       },
       flush(controller) {
-        controller.enqueue(sealChunk(seal, EMPTY, true, spec.what));
+        const sealed = sealChunk(seal, EMPTY, true, spec.what);
+        if (!(sealed instanceof Promise)) return controller.enqueue(sealed);
+        return sealed.then((bytes) => controller.enqueue(bytes));
       },
     }),
   );
@@ -143,12 +165,18 @@ function sealBytes(
       if (done) return;
       const end = Math.min(body.length, at + maxPlaintext);
       const final = end === body.length;
-      controller.enqueue(sealChunk(seal, body.subarray(at, end), final, spec.what));
-      at = end;
-      if (final) {
-        done = true;
-        controller.close();
-      }
+      const sealed = sealChunk(seal, body.subarray(at, end), final, spec.what);
+      const deliver = (bytes: Uint8Array) => {
+        controller.enqueue(bytes);
+        at = end;
+        if (final) {
+          done = true;
+          controller.close();
+        }
+      };
+      if (sealed instanceof Promise) return sealed.then(deliver);
+      deliver(sealed);
+      return undefined;
     },
   }, { highWaterMark: 0 });
 }
@@ -182,15 +210,18 @@ export function openBytes(
   sealed: Uint8Array,
   spec: Omit<OpenSpec, "start" | "prefixLength">,
   open: ChunkOpen,
-): Uint8Array[] {
+): MaybePromise<Uint8Array[]> {
   const opener = new ChunkOpener({ ...spec, prefixLength: 0, start: () => open }, open);
   const chunks: Uint8Array[] = [];
   const controller = {
     enqueue: (chunk: Uint8Array) => void chunks.push(chunk),
   } as TransformStreamDefaultController<Uint8Array>;
-  if (sealed.length > 0) opener.transform(sealed, controller);
-  opener.flush(controller);
-  return chunks;
+  const opened = sealed.length > 0 ? opener.transform(sealed, controller) : undefined;
+  if (!opened) {
+    const flushed = opener.flush(controller);
+    return flushed ? flushed.then(() => chunks) : chunks;
+  }
+  return opened.then(() => opener.flush(controller)).then(() => chunks);
 }
 
 /** Where the opener is: in the prefix, before a length, inside a chunk, or in the final chunk. */
@@ -235,7 +266,7 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     return this.#drain(controller);
   }
 
-  flush(controller: TransformStreamDefaultController<Uint8Array>): void {
+  flush(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> | undefined {
     const queue = this.#queue;
     if (this.#state !== "final") {
       throw new OpenError(
@@ -251,8 +282,13 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
         }, shorter than the ${this.#spec.tagLength}-byte tag`,
       );
     }
+    const deliver = (plaintext: Uint8Array) => {
+      if (plaintext.length > 0) controller.enqueue(plaintext);
+    };
     const plaintext = this.#openChunk(queue.takeAll().slice(), true);
-    if (plaintext.length > 0) controller.enqueue(plaintext);
+    if (plaintext instanceof Promise) return plaintext.then(deliver);
+    deliver(plaintext);
+    return undefined;
   }
 
   /**
@@ -271,12 +307,16 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
           return this.#drain(controller);
         });
       }
-      if (!this.#step(controller)) return undefined;
+      const more = this.#step(controller);
+      if (more instanceof Promise) {
+        return more.then((again) => again ? this.#drain(controller) : undefined);
+      }
+      if (!more) return undefined;
     }
   }
 
   /** Consumes what the queue holds for the current state; true when another step may follow. */
-  #step(controller: TransformStreamDefaultController<Uint8Array>): boolean {
+  #step(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
     switch (this.#state) {
       case "length":
         return this.#readLength();
@@ -330,9 +370,17 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     return true;
   }
 
-  #readBody(controller: TransformStreamDefaultController<Uint8Array>): boolean {
+  #readBody(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
     if (this.#queue.length < this.#bodyLength) return false;
     const plaintext = this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    if (plaintext instanceof Promise) {
+      return plaintext.then((bytes) => this.#deliver(bytes, controller));
+    }
+    return this.#deliver(plaintext, controller);
+  }
+
+  /** Passes on an opened non-final chunk; refuses an empty one. */
+  #deliver(plaintext: Uint8Array, controller: TransformStreamDefaultController<Uint8Array>): true {
     if (plaintext.length === 0) {
       throw new OpenError(
         "empty_chunk",
@@ -357,11 +405,9 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     }
   }
 
-  #openChunk(ciphertext: Uint8Array, final: boolean): Uint8Array {
-    try {
-      return this.#open!(ciphertext, final);
-    } catch (cause) {
-      throw new OpenError(
+  #openChunk(ciphertext: Uint8Array, final: boolean): MaybePromise<Uint8Array> {
+    const failed = (cause: unknown) =>
+      new OpenError(
         "authentication",
         `Cannot open ${this.#what}: ${
           final ? "final chunk" : `chunk ${this.#chunks}`
@@ -372,7 +418,16 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
             "chunk was replaced",
         },
       );
+    let opened: MaybePromise<Uint8Array>;
+    try {
+      opened = this.#open!(ciphertext, final);
+    } catch (cause) {
+      throw failed(cause);
     }
+    if (!(opened instanceof Promise)) return opened;
+    return opened.catch((cause) => {
+      throw failed(cause);
+    });
   }
 
   /** Where a stream that ended too early ended, for the message. */

@@ -17,7 +17,7 @@
  */
 
 import { bytesLabel, concat, copy, hex16, u16 } from "../_bytes.ts";
-import { type AeadKey, aeadKey } from "../hpke/_aead.ts";
+import { type AeadKey, aeadKey, type MaybePromise } from "../hpke/_aead.ts";
 import {
   type HpkeExporter,
   type HpkeRecipientContext,
@@ -349,10 +349,10 @@ export interface ResponseKeys {
   readonly key: Uint8Array;
   /** `Expand(prk, "nonce", Nn)`. */
   readonly nonce: Uint8Array;
-  /** Seals with `key` under the given nonce and AAD. */
-  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
-  /** Opens with `key`; throws when authentication fails. */
-  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array;
+  /** Seals with `key` under the given nonce and AAD (synchronously for small messages). */
+  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
+  /** Opens with `key`; throws (or rejects) when authentication fails. */
+  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
 }
 
 /** `max(Nn, Nk)`: the length of the response nonce and of the exported secret. */

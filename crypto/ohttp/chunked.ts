@@ -77,6 +77,7 @@ import {
 import { prepend } from "../_streams.ts";
 import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
 import { type ChunkOpen, openBytes, openStream, sealStream } from "./_chunk_stream.ts";
 import { OpenError, SealError } from "./errors.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
@@ -286,8 +287,9 @@ export async function openChunkedRequest(
 
 /**
  * {@linkcode openChunkedRequest} for a request held whole in memory (a gateway that read it
- * whole, bounded): the same checks, the same errors, in the same order, but synchronous — no
- * stream per step. The request comes back as its chunks; the exchange seals the response as
+ * whole, bounded): the same checks, the same errors, in the same order, but with no stream per
+ * step — synchronous unless a chunk is large enough to be opened on WebCrypto. The request comes
+ * back as its chunks; the exchange seals the response as
  * {@linkcode ChunkedGatewayExchange.sealResponse} does.
  *
  * @throws {OpenError} with reason `truncated`, `unknown_key`, `unsupported_suite`,
@@ -297,7 +299,7 @@ export function openChunkedRequestBytes(
   keys: GatewayKey | readonly GatewayKey[],
   sealed: Uint8Array,
   options: OpenChunkedRequestOptions = {},
-): Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] } {
+): MaybePromise<Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] }> {
   const list = gatewayKeys(keys);
   const maxChunkLength = checkMaxChunkLength(
     options.maxChunkLength,
@@ -336,7 +338,11 @@ export function openChunkedRequestBytes(
     { what: "request", tagLength: suite.aead.tagLength, maxChunkLength },
     requestOpener(setup),
   );
-  return gatewayExchange(setup, request, maxChunkLength, options.random ?? systemRandom);
+  const random = options.random ?? systemRandom;
+  if (request instanceof Promise) {
+    return request.then((chunks) => gatewayExchange(setup, chunks, maxChunkLength, random));
+  }
+  return gatewayExchange(setup, request, maxChunkLength, random);
 }
 
 /** Opens the request's chunks in order with the HPKE context. */

@@ -53,6 +53,7 @@
  */
 
 import { bytesLabel } from "../_bytes.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
 import { readAll, streamOf } from "../_streams.ts";
 import { fieldLines } from "../bhttp/_rules.ts";
 import { decodeRequest } from "../bhttp/decode.ts";
@@ -306,7 +307,8 @@ export async function openHttpRequest(
 
 /**
  * {@linkcode openHttpRequest} for a sealed request held whole in memory (a provider that read
- * it whole, bounded): the same checks and errors, synchronous.
+ * it whole, bounded): the same checks and errors, without a stream per step (synchronous unless
+ * a chunk is large enough to be opened on WebCrypto).
  *
  * @throws {OpenError} for an unknown key or suite, a broken, forged or truncated request.
  * @throws {BinaryHttpError} for a malformed inner request, or one above `maxRequestLength`.
@@ -315,9 +317,20 @@ export function openHttpRequestBytes(
   keys: GatewayKey | readonly GatewayKey[],
   sealed: Uint8Array,
   options: OpenHttpRequestOptions = {},
-): OpenedHttpRequest {
+): MaybePromise<OpenedHttpRequest> {
   const maxRequestLength = checkMaxRequestLength(options);
   const exchange = openChunkedRequestBytes(keys, sealed, options);
+  if (exchange instanceof Promise) {
+    return exchange.then((opened) => openedRequestOf(opened, maxRequestLength, options));
+  }
+  return openedRequestOf(exchange, maxRequestLength, options);
+}
+
+function openedRequestOf(
+  exchange: Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] },
+  maxRequestLength: number,
+  options: OpenHttpRequestOptions,
+): OpenedHttpRequest {
   let length = 0;
   for (const chunk of exchange.request) {
     length += chunk.length;

