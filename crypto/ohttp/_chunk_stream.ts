@@ -88,6 +88,43 @@ function sealChunk(
 }
 
 /**
+ * Seals a body held whole into the bytes {@linkcode sealStream} would stream for it — the
+ * prefix, the pieces (split at `maxChunkLength`), the last one as the final chunk — at once:
+ * synchronous unless a piece is large enough to be sealed on WebCrypto.
+ *
+ * @throws {SealError} (or rejects with it) when sealing fails.
+ */
+export function sealBytesWhole(
+  body: Uint8Array,
+  spec: Omit<SealSpec, "start">,
+  started: SealStart,
+): MaybePromise<Uint8Array<ArrayBuffer>> {
+  const maxPlaintext = spec.maxChunkLength - spec.tagLength;
+  const pieces: MaybePromise<Uint8Array>[] = [started.prefix];
+  let at = 0;
+  do {
+    const end = Math.min(body.length, at + maxPlaintext);
+    // Each seal takes its sequence number when called: in order, even when some are promises.
+    pieces.push(sealChunk(started.seal, body.subarray(at, end), end === body.length, spec.what));
+    at = end;
+  } while (at < body.length);
+  if (pieces.some((piece) => piece instanceof Promise)) return Promise.all(pieces).then(join);
+  return join(pieces as Uint8Array[]);
+}
+
+function join(pieces: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
+  }
+  return out;
+}
+
+/**
  * Seals a body (a stream, or bytes) into a chunked stream: the prefix first, then one sealed
  * chunk per plaintext chunk as it is read (split at `maxChunkLength`), then the final chunk.
  *

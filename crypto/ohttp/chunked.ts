@@ -78,7 +78,13 @@ import { prepend } from "../_streams.ts";
 import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
 import type { MaybePromise } from "../hpke/_aead.ts";
-import { type ChunkOpen, openBytes, openStream, sealStream } from "./_chunk_stream.ts";
+import {
+  type ChunkOpen,
+  openBytes,
+  openStream,
+  sealBytesWhole,
+  sealStream,
+} from "./_chunk_stream.ts";
 import { OpenError, SealError } from "./errors.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
 
@@ -160,26 +166,27 @@ export async function createChunkedRequest(
   const { suite, context } = setup;
   let sealed = false;
   let opened = false;
-  return {
+  const spec = { what: "request", tagLength: suite.aead.tagLength, maxChunkLength } as const;
+  const start = () => ({
+    prefix: setup.prefix,
+    seal: (plaintext: Uint8Array, final: boolean) =>
+      context.seal(plaintext, final ? FINAL_AAD : EMPTY),
+  });
+  const useOnce = () => {
+    if (sealed) {
+      throw new SealError(
+        "already_used",
+        "Cannot seal chunked request: this exchange already sealed one",
+      );
+    }
+    sealed = true;
+  };
+  const exchange: ChunkedClientExchange = {
     keyId: setup.keyId,
     suite,
     sealRequest(body) {
-      if (sealed) {
-        throw new SealError(
-          "already_used",
-          "Cannot seal chunked request: this exchange already sealed one",
-        );
-      }
-      sealed = true;
-      return sealStream(body, {
-        what: "request",
-        tagLength: suite.aead.tagLength,
-        maxChunkLength,
-        start: () => ({
-          prefix: setup.prefix,
-          seal: (plaintext, final) => context.seal(plaintext, final ? FINAL_AAD : EMPTY),
-        }),
-      });
+      useOnce();
+      return sealStream(body, { ...spec, start });
     },
     openResponse(sealedResponse) {
       if (opened) {
@@ -209,6 +216,45 @@ export async function createChunkedRequest(
       });
     },
   };
+  wholeSealers.set(exchange, (body) => {
+    useOnce();
+    return sealBytesWhole(body, spec, start());
+  });
+  return exchange;
+}
+
+const wholeSealers = new WeakMap<
+  ChunkedClientExchange,
+  (body: Uint8Array) => MaybePromise<Uint8Array<ArrayBuffer>>
+>();
+
+/**
+ * Seals a request body held whole into the `message/ohttp-chunked-req` bytes that
+ * `exchange.sealRequest(body)` would stream, at once and without a stream (synchronous unless a
+ * piece is large enough to be sealed on WebCrypto). Counts as the exchange's one request.
+ *
+ * @throws {SealError} with reason `already_used` when the exchange already sealed one,
+ * `invalid_input` for an exchange not made by {@linkcode createChunkedRequest}, `crypto` (or
+ * rejects with it) when sealing fails.
+ */
+export function sealChunkedRequestBytes(
+  exchange: ChunkedClientExchange,
+  body: Uint8Array,
+): MaybePromise<Uint8Array<ArrayBuffer>> {
+  const seal = wholeSealers.get(exchange);
+  if (!seal) {
+    throw new SealError(
+      "invalid_input",
+      "Cannot seal chunked request: the exchange was not made by createChunkedRequest",
+    );
+  }
+  if (!(body instanceof Uint8Array)) {
+    throw new SealError(
+      "invalid_input",
+      `Cannot seal chunked request: expected bytes, found ${typeof body}`,
+    );
+  }
+  return seal(body);
 }
 
 /** Options of {@linkcode openChunkedRequest}. */

@@ -16,12 +16,17 @@ import {
   type GatewayKey,
 } from "../../../crypto/ohttp/key_config.ts";
 import {
+  createChunkedRequest,
+  openChunkedRequestBytes,
+  sealChunkedRequestBytes,
+} from "../../../crypto/ohttp/chunked.ts";
+import {
   openHttpRequest,
   openHttpRequestBytes,
   type OpenHttpRequestOptions,
   sealHttpRequest,
 } from "../../../crypto/ohttp/sealed_exchange.ts";
-import { collect, flipBit, hex, Prng } from "../_helpers.ts";
+import { cat, collect, flipBit, hex, Prng } from "../_helpers.ts";
 
 type Outcome = { ok: string } | { error: string };
 
@@ -99,4 +104,29 @@ Deno.test("open bytes: every flip, cut and wrong key fails as the streaming open
     refused >= cases.length - 2,
     `expected nearly every case refused, ${refused} of ${cases.length}`,
   );
+});
+
+Deno.test("seal bytes: a body sealed whole is byte for byte what sealRequest streams (seeded)", async () => {
+  const prng = new Prng(0x5ea1);
+  const key = createGatewayKey(await importKeyPair(prng.bytes(32)), { keyId: 9 });
+  const keyConfig = encodeKeyConfig(key.config);
+  for (let round = 0; round < 30; round++) {
+    const aead = round % 2 === 0 ? AEAD_AES_128_GCM : AEAD_CHACHA20_POLY1305;
+    const ephemeral = prng.bytes(32);
+    const maxChunkLength = prng.pick([64, 100, 2100, 65536]);
+    const options = { aead, maxChunkLength, random: () => ephemeral.slice() };
+    const body = prng.bytes(prng.pick([0, 1, 47, 48, 49, prng.int(0, 9000)]));
+    const streamed = await collect(
+      (await createChunkedRequest(keyConfig, options)).sealRequest(body),
+    );
+    const exchange = await createChunkedRequest(keyConfig, options);
+    const whole = await sealChunkedRequestBytes(exchange, body);
+    assert.equal(hex(whole), hex(streamed), `round ${round}: ${body.length} bytes`);
+    // One request per exchange, whichever way it was sealed.
+    assert.throws(() => exchange.sealRequest(body), /already sealed one/);
+    assert.throws(() => sealChunkedRequestBytes(exchange, body), /already sealed one/);
+    // And it opens to the body.
+    const opened = await openChunkedRequestBytes(key, whole);
+    assert.equal(hex(cat(...opened.request)), hex(body), `round ${round}: opened`);
+  }
 });
