@@ -2,9 +2,13 @@
  * What sealing costs, next to raw WebCrypto AES-128-GCM on the same data in the same run.
  *
  * Groups (each prints ratios against its baseline):
+ * - `HPKE setup`: a sender and a recipient context (RFC 9180 base mode, X25519, AES-128-GCM)
+ *   and one message sealed and opened — `@hpke/core` on WebCrypto (the baseline) against the
+ *   synchronous path OHTTP runs on (`crypto/hpke/_base_mode.ts`: `node:crypto` X25519 and
+ *   AEAD, `@noble/hashes` HKDF);
  * - `1 KiB` and `64 KiB`: one body sealed and opened — one-shot OHTTP and chunked OHTTP
- *   requests with their HPKE setup (X25519 in JavaScript), and a chunked response on an
- *   exchange set up outside the timing (the per-body symmetric cost);
+ *   requests with their HPKE setup, and a chunked response on an exchange set up outside the
+ *   timing (the per-body symmetric cost);
  * - `10,000 chunks`: a stream of 10,000 64-byte chunks sealed and opened chunk by chunk,
  *   raw, as chunked OHTTP, and as the full sealed exchange (Binary HTTP inside chunked OHTTP,
  *   as the provider and the daemon run it).
@@ -21,10 +25,13 @@ import {
   encapsulateRequest,
   encodeKeyConfig,
   generateKeyPair,
+  hpkeSuite,
   openChunkedRequest,
   openHttpRequest,
   sealHttpRequest,
 } from "../crypto/mod.ts";
+import { setupBaseRecipient, setupBaseSender } from "../crypto/hpke/_base_mode.ts";
+import { x25519PrivateKey } from "../crypto/hpke/_x25519.ts";
 
 const key = createGatewayKey(await generateKeyPair(), { keyId: 1 });
 const keyConfig = encodeKeyConfig(key.config);
@@ -76,6 +83,48 @@ function chunkStream(count: number, chunk: Uint8Array): ReadableStream<Uint8Arra
       else controller.enqueue(chunk);
     },
   }, { highWaterMark: 0 });
+}
+
+{
+  const hpke = hpkeSuite({ kem: 0x20, kdf: 1, aead: 1 });
+  const recipient = await generateKeyPair();
+  const recipientKey = {
+    privateKey: x25519PrivateKey(recipient.exportPrivateKey()),
+    publicKey: recipient.publicKey,
+  };
+  const info = new TextEncoder().encode("message/bhttp chunked request");
+  const message = crypto.getRandomValues(new Uint8Array(256));
+  const aad = new Uint8Array(0);
+  const group = "HPKE setup";
+  Deno.bench({
+    name: `${group}: @hpke/core (WebCrypto) sender + recipient, one message`,
+    group,
+    baseline: true,
+    async fn() {
+      const sender = await hpke.cipherSuite.createSenderContext({
+        recipientPublicKey: recipient.keys.publicKey,
+        info,
+      });
+      const opener = await hpke.cipherSuite.createRecipientContext({
+        recipientKey: recipient.keys,
+        enc: sender.enc,
+        info,
+      });
+      const sealed = await sender.seal(message.slice(), aad);
+      check((await opener.open(sealed, aad)).byteLength === message.length, "@hpke/core");
+    },
+  });
+  Deno.bench({
+    name: `${group}: fast path (node:crypto, @noble/hashes) sender + recipient, one message`,
+    group,
+    async fn() {
+      const ephemeral = crypto.getRandomValues(new Uint8Array(32));
+      const sender = setupBaseSender(hpke.ids, recipient.publicKey, info, ephemeral);
+      const opener = setupBaseRecipient(hpke.ids, recipientKey, sender.enc, info);
+      const sealed = await sender.seal(message, aad); // 256 bytes: synchronous, no promise
+      check((await opener.open(sealed, aad)).length === message.length, "fast path");
+    },
+  });
 }
 
 for (const [label, body] of Object.entries(bodies)) {

@@ -24,6 +24,7 @@ import {
   encodeRequest,
   type OpenedHttpResponse,
 } from "../crypto/mod.ts";
+import { sealChunkedRequestBytes } from "../crypto/ohttp/chunked.ts";
 
 /** Options of {@linkcode RequestSealer}. */
 export interface RequestSealerOptions {
@@ -103,7 +104,8 @@ export class RequestSealer {
     const key = options.reuse ? hex(keyConfig) : undefined;
     const prepared = key === undefined ? undefined : this.#take(key);
     const exchange = await (prepared ?? createChunkedRequest(keyConfig));
-    const bytes = await collect(exchange.sealRequest(inner));
+    // Sealed whole, without a stream: the same bytes `sealRequest` would stream.
+    const bytes = await sealChunkedRequestBytes(exchange, inner);
     // The next setup is prepared once this request is on its way, not in its way.
     if (key !== undefined) setImmediate(() => this.#prepare(key, keyConfig));
     return {
@@ -174,22 +176,6 @@ export class RequestSealer {
 function hex(bytes: Uint8Array): string {
   let out = "";
   for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out;
-}
-
-async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array<ArrayBuffer>> {
-  const parts: Uint8Array[] = [];
-  let length = 0;
-  for await (const part of stream) {
-    parts.push(part);
-    length += part.length;
-  }
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
   return out;
 }
 

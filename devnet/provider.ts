@@ -25,8 +25,8 @@ import {
   type GatewayKey,
   type KeyEndorsement,
   type OpenedHttpRequest,
-  openHttpRequest,
 } from "../crypto/mod.ts";
+import { openHttpRequestBytes } from "../crypto/ohttp/sealed_exchange.ts";
 import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
 import { readAllLimited } from "../io/read_limited.ts";
 import { VERSION } from "../version.ts";
@@ -398,10 +398,13 @@ export class DevnetProvider {
     return new Response(sealed, { headers });
   }
 
-  /** Opens a sealed request; says only that it could not be, never which step failed. */
+  /**
+   * Opens a sealed request (held whole: without a stream per step); says only that it could not
+   * be, never which step failed.
+   */
   async #open(bytes: Uint8Array): Promise<OpenedHttpRequest> {
     try {
-      return await openHttpRequest(this.#options.key, ReadableStream.from([bytes]));
+      return await openHttpRequestBytes(this.#options.key, bytes);
     } catch (error) {
       this.#log(`cannot open a sealed request: ${error}`);
       throw new ServiceError("cannot_open", "The sealed request could not be opened");

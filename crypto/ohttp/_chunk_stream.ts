@@ -13,13 +13,14 @@
 import { ByteQueue } from "../_byte_queue.ts";
 import { bytesLabel } from "../_bytes.ts";
 import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } from "../_varint.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
 import { EMPTY } from "./_encapsulation.ts";
 import { OpenError, SealError } from "./errors.ts";
 
-/** Seals one plaintext chunk (the final one with the final AAD). */
-export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => Promise<Uint8Array>;
-/** Opens one sealed chunk (the final one with the final AAD); rejects when it is forged. */
-export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => Promise<Uint8Array>;
+/** Seals one plaintext chunk (the final one with the final AAD); synchronous when it can be. */
+export type ChunkSeal = (plaintext: Uint8Array, final: boolean) => MaybePromise<Uint8Array>;
+/** Opens one sealed chunk (the final one with the final AAD); throws or rejects when forged. */
+export type ChunkOpen = (ciphertext: Uint8Array, final: boolean) => MaybePromise<Uint8Array>;
 
 /** What sealing one direction needs. */
 export interface SealSpec {
@@ -29,8 +30,11 @@ export interface SealSpec {
   tagLength: number;
   /** Largest sealed chunk, tag included. */
   maxChunkLength: number;
-  /** Sets up sealing: the prefix to send first (`hdr ‖ enc` or the nonce) and the sealer. */
-  start(): Promise<{ prefix: Uint8Array; seal: ChunkSeal }>;
+  /**
+   * Sets up sealing: the prefix to send first (`hdr ‖ enc` or the nonce) and the sealer. Called
+   * when the stream starts; what it throws errors the stream.
+   */
+  start(): SealStart | Promise<SealStart>;
 }
 
 /** What opening one direction needs. */
@@ -43,8 +47,16 @@ export interface OpenSpec {
   tagLength: number;
   /** Largest sealed chunk accepted, tag included. */
   maxChunkLength: number;
-  /** Sets up opening from the prefix. */
-  start(prefix: Uint8Array): Promise<ChunkOpen>;
+  /** Sets up opening from the prefix; what it throws errors the stream. */
+  start(prefix: Uint8Array): ChunkOpen | Promise<ChunkOpen>;
+}
+
+/** What {@linkcode SealSpec.start} returns. */
+export interface SealStart {
+  /** Bytes sent before the first chunk. */
+  prefix: Uint8Array;
+  /** The sealer. */
+  seal: ChunkSeal;
 }
 
 function frame(ciphertext: Uint8Array, final: boolean): Uint8Array {
@@ -55,17 +67,61 @@ function frame(ciphertext: Uint8Array, final: boolean): Uint8Array {
   return out;
 }
 
-async function sealChunk(
+function sealChunk(
   seal: ChunkSeal,
   plaintext: Uint8Array,
   final: boolean,
   what: string,
-): Promise<Uint8Array> {
+): MaybePromise<Uint8Array> {
+  const failed = (cause: unknown) =>
+    new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
+  let sealed: MaybePromise<Uint8Array>;
   try {
-    return frame(await seal(plaintext, final), final);
+    sealed = seal(plaintext, final);
   } catch (cause) {
-    throw new SealError("crypto", `Cannot seal chunked ${what}: the AEAD failed`, { cause });
+    throw failed(cause);
   }
+  if (!(sealed instanceof Promise)) return frame(sealed, final);
+  return sealed.then((bytes) => frame(bytes, final), (cause) => {
+    throw failed(cause);
+  });
+}
+
+/**
+ * Seals a body held whole into the bytes {@linkcode sealStream} would stream for it — the
+ * prefix, the pieces (split at `maxChunkLength`), the last one as the final chunk — at once:
+ * synchronous unless a piece is large enough to be sealed on WebCrypto.
+ *
+ * @throws {SealError} (or rejects with it) when sealing fails.
+ */
+export function sealBytesWhole(
+  body: Uint8Array,
+  spec: Omit<SealSpec, "start">,
+  started: SealStart,
+): MaybePromise<Uint8Array<ArrayBuffer>> {
+  const maxPlaintext = spec.maxChunkLength - spec.tagLength;
+  const pieces: MaybePromise<Uint8Array>[] = [started.prefix];
+  let at = 0;
+  do {
+    const end = Math.min(body.length, at + maxPlaintext);
+    // Each seal takes its sequence number when called: in order, even when some are promises.
+    pieces.push(sealChunk(started.seal, body.subarray(at, end), end === body.length, spec.what));
+    at = end;
+  } while (at < body.length);
+  if (pieces.some((piece) => piece instanceof Promise)) return Promise.all(pieces).then(join);
+  return join(pieces as Uint8Array[]);
+}
+
+function join(pieces: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
+  }
+  return out;
 }
 
 /**
@@ -95,20 +151,34 @@ export function sealStream(
         seal = started.seal;
         controller.enqueue(started.prefix);
       },
-      async transform(chunk, controller) {
+      transform(chunk, controller) {
         if (!(chunk instanceof Uint8Array)) {
           throw new SealError(
             "invalid_input",
             `Cannot seal chunked ${spec.what}: the body yielded ${typeof chunk}, expected bytes`,
           );
         }
-        for (let at = 0; at < chunk.length; at += maxPlaintext) {
-          const piece = chunk.subarray(at, Math.min(chunk.length, at + maxPlaintext));
-          controller.enqueue(await sealChunk(seal, piece, false, spec.what));
-        }
+        // Synchronous while the seals are; a large piece continues once it is sealed.
+        const from = (start: number): Promise<void> | undefined => {
+          for (let at = start; at < chunk.length; at += maxPlaintext) {
+            const end = Math.min(chunk.length, at + maxPlaintext);
+            const sealed = sealChunk(seal, chunk.subarray(at, end), false, spec.what);
+            if (sealed instanceof Promise) {
+              return sealed.then((bytes) => {
+                controller.enqueue(bytes);
+                return from(end);
+              });
+            }
+            controller.enqueue(sealed);
+          }
+          return undefined;
+        };
+        return from(0);
       },
-      async flush(controller) {
-        controller.enqueue(await sealChunk(seal, EMPTY, true, spec.what));
+      flush(controller) {
+        const sealed = sealChunk(seal, EMPTY, true, spec.what);
+        if (!(sealed instanceof Promise)) return controller.enqueue(sealed);
+        return sealed.then((bytes) => controller.enqueue(bytes));
       },
     }),
   );
@@ -128,16 +198,22 @@ function sealBytes(
       seal = started.seal;
       controller.enqueue(started.prefix);
     },
-    async pull(controller) {
+    pull(controller) {
       if (done) return;
       const end = Math.min(body.length, at + maxPlaintext);
       const final = end === body.length;
-      controller.enqueue(await sealChunk(seal, body.subarray(at, end), final, spec.what));
-      at = end;
-      if (final) {
-        done = true;
-        controller.close();
-      }
+      const sealed = sealChunk(seal, body.subarray(at, end), final, spec.what);
+      const deliver = (bytes: Uint8Array) => {
+        controller.enqueue(bytes);
+        at = end;
+        if (final) {
+          done = true;
+          controller.close();
+        }
+      };
+      if (sealed instanceof Promise) return sealed.then(deliver);
+      deliver(sealed);
+      return undefined;
     },
   }, { highWaterMark: 0 });
 }
@@ -161,6 +237,30 @@ export function openStream(
   return sealed.pipeThrough(new TransformStream(new ChunkOpener(spec)));
 }
 
+/**
+ * Opens chunks held in memory, synchronously, with the same checks and errors as
+ * {@linkcode openStream} (for a direction without a prefix): the plaintext chunks, or an
+ * {@linkcode OpenError} for anything but chunks that end right after an authenticated final
+ * chunk.
+ */
+export function openBytes(
+  sealed: Uint8Array,
+  spec: Omit<OpenSpec, "start" | "prefixLength">,
+  open: ChunkOpen,
+): MaybePromise<Uint8Array[]> {
+  const opener = new ChunkOpener({ ...spec, prefixLength: 0, start: () => open }, open);
+  const chunks: Uint8Array[] = [];
+  const controller = {
+    enqueue: (chunk: Uint8Array) => void chunks.push(chunk),
+  } as TransformStreamDefaultController<Uint8Array>;
+  const opened = sealed.length > 0 ? opener.transform(sealed, controller) : undefined;
+  if (!opened) {
+    const flushed = opener.flush(controller);
+    return flushed ? flushed.then(() => chunks) : chunks;
+  }
+  return opened.then(() => opener.flush(controller)).then(() => chunks);
+}
+
 /** Where the opener is: in the prefix, before a length, inside a chunk, or in the final chunk. */
 type OpenState = "prefix" | "length" | "body" | "final";
 
@@ -174,20 +274,25 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
   #bodyLength = 0;
   #chunks = 0;
 
-  constructor(spec: OpenSpec) {
+  /** With `open` given (and no prefix), it is set up at once, without calling `spec.start`. */
+  constructor(spec: OpenSpec, open?: ChunkOpen) {
     this.#spec = spec;
     this.#what = `chunked ${spec.what}`;
     this.#state = spec.prefixLength > 0 ? "prefix" : "length";
+    this.#open = open;
   }
 
-  async start(): Promise<void> {
-    if (this.#state !== "prefix") this.#open = await this.#spec.start(EMPTY);
+  start(): Promise<void> | undefined {
+    if (this.#state === "prefix" || this.#open) return undefined;
+    return Promise.resolve().then(() => this.#spec.start(EMPTY)).then((open) => {
+      this.#open = open;
+    });
   }
 
-  async transform(
+  transform(
     chunk: Uint8Array,
     controller: TransformStreamDefaultController<Uint8Array>,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     if (!(chunk instanceof Uint8Array)) {
       throw new OpenError(
         "malformed",
@@ -195,10 +300,10 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
       );
     }
     this.#queue.push(chunk);
-    while (await this.#step(controller));
+    return this.#drain(controller);
   }
 
-  async flush(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> {
+  flush(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> | undefined {
     const queue = this.#queue;
     if (this.#state !== "final") {
       throw new OpenError(
@@ -214,31 +319,52 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
         }, shorter than the ${this.#spec.tagLength}-byte tag`,
       );
     }
-    const plaintext = await this.#openChunk(queue.takeAll().slice(), true);
-    if (plaintext.length > 0) controller.enqueue(plaintext);
+    const deliver = (plaintext: Uint8Array) => {
+      if (plaintext.length > 0) controller.enqueue(plaintext);
+    };
+    const plaintext = this.#openChunk(queue.takeAll().slice(), true);
+    if (plaintext instanceof Promise) return plaintext.then(deliver);
+    deliver(plaintext);
+    return undefined;
   }
 
-  /** Consumes what the queue holds for the current state; true when another step may follow. */
-  async #step(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
-    switch (this.#state) {
-      case "prefix":
-        return await this.#readPrefix();
-      case "length":
-        return this.#readLength();
-      case "body":
-        return await this.#readBody(controller);
-      case "final":
-        this.#checkFinalLength();
-        return false;
+  /**
+   * Consumes what the queue holds, step by step; synchronous except for setting up from the
+   * prefix (a promise, after which it goes on).
+   */
+  #drain(controller: TransformStreamDefaultController<Uint8Array>): Promise<void> | undefined {
+    while (true) {
+      if (this.#state === "prefix") {
+        const { prefixLength } = this.#spec;
+        if (this.#queue.length < prefixLength) return undefined;
+        const prefix = this.#queue.take(prefixLength).slice();
+        return Promise.resolve().then(() => this.#spec.start(prefix)).then((open) => {
+          this.#open = open;
+          this.#state = "length";
+          return this.#drain(controller);
+        });
+      }
+      const more = this.#step(controller);
+      if (more instanceof Promise) {
+        return more.then((again) => again ? this.#drain(controller) : undefined);
+      }
+      if (!more) return undefined;
     }
   }
 
-  async #readPrefix(): Promise<boolean> {
-    const { prefixLength } = this.#spec;
-    if (this.#queue.length < prefixLength) return false;
-    this.#open = await this.#spec.start(this.#queue.take(prefixLength).slice());
-    this.#state = "length";
-    return true;
+  /** Consumes what the queue holds for the current state; true when another step may follow. */
+  #step(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
+    switch (this.#state) {
+      case "length":
+        return this.#readLength();
+      case "body":
+        return this.#readBody(controller);
+      case "final":
+        this.#checkFinalLength();
+        return false;
+      default:
+        return false;
+    }
   }
 
   #readLength(): boolean {
@@ -281,9 +407,17 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     return true;
   }
 
-  async #readBody(controller: TransformStreamDefaultController<Uint8Array>): Promise<boolean> {
+  #readBody(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
     if (this.#queue.length < this.#bodyLength) return false;
-    const plaintext = await this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    const plaintext = this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    if (plaintext instanceof Promise) {
+      return plaintext.then((bytes) => this.#deliver(bytes, controller));
+    }
+    return this.#deliver(plaintext, controller);
+  }
+
+  /** Passes on an opened non-final chunk; refuses an empty one. */
+  #deliver(plaintext: Uint8Array, controller: TransformStreamDefaultController<Uint8Array>): true {
     if (plaintext.length === 0) {
       throw new OpenError(
         "empty_chunk",
@@ -308,11 +442,9 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
     }
   }
 
-  async #openChunk(ciphertext: Uint8Array, final: boolean): Promise<Uint8Array> {
-    try {
-      return await this.#open!(ciphertext, final);
-    } catch (cause) {
-      throw new OpenError(
+  #openChunk(ciphertext: Uint8Array, final: boolean): MaybePromise<Uint8Array> {
+    const failed = (cause: unknown) =>
+      new OpenError(
         "authentication",
         `Cannot open ${this.#what}: ${
           final ? "final chunk" : `chunk ${this.#chunks}`
@@ -323,7 +455,16 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
             "chunk was replaced",
         },
       );
+    let opened: MaybePromise<Uint8Array>;
+    try {
+      opened = this.#open!(ciphertext, final);
+    } catch (cause) {
+      throw failed(cause);
     }
+    if (!(opened instanceof Promise)) return opened;
+    return opened.catch((cause) => {
+      throw failed(cause);
+    });
   }
 
   /** Where a stream that ended too early ended, for the message. */

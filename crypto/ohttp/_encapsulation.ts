@@ -16,13 +16,21 @@
  * @module
  */
 
-import type { RecipientContext, SenderContext } from "@hpke/core";
-import { expand, extract } from "@noble/hashes/hkdf.js";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesLabel, concat, copy, hex16, u16, view } from "../_bytes.ts";
+import { bytesLabel, concat, copy, hex16, u16 } from "../_bytes.ts";
+import { type AeadKey, aeadKey, type MaybePromise } from "../hpke/_aead.ts";
+import {
+  type HpkeExporter,
+  type HpkeRecipientContext,
+  type HpkeSenderContext,
+  type RecipientKey,
+  setupBaseRecipient,
+  setupBaseSender,
+  xorCounter,
+} from "../hpke/_base_mode.ts";
+import { hkdfExpand, hkdfExtract } from "../hpke/_labeled_kdf.ts";
+import { x25519PrivateKey } from "../hpke/_x25519.ts";
 import {
   type HpkeKeyPair,
-  importKeyPair,
   randomBytes,
   type RandomSource,
   systemRandom,
@@ -139,7 +147,7 @@ export interface ClientSetup {
   /** The encapsulated key. */
   readonly enc: Uint8Array;
   /** The HPKE sender context. */
-  readonly context: SenderContext;
+  readonly context: HpkeSenderContext;
 }
 
 /** Decodes (when needed) and validates a key configuration for sealing. */
@@ -187,35 +195,36 @@ export function chooseSuite(
   return hpkeSuite({ kem: config.kemId, kdf: pick.kdf, aead: pick.aead });
 }
 
-/** Sets up the sender context for a request (HPKE `SetupBaseS`). */
-export async function setupClient(
+/** Sets up the sender context for a request (HPKE `SetupBaseS`; synchronous). */
+export function setupClient(
   keyConfig: Uint8Array | KeyConfig,
   labels: Labels,
   options: ClientSetupOptions,
-): Promise<ClientSetup> {
+): ClientSetup {
   const action = `seal ${labels.what}`;
   const config = clientKeyConfig(keyConfig, action);
   const suite = chooseSuite(config, options.aead, action);
   const header = requestHeader(config.keyId, suite.ids);
-  let ephemeral: HpkeKeyPair;
-  let context: SenderContext;
+  let ephemeral: Uint8Array | undefined;
+  let context: HpkeSenderContext;
   try {
-    ephemeral = await importKeyPair(
-      randomBytes(options.random ?? systemRandom, suite.kem.privateKeyLength, "ephemeral key"),
-      { kem: suite.kem.id },
+    ephemeral = randomBytes(
+      options.random ?? systemRandom,
+      suite.kem.privateKeyLength,
+      "ephemeral key",
     );
-    const recipientPublicKey = await suite.cipherSuite.kem.deserializePublicKey(
-      copy(config.publicKey),
+    context = setupBaseSender(
+      suite.ids,
+      config.publicKey,
+      requestInfo(labels.request, header),
+      ephemeral,
     );
-    context = await suite.cipherSuite.createSenderContext({
-      recipientPublicKey,
-      info: requestInfo(labels.request, header),
-      ekm: ephemeral.keys,
-    });
   } catch (cause) {
     throw new SealError("crypto", `Cannot ${action}: HPKE setup failed`, { cause });
+  } finally {
+    ephemeral?.fill(0);
   }
-  const enc = view(context.enc).slice();
+  const enc = context.enc.slice();
   return { keyId: config.keyId, suite, prefix: concat(header, enc), enc, context };
 }
 
@@ -228,7 +237,7 @@ export interface GatewaySetup {
   /** The encapsulated key. */
   readonly enc: Uint8Array;
   /** The HPKE recipient context. */
-  readonly context: RecipientContext;
+  readonly context: HpkeRecipientContext;
 }
 
 /** Normalizes the gateway's keys and checks each. */
@@ -284,20 +293,21 @@ export function prefixLength(kemId: number): number | undefined {
   return isSupportedKem(kemId) ? HEADER_LENGTH + kemInfo(kemId).encLength : undefined;
 }
 
-/** Sets up the recipient context (HPKE `SetupBaseR`). */
-export async function setupGateway(
+/** Sets up the recipient context (HPKE `SetupBaseR`; synchronous). */
+export function setupGateway(
   key: GatewayKey,
   suite: HpkeSuite,
   header: Uint8Array,
   enc: Uint8Array,
   labels: Labels,
-): Promise<GatewaySetup> {
+): GatewaySetup {
   try {
-    const context = await suite.cipherSuite.createRecipientContext({
-      recipientKey: key.keyPair.keys,
-      enc: copy(enc),
-      info: requestInfo(labels.request, header),
-    });
+    const context = setupBaseRecipient(
+      suite.ids,
+      recipientKeyOf(key.keyPair),
+      enc,
+      requestInfo(labels.request, header),
+    );
     return { keyId: key.config.keyId, suite, enc: copy(enc), context };
   } catch (cause) {
     throw new OpenError(
@@ -308,6 +318,23 @@ export async function setupGateway(
       { cause },
     );
   }
+}
+
+const recipientKeys = new WeakMap<HpkeKeyPair, RecipientKey>();
+
+/** The gateway's key pair in the form the fast HPKE path takes, imported once per key pair. */
+function recipientKeyOf(keyPair: HpkeKeyPair): RecipientKey {
+  let key = recipientKeys.get(keyPair);
+  if (!key) {
+    const secret = keyPair.exportPrivateKey();
+    try {
+      key = { privateKey: x25519PrivateKey(secret), publicKey: keyPair.publicKey.slice() };
+    } finally {
+      secret.fill(0);
+    }
+    recipientKeys.set(keyPair, key);
+  }
+  return key;
 }
 
 /** The response key schedule's intermediate values and the AEAD they produce. */
@@ -322,10 +349,10 @@ export interface ResponseKeys {
   readonly key: Uint8Array;
   /** `Expand(prk, "nonce", Nn)`. */
   readonly nonce: Uint8Array;
-  /** Seals with `key` under the given nonce and AAD. */
-  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
-  /** Opens with `key`; rejects when authentication fails. */
-  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  /** Seals with `key` under the given nonce and AAD (synchronously for small messages). */
+  seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
+  /** Opens with `key`; throws (or rejects) when authentication fails. */
+  open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
 }
 
 /** `max(Nn, Nk)`: the length of the response nonce and of the exported secret. */
@@ -333,41 +360,38 @@ export function responseNonceLength(suite: HpkeSuite): number {
   return Math.max(suite.aead.nonceLength, suite.aead.keyLength);
 }
 
-/** Runs the response key schedule (RFC 9458 §4.4, chunked draft §6.2). */
-export async function deriveResponseKeys(
+/**
+ * Runs the response key schedule (RFC 9458 §4.4, chunked draft §6.2). Synchronous: the export
+ * and HKDF are plain HKDF-SHA256 calls.
+ */
+export function deriveResponseKeys(
   suite: HpkeSuite,
-  context: { export(exporterContext: Uint8Array, length: number): Promise<ArrayBuffer> },
+  context: HpkeExporter,
   enc: Uint8Array,
   responseNonce: Uint8Array,
   label: Uint8Array,
-): Promise<ResponseKeys> {
+): ResponseKeys {
   const length = responseNonceLength(suite);
-  const secret = view(await context.export(copy(label), length));
+  const secret = context.export(label, length);
   const salt = concat(enc, responseNonce);
-  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others). @noble/hashes, because the
-  // WebCrypto-backed HKDF of @hpke/core refuses a salt longer than the hash (ours is 48 bytes).
-  const prk = extract(sha256, secret, salt);
-  const key = expand(sha256, prk, encoder.encode("key"), suite.aead.keyLength);
-  const nonce = expand(sha256, prk, encoder.encode("nonce"), suite.aead.nonceLength);
-  const aead = suite.cipherSuite.aead.createEncryptionContext(copy(key));
+  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others). The salt (48 bytes) is longer than
+  // the hash: HMAC hashes such a key first, as RFC 2104 says.
+  const prk = hkdfExtract(salt, secret);
+  const key = hkdfExpand(prk, encoder.encode("key"), suite.aead.keyLength);
+  const nonce = hkdfExpand(prk, encoder.encode("nonce"), suite.aead.nonceLength);
+  const aead: AeadKey = aeadKey(suite.aead.id, key);
   return {
     secret,
     salt,
     prk,
     key,
     nonce,
-    seal: async (n, plaintext, aad) => view(await aead.seal(n, plaintext, aad)),
-    open: async (n, ciphertext, aad) => view(await aead.open(n, ciphertext, aad)),
+    seal: (n, plaintext, aad) => aead.seal(n, plaintext, aad),
+    open: (n, ciphertext, aad) => aead.open(n, ciphertext, aad),
   };
 }
 
 /** `chunk_nonce = aead_nonce XOR encode(Nn, counter)`. */
 export function chunkNonce(base: Uint8Array, counter: number): Uint8Array {
-  const out = base.slice();
-  let value = counter;
-  for (let i = out.length - 1; i >= 0 && value > 0; i--) {
-    out[i] ^= value % 256;
-    value = Math.floor(value / 256);
-  }
-  return out;
+  return xorCounter(base, counter);
 }

@@ -56,8 +56,7 @@
  * @module
  */
 
-import { ByteQueue } from "../_byte_queue.ts";
-import { bytesLabel, view } from "../_bytes.ts";
+import { bytesLabel } from "../_bytes.ts";
 import {
   CHUNKED_LABELS,
   chunkNonce,
@@ -65,7 +64,6 @@ import {
   EMPTY,
   FINAL_AAD,
   gatewayKeys,
-  type GatewaySetup,
   HEADER_LENGTH,
   parseRequestHeader,
   prefixLength,
@@ -74,10 +72,16 @@ import {
   setupClient,
   setupGateway,
 } from "./_encapsulation.ts";
-import { prepend } from "../_streams.ts";
-import { randomBytes, type RandomSource, systemRandom } from "../hpke/key_pair.ts";
+import { type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
-import { openStream, sealStream } from "./_chunk_stream.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
+import { openBytes, openStream, sealBytesWhole, sealStream } from "./_chunk_stream.ts";
+import {
+  checkMaxChunkLength,
+  gatewayExchange,
+  readRequestPrefix,
+  requestOpener,
+} from "./_chunked_gateway.ts";
 import { OpenError, SealError } from "./errors.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
 
@@ -87,10 +91,6 @@ export const CHUNKED_REQUEST_MEDIA_TYPE = "message/ohttp-chunked-req";
 export const CHUNKED_RESPONSE_MEDIA_TYPE = "message/ohttp-chunked-res";
 /** Default upper bound on one sealed chunk: 64 KiB (`docs/protocol.md` §7). */
 export const DEFAULT_MAX_CHUNK_LENGTH = 64 * 1024;
-/** Smallest accepted `maxChunkLength`. */
-const MIN_MAX_CHUNK_LENGTH = 64;
-/** Largest accepted `maxChunkLength`: 16 MiB. */
-const MAX_MAX_CHUNK_LENGTH = 16 * 1024 * 1024;
 
 /** Options of {@linkcode createChunkedRequest}. */
 export interface ChunkedRequestOptions {
@@ -159,30 +159,27 @@ export async function createChunkedRequest(
   const { suite, context } = setup;
   let sealed = false;
   let opened = false;
-  return {
+  const spec = { what: "request", tagLength: suite.aead.tagLength, maxChunkLength } as const;
+  const start = () => ({
+    prefix: setup.prefix,
+    seal: (plaintext: Uint8Array, final: boolean) =>
+      context.seal(plaintext, final ? FINAL_AAD : EMPTY),
+  });
+  const useOnce = () => {
+    if (sealed) {
+      throw new SealError(
+        "already_used",
+        "Cannot seal chunked request: this exchange already sealed one",
+      );
+    }
+    sealed = true;
+  };
+  const exchange: ChunkedClientExchange = {
     keyId: setup.keyId,
     suite,
     sealRequest(body) {
-      if (sealed) {
-        throw new SealError(
-          "already_used",
-          "Cannot seal chunked request: this exchange already sealed one",
-        );
-      }
-      sealed = true;
-      return sealStream(body, {
-        what: "request",
-        tagLength: suite.aead.tagLength,
-        maxChunkLength,
-        start: () =>
-          Promise.resolve({
-            prefix: setup.prefix,
-            seal: async (plaintext, final) =>
-              view(
-                await context.seal(plaintext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
-              ),
-          }),
-      });
+      useOnce();
+      return sealStream(body, { ...spec, start });
     },
     openResponse(sealedResponse) {
       if (opened) {
@@ -197,8 +194,8 @@ export async function createChunkedRequest(
         prefixLength: responseNonceLength(suite),
         tagLength: suite.aead.tagLength,
         maxChunkLength,
-        async start(responseNonce) {
-          const keys = await deriveResponseKeys(
+        start(responseNonce) {
+          const keys = deriveResponseKeys(
             suite,
             context,
             setup.enc,
@@ -212,6 +209,45 @@ export async function createChunkedRequest(
       });
     },
   };
+  wholeSealers.set(exchange, (body) => {
+    useOnce();
+    return sealBytesWhole(body, spec, start());
+  });
+  return exchange;
+}
+
+const wholeSealers = new WeakMap<
+  ChunkedClientExchange,
+  (body: Uint8Array) => MaybePromise<Uint8Array<ArrayBuffer>>
+>();
+
+/**
+ * Seals a request body held whole into the `message/ohttp-chunked-req` bytes that
+ * `exchange.sealRequest(body)` would stream, at once and without a stream (synchronous unless a
+ * piece is large enough to be sealed on WebCrypto). Counts as the exchange's one request.
+ *
+ * @throws {SealError} with reason `already_used` when the exchange already sealed one,
+ * `invalid_input` for an exchange not made by {@linkcode createChunkedRequest}, `crypto` (or
+ * rejects with it) when sealing fails.
+ */
+export function sealChunkedRequestBytes(
+  exchange: ChunkedClientExchange,
+  body: Uint8Array,
+): MaybePromise<Uint8Array<ArrayBuffer>> {
+  const seal = wholeSealers.get(exchange);
+  if (!seal) {
+    throw new SealError(
+      "invalid_input",
+      "Cannot seal chunked request: the exchange was not made by createChunkedRequest",
+    );
+  }
+  if (!(body instanceof Uint8Array)) {
+    throw new SealError(
+      "invalid_input",
+      `Cannot seal chunked request: expected bytes, found ${typeof body}`,
+    );
+  }
+  return seal(body);
 }
 
 /** Options of {@linkcode openChunkedRequest}. */
@@ -273,153 +309,77 @@ export async function openChunkedRequest(
   const reader = sealed.getReader();
   try {
     const { key, suite, header, enc, rest } = await readRequestPrefix(reader, list);
-    const setup = await setupGateway(key, suite, header, enc, CHUNKED_LABELS);
+    const setup = setupGateway(key, suite, header, enc, CHUNKED_LABELS);
     const request = openStream(rest, {
       what: "request",
       prefixLength: 0,
       tagLength: suite.aead.tagLength,
       maxChunkLength,
-      start: () =>
-        Promise.resolve(async (ciphertext, final) =>
-          view(
-            await setup.context.open(ciphertext.slice(), final ? FINAL_AAD.slice() : EMPTY.slice()),
-          )
-        ),
+      start: () => requestOpener(setup),
     });
-    let used = false;
-    return {
-      keyId: setup.keyId,
-      suite,
-      request,
-      sealResponse(body) {
-        if (used) {
-          throw new SealError(
-            "already_used",
-            "Cannot seal chunked response: this exchange already sealed one",
-          );
-        }
-        used = true;
-        return sealGatewayResponse(body, setup, maxChunkLength, options.random ?? systemRandom);
-      },
-    };
+    return gatewayExchange(setup, request, maxChunkLength, options.random ?? systemRandom);
   } catch (error) {
     await reader.cancel(error).catch(() => {});
     throw error;
   }
 }
 
-/** The start of a chunked request: the key and suite its header names, and what follows. */
-interface RequestPrefix {
-  readonly key: GatewayKey;
-  readonly suite: HpkeSuite;
-  /** The 7-byte header. */
-  readonly header: Uint8Array;
-  /** The encapsulated key. */
-  readonly enc: Uint8Array;
-  /** The rest of the stream: the sealed chunks. */
-  readonly rest: ReadableStream<Uint8Array>;
-}
-
 /**
- * Reads `hdr ‖ enc` from the stream and finds the gateway key the header names, so an
- * unknown key or suite is refused before any reply.
+ * {@linkcode openChunkedRequest} for a request held whole in memory (a gateway that read it
+ * whole, bounded): the same checks, the same errors, in the same order, but with no stream per
+ * step — synchronous unless a chunk is large enough to be opened on WebCrypto. The request comes
+ * back as its chunks; the exchange seals the response as
+ * {@linkcode ChunkedGatewayExchange.sealResponse} does.
+ *
+ * @throws {OpenError} with reason `truncated`, `unknown_key`, `unsupported_suite`,
+ * `malformed`, `chunk_too_large`, `empty_chunk` or `authentication`.
  */
-async function readRequestPrefix(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  keys: readonly GatewayKey[],
-): Promise<RequestPrefix> {
+export function openChunkedRequestBytes(
+  keys: GatewayKey | readonly GatewayKey[],
+  sealed: Uint8Array,
+  options: OpenChunkedRequestOptions = {},
+): MaybePromise<Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] }> {
+  const list = gatewayKeys(keys);
+  const maxChunkLength = checkMaxChunkLength(
+    options.maxChunkLength,
+    OpenError,
+    "open chunked request",
+  );
   const what = CHUNKED_LABELS.what;
-  const queue = new ByteQueue();
-  const fill = async (count: number): Promise<boolean> => {
-    while (queue.length < count) {
-      const { done, value } = await reader.read();
-      if (done) return false;
-      if (!(value instanceof Uint8Array)) {
-        throw new OpenError(
-          "malformed",
-          `Cannot open ${what}: the stream yielded ${typeof value}, expected bytes`,
-        );
-      }
-      queue.push(value);
-    }
-    return true;
-  };
-  if (!await fill(HEADER_LENGTH)) {
+  if (sealed.length < HEADER_LENGTH) {
     throw new OpenError(
       "truncated",
       `Cannot open ${what}: the stream ended after ${
-        bytesLabel(queue.length)
+        bytesLabel(sealed.length)
       }, inside the ${HEADER_LENGTH}-byte header`,
     );
   }
-  const header = queue.take(HEADER_LENGTH).slice();
-  const { key, suite } = selectGatewayKey(keys, parseRequestHeader(header), what);
-  const encLength = prefixLength(suite.kem.id)! - HEADER_LENGTH;
-  if (!await fill(encLength)) {
+  const header = sealed.slice(0, HEADER_LENGTH);
+  const { key, suite } = selectGatewayKey(list, parseRequestHeader(header), what);
+  const prefix = prefixLength(suite.kem.id)!;
+  if (sealed.length < prefix) {
     throw new OpenError(
       "truncated",
       `Cannot open ${what}: the stream ended after ${
-        bytesLabel(HEADER_LENGTH + queue.length)
+        bytesLabel(sealed.length)
       }, inside the ${suite.kem.encLength}-byte encapsulated key`,
     );
   }
-  const enc = queue.take(encLength).slice();
-  return { key, suite, header, enc, rest: prepend(queue.takeAll().slice(), reader) };
-}
-
-/** Seals the gateway's response: a fresh response nonce first, then the chunks. */
-function sealGatewayResponse(
-  body: ReadableStream<Uint8Array> | Uint8Array,
-  setup: GatewaySetup,
-  maxChunkLength: number,
-  random: RandomSource,
-): ReadableStream<Uint8Array> {
-  const { suite } = setup;
-  return sealStream(body, {
-    what: "response",
-    tagLength: suite.aead.tagLength,
-    maxChunkLength,
-    async start() {
-      let responseNonce: Uint8Array;
-      try {
-        responseNonce = randomBytes(random, responseNonceLength(suite), "response nonce");
-      } catch (cause) {
-        throw new SealError(
-          "crypto",
-          "Cannot seal chunked response: the random source failed",
-          { cause },
-        );
-      }
-      const keys = await deriveResponseKeys(
-        suite,
-        setup.context,
-        setup.enc,
-        responseNonce,
-        CHUNKED_LABELS.response,
-      );
-      let counter = 0;
-      return {
-        prefix: responseNonce,
-        seal: (plaintext, final) =>
-          keys.seal(chunkNonce(keys.nonce, counter++), plaintext, final ? FINAL_AAD : EMPTY),
-      };
-    },
-  });
-}
-
-/** Checks the `maxChunkLength` option: refused with the side's own error. */
-function checkMaxChunkLength(
-  value: number | undefined,
-  ErrorClass: typeof SealError | typeof OpenError,
-  action: string,
-): number {
-  const length = value ?? DEFAULT_MAX_CHUNK_LENGTH;
-  if (!Number.isInteger(length) || length < MIN_MAX_CHUNK_LENGTH || length > MAX_MAX_CHUNK_LENGTH) {
-    const message =
-      `Cannot ${action}: maxChunkLength must be an integer from ${MIN_MAX_CHUNK_LENGTH} to ${MAX_MAX_CHUNK_LENGTH}, found ${value}`;
-    throw ErrorClass === SealError
-      ? new SealError("invalid_input", message)
-      : new OpenError("malformed", message);
+  const setup = setupGateway(
+    key,
+    suite,
+    header,
+    sealed.slice(HEADER_LENGTH, prefix),
+    CHUNKED_LABELS,
+  );
+  const request = openBytes(
+    sealed.subarray(prefix),
+    { what: "request", tagLength: suite.aead.tagLength, maxChunkLength },
+    requestOpener(setup),
+  );
+  const random = options.random ?? systemRandom;
+  if (request instanceof Promise) {
+    return request.then((chunks) => gatewayExchange(setup, chunks, maxChunkLength, random));
   }
-  return length;
+  return gatewayExchange(setup, request, maxChunkLength, random);
 }

@@ -36,7 +36,7 @@
  * @module
  */
 
-import { bytesLabel, view } from "../_bytes.ts";
+import { bytesLabel } from "../_bytes.ts";
 import {
   type ClientSetupOptions,
   deriveResponseKeys,
@@ -113,7 +113,7 @@ export async function encapsulateRequest(
   const setup = await setupClient(keyConfig, ONE_SHOT_LABELS, options as ClientSetupOptions);
   let ciphertext: Uint8Array;
   try {
-    ciphertext = view(await setup.context.seal(request.slice(), EMPTY.slice()));
+    ciphertext = await setup.context.seal(request, EMPTY);
   } catch (cause) {
     throw new SealError("crypto", "Cannot seal request: HPKE seal failed", { cause });
   }
@@ -140,7 +140,7 @@ export async function encapsulateRequest(
           }, shorter than the ${nonceLength}-byte nonce and ${suite.aead.tagLength}-byte tag`,
         );
       }
-      const keys = await deriveResponseKeys(
+      const keys = deriveResponseKeys(
         suite,
         setup.context,
         setup.enc,
@@ -223,7 +223,7 @@ export async function decapsulateRequest(
   const setup = await setupGateway(key, suite, headerBytes, enc, ONE_SHOT_LABELS);
   let request: Uint8Array;
   try {
-    request = view(await setup.context.open(encapsulatedRequest.slice(prefix), EMPTY.slice()));
+    request = await setup.context.open(encapsulatedRequest.subarray(prefix), EMPTY);
   } catch (cause) {
     throw new OpenError("authentication", "Cannot open request: authentication failed", {
       cause,
@@ -255,7 +255,7 @@ export async function decapsulateRequest(
       } catch (cause) {
         throw new SealError("crypto", "Cannot seal response: the random source failed", { cause });
       }
-      const keys = await deriveResponseKeys(
+      const keys = deriveResponseKeys(
         suite,
         setup.context,
         setup.enc,

@@ -53,6 +53,7 @@
  */
 
 import { bytesLabel } from "../_bytes.ts";
+import type { MaybePromise } from "../hpke/_aead.ts";
 import { readAll, streamOf } from "../_streams.ts";
 import { fieldLines } from "../bhttp/_rules.ts";
 import { decodeRequest } from "../bhttp/decode.ts";
@@ -63,9 +64,11 @@ import type { DecodeOptions, FieldLines, FieldsInit } from "../bhttp/types.ts";
 import {
   CHUNKED_REQUEST_MEDIA_TYPE,
   CHUNKED_RESPONSE_MEDIA_TYPE,
+  type ChunkedGatewayExchange,
   type ChunkedRequestOptions,
   createChunkedRequest,
   openChunkedRequest,
+  openChunkedRequestBytes,
   type OpenChunkedRequestOptions,
 } from "./chunked.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
@@ -292,6 +295,59 @@ export async function openHttpRequest(
   sealed: ReadableStream<Uint8Array>,
   options: OpenHttpRequestOptions = {},
 ): Promise<OpenedHttpRequest> {
+  const maxRequestLength = checkMaxRequestLength(options);
+  const exchange = await openChunkedRequest(keys, sealed, options);
+  const bytes = await readAll(
+    exchange.request,
+    maxRequestLength,
+    (received) => requestTooLarge(maxRequestLength, received),
+  );
+  return openedRequest(exchange, bytes, options);
+}
+
+/**
+ * {@linkcode openHttpRequest} for a sealed request held whole in memory (a provider that read
+ * it whole, bounded): the same checks and errors, without a stream per step (synchronous unless
+ * a chunk is large enough to be opened on WebCrypto).
+ *
+ * @throws {OpenError} for an unknown key or suite, a broken, forged or truncated request.
+ * @throws {BinaryHttpError} for a malformed inner request, or one above `maxRequestLength`.
+ */
+export function openHttpRequestBytes(
+  keys: GatewayKey | readonly GatewayKey[],
+  sealed: Uint8Array,
+  options: OpenHttpRequestOptions = {},
+): MaybePromise<OpenedHttpRequest> {
+  const maxRequestLength = checkMaxRequestLength(options);
+  const exchange = openChunkedRequestBytes(keys, sealed, options);
+  if (exchange instanceof Promise) {
+    return exchange.then((opened) => openedRequestOf(opened, maxRequestLength, options));
+  }
+  return openedRequestOf(exchange, maxRequestLength, options);
+}
+
+function openedRequestOf(
+  exchange: Omit<ChunkedGatewayExchange, "request"> & { readonly request: Uint8Array[] },
+  maxRequestLength: number,
+  options: OpenHttpRequestOptions,
+): OpenedHttpRequest {
+  let length = 0;
+  for (const chunk of exchange.request) {
+    length += chunk.length;
+    if (length > maxRequestLength) throw requestTooLarge(maxRequestLength, length);
+  }
+  const bytes = exchange.request.length === 1 ? exchange.request[0] : new Uint8Array(length);
+  if (exchange.request.length !== 1) {
+    let at = 0;
+    for (const chunk of exchange.request) {
+      bytes.set(chunk, at);
+      at += chunk.length;
+    }
+  }
+  return openedRequest(exchange, bytes, options);
+}
+
+function checkMaxRequestLength(options: OpenHttpRequestOptions): number {
   const maxRequestLength = options.maxRequestLength ?? DEFAULT_MAX_REQUEST_LENGTH;
   if (!Number.isSafeInteger(maxRequestLength) || maxRequestLength < 0) {
     throw new BinaryHttpError(
@@ -299,18 +355,24 @@ export async function openHttpRequest(
       `Cannot open request: maxRequestLength must be a non-negative integer, found ${options.maxRequestLength}`,
     );
   }
-  const exchange = await openChunkedRequest(keys, sealed, options);
-  const bytes = await readAll(
-    exchange.request,
-    maxRequestLength,
-    (received) =>
-      new BinaryHttpError(
-        "too_large",
-        `Cannot open request: it is more than ${bytesLabel(maxRequestLength)} (${
-          bytesLabel(received)
-        } received so far)`,
-      ),
+  return maxRequestLength;
+}
+
+function requestTooLarge(maxRequestLength: number, received: number): BinaryHttpError {
+  return new BinaryHttpError(
+    "too_large",
+    `Cannot open request: it is more than ${bytesLabel(maxRequestLength)} (${
+      bytesLabel(received)
+    } received so far)`,
   );
+}
+
+/** The opened request of an exchange whose request bytes are all read. */
+function openedRequest(
+  exchange: Pick<ChunkedGatewayExchange, "keyId" | "suite" | "sealResponse">,
+  bytes: Uint8Array,
+  options: DecodeOptions,
+): OpenedHttpRequest {
   const request = decodeRequest(bytes, options);
   return {
     keyId: exchange.keyId,
