@@ -7,9 +7,9 @@
  * (`queue.ts`) while every acceptable one is at capacity. For the chosen provider: establish
  * trust in its key (`provider_trust.ts`: endorsement, cached until it expires, or full TEE
  * attestation), seal the request to that key (`crypto/`), relay it through the gateway, and
- * open the sealed reply up to its first chunk (`sealed_reply.ts`). A provider that says it is at
- * capacity is busy, not broken: the request moves on or waits, at no cost to the provider. Any
- * other failure before that first chunk moves on to the next acceptable provider, until every
+ * open the sealed reply (`_exchanges.ts`: a chat's up to its first chunk, embeddings whole). A
+ * provider that says it is at capacity is busy, not broken: the request moves on or waits, at no
+ * cost to the provider. Any other failure before that first chunk moves on to the next acceptable provider, until every
  * one was tried (or, when the gateway itself fails, to the next gateway); after it, failures
  * reach the client in-stream. The slot is held until the reply ends or the client goes away.
  * Every accepted or refused provider is recorded in the verdict log.
@@ -21,7 +21,6 @@
 
 import type {
   ChatBackend,
-  ChatCompletionChunk,
   ChatReply,
   ChatRequest,
   EmbeddingsReply,
@@ -30,7 +29,7 @@ import type {
   ServedBy,
   Usage,
 } from "./backend.ts";
-import { checkedEmbeddings } from "./_embeddings_reply.ts";
+import { chatExchange, embeddingsExchange, type Exchange, type Sealable } from "./_exchanges.ts";
 import { CandidateCache } from "./candidate_cache.ts";
 import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
 import { publicMessage } from "./http_error.ts";
@@ -45,8 +44,7 @@ import { type ProviderTrustOptions, TrustedKeyCache, trustProvider } from "./pro
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
-import { openSealedJson, openSealedReply } from "./sealed_reply.ts";
-import { RequestSealer, type SealedChat } from "./sealer.ts";
+import { RequestSealer } from "./sealer.ts";
 import { linkedController } from "./_deadlines.ts";
 import type { BackendMetrics } from "./metrics.ts";
 import type { VerdictLog } from "./verdict_log.ts";
@@ -178,13 +176,7 @@ export class NetworkBackend implements ChatBackend {
     const deadline = started + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
     const metrics = this.#options.metrics;
     const onUsage = metrics && ((usage: Usage) => metrics.relayed(request.tier, usage));
-    const exchange: Exchange<ChatReply> = {
-      path: "/v1/chat/completions",
-      open: async (sealed, stream, lease, attemptSignal) => {
-        const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
-        return (served) => ({ served, chunks: leasedChunks(opened, lease, signal, onUsage) });
-      },
-    };
+    const exchange = chatExchange(signal, onUsage);
     const reply = await this.#withGateway(
       signal,
       (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
@@ -196,25 +188,11 @@ export class NetworkBackend implements ChatBackend {
   /**
    * {@inheritDoc ChatBackend.embed}
    *
-   * The provider's answer is read whole (at most {@linkcode MAX_EMBEDDINGS_REPLY_BYTES}) and
-   * checked: one finite vector per input, every one of the same length.
+   * The provider's answer is read whole and checked (`_exchanges.ts`).
    */
   async embed(request: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsReply> {
     const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
-    const inputs = embeddingInputCount(request.body.input);
-    const exchange: Exchange<EmbeddingsReply> = {
-      path: "/v1/embeddings",
-      open: async (sealed, stream, lease, attemptSignal) => {
-        const answer = await openSealedJson(sealed, stream, {
-          maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
-          signal: attemptSignal,
-        });
-        const checked = checkedEmbeddings(answer, inputs, request.body.dimensions);
-        // The answer is whole: the slot is free (a failure is released by the caller).
-        lease.release();
-        return (served) => ({ served, ...checked });
-      },
-    };
+    const exchange = embeddingsExchange(request);
     const reply = await this.#withGateway(
       signal,
       (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
@@ -485,33 +463,6 @@ export class NetworkBackend implements ChatBackend {
   }
 }
 
-/** A request the backend seals: a chat or an embeddings request. */
-type Sealable = ChatRequest | EmbeddingsRequest;
-
-/** Largest embeddings answer read from a provider: 64 MiB. */
-export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
-
-/**
- * What is sealed and how its reply is opened: `open` reads the reply up to what the caller
- * needs (a chat's first chunk, an embeddings answer whole) and returns how to finish it once
- * the provider is known.
- */
-interface Exchange<R> {
-  readonly path: "/v1/chat/completions" | "/v1/embeddings";
-  open(
-    sealed: SealedChat,
-    stream: ReadableStream<Uint8Array>,
-    lease: Lease,
-    signal: AbortSignal,
-  ): Promise<(served: ServedBy) => R>;
-}
-
-/** How many inputs an embeddings body has. */
-function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number {
-  if (typeof input === "string") return 1;
-  return input.length > 0 && typeof input[0] === "number" ? 1 : input.length;
-}
-
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */
 class GatewayExhausted extends Error {
   constructor(readonly failure: DaemonError) {
@@ -521,48 +472,3 @@ class GatewayExhausted extends Error {
 
 /** Every acceptable candidate of a request was tried (thrown out of the queue's `take`). */
 class Exhausted extends Error {}
-
-/**
- * The reply's chunks, holding the provider slot until they end: at their last chunk, at a
- * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
- */
-function leasedChunks(
-  opened: { first: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
-  lease: Lease,
-  signal: AbortSignal,
-  onUsage?: (usage: Usage) => void,
-): AsyncIterable<ChatCompletionChunk> {
-  const free = () => {
-    signal.removeEventListener("abort", free);
-    lease.release();
-  };
-  signal.addEventListener("abort", free, { once: true });
-  let first: ChatCompletionChunk | undefined = opened.first;
-  const { rest } = opened;
-  const iterator: AsyncIterator<ChatCompletionChunk> = {
-    async next() {
-      if (first !== undefined) {
-        const value = first;
-        first = undefined;
-        if (value.usage) onUsage?.(value.usage);
-        return { done: false, value };
-      }
-      try {
-        const step = await rest.next();
-        if (step.done) free();
-        else if (step.value.usage) onUsage?.(step.value.usage);
-        return step;
-      } catch (error) {
-        free();
-        throw error;
-      }
-    },
-    async return() {
-      first = undefined;
-      free();
-      await rest.return(undefined).catch(() => {});
-      return { done: true, value: undefined };
-    },
-  };
-  return { [Symbol.asyncIterator]: () => iterator };
-}

@@ -1,0 +1,134 @@
+/**
+ * The exchanges the network backend seals (`network_backend.ts`): what each sends to a provider
+ * and how its sealed reply is opened. A chat's reply is opened up to its first chunk and then
+ * streamed, holding the provider's slot until it ends; an embeddings answer is read whole and
+ * checked, and frees the slot at once.
+ *
+ * @module
+ */
+
+import type {
+  ChatCompletionChunk,
+  ChatReply,
+  ChatRequest,
+  EmbeddingsReply,
+  EmbeddingsRequest,
+  ServedBy,
+  Usage,
+} from "./backend.ts";
+import { checkedEmbeddings } from "./_embeddings_reply.ts";
+import type { Lease } from "./scheduler.ts";
+import { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+import type { SealedChat } from "./sealer.ts";
+
+/** A request the backend seals: a chat or an embeddings request. */
+export type Sealable = ChatRequest | EmbeddingsRequest;
+
+/** Largest embeddings answer read from a provider: 64 MiB. */
+export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
+
+/**
+ * What is sealed and how its reply is opened: `open` reads the reply up to what the caller
+ * needs (a chat's first chunk, an embeddings answer whole) and returns how to finish it once
+ * the provider is known.
+ */
+export interface Exchange<R> {
+  /** The path sealed inside the request. */
+  readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  /** Opens the sealed reply `stream` of one attempt (aborted with `signal`). */
+  open(
+    sealed: SealedChat,
+    stream: ReadableStream<Uint8Array>,
+    lease: Lease,
+    signal: AbortSignal,
+  ): Promise<(served: ServedBy) => R>;
+}
+
+/**
+ * A chat: the reply opened up to its first chunk; its chunks then hold the slot until they end
+ * or the request (`signal`) is aborted. `onUsage` sees every usage the reply carries.
+ */
+export function chatExchange(
+  signal: AbortSignal,
+  onUsage?: (usage: Usage) => void,
+): Exchange<ChatReply> {
+  return {
+    path: "/v1/chat/completions",
+    open: async (sealed, stream, lease, attemptSignal) => {
+      const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
+      return (served) => ({ served, chunks: leasedChunks(opened, lease, signal, onUsage) });
+    },
+  };
+}
+
+/**
+ * Embeddings: the provider's answer read whole (at most {@linkcode MAX_EMBEDDINGS_REPLY_BYTES})
+ * and checked — one finite vector per input, every one of the same length.
+ */
+export function embeddingsExchange(request: EmbeddingsRequest): Exchange<EmbeddingsReply> {
+  const inputs = embeddingInputCount(request.body.input);
+  return {
+    path: "/v1/embeddings",
+    open: async (sealed, stream, lease, attemptSignal) => {
+      const answer = await openSealedJson(sealed, stream, {
+        maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
+        signal: attemptSignal,
+      });
+      const checked = checkedEmbeddings(answer, inputs, request.body.dimensions);
+      // The answer is whole: the slot is free (a failure is released by the caller).
+      lease.release();
+      return (served) => ({ served, ...checked });
+    },
+  };
+}
+
+/** How many inputs an embeddings body has. */
+function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number {
+  if (typeof input === "string") return 1;
+  return input.length > 0 && typeof input[0] === "number" ? 1 : input.length;
+}
+
+/**
+ * The reply's chunks, holding the provider slot until they end: at their last chunk, at a
+ * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
+ */
+function leasedChunks(
+  opened: { first: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
+  lease: Lease,
+  signal: AbortSignal,
+  onUsage?: (usage: Usage) => void,
+): AsyncIterable<ChatCompletionChunk> {
+  const free = () => {
+    signal.removeEventListener("abort", free);
+    lease.release();
+  };
+  signal.addEventListener("abort", free, { once: true });
+  let first: ChatCompletionChunk | undefined = opened.first;
+  const { rest } = opened;
+  const iterator: AsyncIterator<ChatCompletionChunk> = {
+    async next() {
+      if (first !== undefined) {
+        const value = first;
+        first = undefined;
+        if (value.usage) onUsage?.(value.usage);
+        return { done: false, value };
+      }
+      try {
+        const step = await rest.next();
+        if (step.done) free();
+        else if (step.value.usage) onUsage?.(step.value.usage);
+        return step;
+      } catch (error) {
+        free();
+        throw error;
+      }
+    },
+    async return() {
+      first = undefined;
+      free();
+      await rest.return(undefined).catch(() => {});
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
