@@ -170,14 +170,32 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
       assert.ok(await refused(url), `${url} still answers after the devnet stopped`);
     }
   } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already exited */ }
-    await child.status;
+    // SIGTERM first even when an assertion failed: `deno task` passes it on to the devnet, whose
+    // pipes would otherwise outlive a killed task and hang this test instead of failing it.
+    await stopChild(child);
     await stderr;
     await Deno.remove(stateDir, { recursive: true });
   }
 });
+
+/** Stops `child`: SIGTERM, and SIGKILL if it has not exited within 15 s. */
+async function stopChild(child: Deno.ChildProcess): Promise<void> {
+  for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+    try {
+      child.kill(signal);
+    } catch {
+      return; // already exited
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exited = await Promise.race([
+      child.status.then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), 15_000)),
+    ]);
+    clearTimeout(timer);
+    if (exited) return;
+  }
+  await child.status;
+}
 
 async function rpc(url: string, method: string): Promise<unknown> {
   const response = await fetch(url, {
