@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { NetworkModel } from "./backend.ts";
+import type { ChatRequest, NetworkModel } from "./backend.ts";
+import { DaemonError } from "./daemon_error.ts";
 import { isNetworkModelId, type ModelId } from "./model_id.ts";
 import type { SurfaceContext } from "./_context.ts";
 import { requestController, withTimeout } from "./_deadlines.ts";
@@ -95,4 +96,29 @@ export function ollamaCapabilities(model: NetworkModel): string[] {
   if (model.kind === "embedding") return ["embedding"];
   const supports = model.supports ?? [];
   return ["completion", ...["tools", "vision"].filter((c) => supports.includes(c))];
+}
+
+/**
+ * Refuses log probabilities for a model whose providers do not all advertise the `logprobs`
+ * capability: answering none instead would be silently wrong. A model the network does not list
+ * is left to the backend (`model_not_found`). `listing` names where the client can see each
+ * model's capabilities in its dialect.
+ *
+ * @throws {DaemonError} `invalid_request_error` with `param: "logprobs"`.
+ */
+export async function checkLogprobs(
+  context: SurfaceContext,
+  asked: { request: ChatRequest; requestedModel: string; listing: string },
+  httpRequest: Request,
+): Promise<void> {
+  const models = await listNetworkModels(context, httpRequest);
+  const model = findModel(models, asked.request);
+  if (!model || (model.supports ?? []).includes("logprobs")) return;
+  throw new DaemonError(
+    "invalid_request_error",
+    `Cannot give logprobs for ${JSON.stringify(asked.requestedModel)}: its providers do not ` +
+      `advertise the "logprobs" capability (${asked.listing} lists each model's capabilities); ` +
+      "send the request without logprobs and top_logprobs",
+    { param: "logprobs" },
+  );
 }

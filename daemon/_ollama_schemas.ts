@@ -66,6 +66,13 @@ const COMMON = {
   format: z.union([z.literal("json"), z.literal(""), z.looseObject({})]).nullable().optional()
     .openapi({ description: '`"json"`, or a JSON schema object.' }),
   think: z.union([z.boolean(), z.enum(["low", "medium", "high"])]).nullable().optional(),
+  logprobs: z.boolean().nullable().optional().openapi({
+    description: "Log probabilities of the generated tokens, from a model with the `logprobs` " +
+      "capability (else a 400).",
+  }),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional().openapi({
+    description: "How many most likely alternatives to list per token (implies `logprobs`).",
+  }),
 };
 
 /** The body of `POST /api/chat`. */
@@ -114,6 +121,16 @@ export const OLLAMA_PULL = z.strictObject({ status: z.literal("success") }).open
 /** A validated `/api/show` body. */
 export type OllamaShowBody = z.output<typeof OLLAMA_SHOW_REQUEST>;
 
+const TOKEN_LOGPROB = z.strictObject({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable().optional(),
+});
+
+/** The log probabilities of a line's tokens (with `logprobs` or `top_logprobs` asked). */
+const LOGPROBS = z.array(TOKEN_LOGPROB.extend({ top_logprobs: z.array(TOKEN_LOGPROB) }))
+  .optional();
+
 const TOOL_CALL = z.strictObject({
   id: z.string(),
   function: z.strictObject({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }),
@@ -152,12 +169,14 @@ export const OLLAMA_CHAT_LINE = line({
     thinking: z.string().optional(),
     tool_calls: z.array(TOOL_CALL).optional(),
   }),
+  logprobs: LOGPROBS,
 }).openapi("OllamaChatLine");
 
 /** A line (or the whole answer) of `/api/generate`. */
 export const OLLAMA_GENERATE_LINE = line({
   response: z.string(),
   thinking: z.string().optional(),
+  logprobs: LOGPROBS,
 }).openapi("OllamaGenerateLine");
 
 /** A line of either endpoint, as the surface builds it. */

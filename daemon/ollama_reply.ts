@@ -10,6 +10,9 @@
  *   shaped like the final line with the whole content. An error after the stream has started
  *   is one `{"error":"…"}` line.
  * - Tool calls carry object `arguments`, sent in one line before the last.
+ * - With `logprobs` (or `top_logprobs`), a line carries the `logprobs` of its tokens, and the
+ *   whole answer all of them, as Ollama sends them; refused with a 400 for a model that does not
+ *   advertise the capability.
  * - A load or unload request is answered with one `done: true` object, without the network.
  *
  * @module
@@ -29,7 +32,8 @@ import {
   ReplyBudget,
   ToolCallAssembler,
 } from "./_reply_buffer.ts";
-import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import { type ReplyEvent, replyEvents, type TokenLogprob } from "./_reply_events.ts";
+import { checkLogprobs } from "./_models.ts";
 
 function kind(value: unknown): string {
   if (value === null) return "null";
@@ -75,6 +79,13 @@ export function doneReason(finishReason: string): string {
   return finishReason === "tool_calls" || finishReason === "function_call" ? "stop" : finishReason;
 }
 
+/** Token log probabilities as Ollama sends them: `bytes` only when there are some. */
+function ollamaLogprobs(tokens: readonly TokenLogprob[]): Record<string, unknown>[] {
+  const one = ({ token, logprob, bytes }: Omit<TokenLogprob, "top_logprobs">) =>
+    bytes ? { token, logprob, bytes } : { token, logprob };
+  return tokens.map((t) => ({ ...one(t), top_logprobs: t.top_logprobs.map(one) }));
+}
+
 /** Parses assembled tool calls into Ollama's object-argument form. */
 function ollamaToolCalls(calls: readonly AssembledToolCall[]): Record<string, unknown>[] {
   return calls.map((call) => {
@@ -114,6 +125,9 @@ export async function serveOllamaChat(
   served: { call: OllamaChatCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
+  if (call.logprobs) {
+    await checkLogprobs(context, { ...call, listing: "POST /api/show" }, served.request);
+  }
   const start = context.clock().getTime();
   const { controller, release } = requestController(served.request);
   const cancel = {
@@ -150,6 +164,7 @@ export async function serveOllamaChat(
         body.response = whole.content;
         if (call.think && whole.reasoning) body.thinking = whole.reasoning;
       }
+      if (call.logprobs) body.logprobs = ollamaLogprobs(whole.logprobs ?? []);
       Object.assign(body, {
         done: true,
         done_reason: doneReason(whole.finishReason),
@@ -228,13 +243,28 @@ async function* ndjsonLines(
   const tools = new ToolCallAssembler(new ReplyBudget(context.maxReplyBytes));
   let firstToken: number | undefined;
   let finishReason = "stop";
+  // With logprobs, a piece waits for its chunk's log probabilities (they follow its content).
+  let held: Record<string, unknown> | undefined;
+  const flush = () => {
+    const out = held === undefined ? [] : [line(held)];
+    held = undefined;
+    return out;
+  };
   try {
     for await (const event of events) {
+      if (event.type !== "logprobs") yield* flush();
       switch (event.type) {
         case "content":
         case "refusal":
           firstToken ??= context.clock().getTime();
-          yield line({ ...piece(event.text), done: false });
+          if (call.logprobs) held = { ...piece(event.text), done: false };
+          else yield line({ ...piece(event.text), done: false });
+          break;
+        case "logprobs":
+          if (!call.logprobs) break;
+          held ??= { ...piece(""), done: false };
+          held.logprobs = ollamaLogprobs(event.content);
+          yield* flush();
           break;
         case "reasoning":
           firstToken ??= context.clock().getTime();

@@ -49,6 +49,8 @@ export interface OllamaChatCall {
   readonly stream: boolean;
   /** Whether the client asked for the model's thinking (`think`). */
   readonly think: boolean;
+  /** Whether the client asked for log probabilities (`logprobs`, `top_logprobs`). */
+  readonly logprobs: boolean;
 }
 
 /** A load or unload request (empty prompt or messages): answered locally. */
@@ -273,6 +275,11 @@ export function ollamaCall(
   const tools = endpoint === "chat" ? (body as OllamaChatBody).tools : undefined;
   if (tools && tools.length > 0) forwarded.tools = tools;
   const think = body.think !== undefined && body.think !== null && body.think !== false;
+  const logprobs = body.logprobs === true || (body.top_logprobs ?? 0) > 0;
+  if (logprobs) {
+    forwarded.logprobs = true;
+    if (body.top_logprobs) forwarded.top_logprobs = body.top_logprobs;
+  }
   return {
     kind: "chat",
     call: {
@@ -281,6 +288,7 @@ export function ollamaCall(
       request: { tier: id.tier, model: id.model, body: forwarded },
       stream,
       think,
+      logprobs,
     },
   };
 }

@@ -23,7 +23,7 @@ import { streamErrorText } from "./http_error.ts";
 import { formatModelId, parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
 import { requestController } from "./_deadlines.ts";
-import { findModel, listNetworkModels } from "./_models.ts";
+import { checkLogprobs, findModel, listNetworkModels } from "./_models.ts";
 import {
   type ChatCompletion,
   type ChatCompletionChunkOut,
@@ -112,7 +112,8 @@ export async function serveOpenAIChat(
 ): Promise<Response> {
   const { call } = served;
   if (call.request.body.logprobs === true || call.request.body.top_logprobs != null) {
-    await checkLogprobs(context, call, served.request);
+    const listing = "GET /v1/models";
+    await checkLogprobs(context, { ...call, listing }, served.request);
   }
   const { controller, release } = requestController(served.request);
   const cancel = {
@@ -180,30 +181,6 @@ export async function serveOpenAIChat(
     if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
     throw error;
   }
-}
-
-/**
- * Refuses `logprobs` / `top_logprobs` for a model whose providers do not all advertise the
- * `logprobs` capability: answering `null` instead would be silently wrong. A model the network
- * does not list is left to the backend (`model_not_found`).
- *
- * @throws {DaemonError} `invalid_request_error` with `param: "logprobs"`.
- */
-async function checkLogprobs(
-  context: SurfaceContext,
-  call: OpenAIChatCall,
-  request: Request,
-): Promise<void> {
-  const models = await listNetworkModels(context, request);
-  const model = findModel(models, call.request);
-  if (!model || (model.supports ?? []).includes("logprobs")) return;
-  throw new DaemonError(
-    "invalid_request_error",
-    `Cannot give logprobs for ${JSON.stringify(call.requestedModel)}: its providers do not ` +
-      `advertise the "logprobs" capability (GET /v1/models lists each model's capabilities); ` +
-      "send the request without logprobs and top_logprobs",
-    { param: "logprobs" },
-  );
 }
 
 /**

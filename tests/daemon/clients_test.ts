@@ -346,6 +346,42 @@ Deno.test("logprobs: passed through from a model that advertises them, whole and
   assert.equal(fromLogprobs, text);
 });
 
+Deno.test("logprobs: the ollama client gets them per line and whole, on chat and generate", async () => {
+  await using devnet = await startDevnet({ tokenDelayMs: 0 });
+  await using daemon = await startDaemon({ bootstrap: devnet.gateways });
+  const ollama = new Ollama({ host: daemon.url });
+  const whole = await ollama.chat({
+    model: CHAT,
+    messages: [{ role: "user", content: "three little words" }],
+    logprobs: true,
+    top_logprobs: 2,
+  });
+  const tokens = whole.logprobs ?? [];
+  assert.ok(tokens.length > 1, `${tokens.length} log probabilities`);
+  assert.equal(tokens.map((t) => t.token).join(""), whole.message.content);
+  assert.ok(tokens.every((t) => t.logprob === 0 && (t.top_logprobs ?? []).length >= 1));
+  const stream = await ollama.generate({
+    model: CHAT,
+    prompt: "three little words",
+    logprobs: true,
+    stream: true,
+  });
+  let text = "";
+  let fromLogprobs = "";
+  let lines = 0;
+  for await (const part of stream) {
+    text += part.response ?? "";
+    const pieces = part.logprobs ?? [];
+    // Each line carries the log probabilities of its own text.
+    assert.equal(pieces.map((t) => t.token).join(""), part.response ?? "");
+    fromLogprobs += pieces.map((t) => t.token).join("");
+    if (pieces.length > 0) lines++;
+  }
+  assert.ok(lines > 1, `${lines} lines with log probabilities`);
+  assert.equal(fromLogprobs, text);
+  assert.match(text, /three little words/);
+});
+
 Deno.test("completions: openai completions.create, whole and streamed, with usage", async () => {
   await using devnet = await startDevnet({ tokenDelayMs: 0 });
   await using daemon = await startDaemon({ bootstrap: devnet.gateways });

@@ -179,5 +179,24 @@ Deno.test("logprobs: refused with 400 for a model that does not advertise them, 
     assert.equal(error.param, "logprobs");
     assert.match(error.message, /"logprobs" capability/);
   }
+  for (const path of ["/api/chat", "/api/generate"]) {
+    for (const extra of [{ logprobs: true }, { top_logprobs: 2 }]) {
+      const answer = await fixture.handler(
+        post(path, {
+          model: "net/verified/devnet/tiny-chat",
+          messages: [{ role: "user", content: "hi" }],
+          prompt: "hi",
+          ...extra,
+        }),
+      );
+      assert.equal(answer.status, 400, path);
+      assert.match((await answer.json()).error, /"logprobs" capability \(POST \/api\/show/);
+    }
+    const bad = await fixture.handler(
+      post(path, { model: "net/verified/devnet/tiny-chat", prompt: "hi", top_logprobs: 21 }),
+    );
+    assert.equal(bad.status, 400, `${path} top_logprobs 21`);
+    assert.match((await bad.json()).error, /top_logprobs/);
+  }
   assert.equal(fixture.backend.chats.length, 0, "the provider received nothing");
 });
