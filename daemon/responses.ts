@@ -26,7 +26,7 @@ import { randomId, type SurfaceContext } from "./_context.ts";
 import { requestController } from "./_deadlines.ts";
 import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
 import { aggregateReply, ReplyBudget, ToolCallAssembler } from "./_reply_buffer.ts";
-import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import { providerError, type ReplyEvent, replyEvents } from "./_reply_events.ts";
 import type { ResponseObject, ResponseOutputItem, ResponsesBody } from "./_responses_schemas.ts";
 
 function invalid(message: string, param: string): DaemonError {
@@ -323,6 +323,14 @@ type Open =
   | { kind: "message"; id: string; index: number; text: string }
   | { kind: "call"; id: string; index: number; callIndex: number };
 
+/** A streamed tool call, by its index in the reply; `done` once its output item is done. */
+interface StreamedCall {
+  id: string;
+  name: string;
+  arguments: string;
+  done: boolean;
+}
+
 /** The SSE events of a streamed response (`event: <type>` then `data: <JSON>`). */
 async function* responseEvents(
   context: SurfaceContext,
@@ -337,8 +345,9 @@ async function* responseEvents(
   const emit = (type: string, data: Record<string, unknown>) =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`;
   const output: ResponseOutputItem[] = [];
+  // The assembler charges the calls' fragments to the reply budget; `calls` keeps them.
   const tools = new ToolCallAssembler(new ReplyBudget(context.maxReplyBytes));
-  const callIds = new Map<number, string>();
+  const calls = new Map<number, StreamedCall>();
   let open: Open | undefined;
   let finish = "stop";
   let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -352,14 +361,15 @@ async function* responseEvents(
       yield emit("response.content_part.done", { ...base, part });
       output[index] = messageItem(open.id, open.text, "completed");
     } else {
-      const call = tools.calls(context)[open.callIndex];
-      const id = callIds.get(open.callIndex) ?? call.id;
+      const call = calls.get(open.callIndex)!;
+      call.done = true;
+      if (!call.name) throw providerError(`tool call ${open.callIndex} has no function name`);
       yield emit("response.function_call_arguments.done", {
         item_id: open.id,
         output_index: index,
         arguments: call.arguments,
       });
-      output[index] = callItem(open.id, { ...call, id }, "completed");
+      output[index] = callItem(open.id, call, "completed");
     }
     yield emit("response.output_item.done", { output_index: index, item: output[index] });
     open = undefined;
@@ -394,20 +404,28 @@ async function* responseEvents(
       } else if (event.type === "tool_call") {
         tools.add(event.delta);
         const index = event.delta.index;
+        if (calls.get(index)?.done) {
+          // Its output item is done: the stream cannot take it back (a streamed reply sends
+          // each tool call whole before the next).
+          throw providerError(`tool call ${index} continued after another output item began`);
+        }
         if (open?.kind !== "call" || open.callIndex !== index) {
           yield* close();
-          const callId = event.delta.id ?? randomId(context, "call_");
-          callIds.set(index, callId);
+          const id = event.delta.id ?? randomId(context, "call_");
+          calls.set(index, { id, name: "", arguments: "", done: false });
           open = { kind: "call", id: shape.itemId("fc_"), index: output.length, callIndex: index };
           const name = event.delta.function?.name ?? "";
-          output.push(callItem(open.id, { id: callId, name, arguments: "" }, "in_progress"));
+          output.push(callItem(open.id, { id, name, arguments: "" }, "in_progress"));
           yield emit("response.output_item.added", {
             output_index: open.index,
             item: output[open.index],
           });
         }
+        const call = calls.get(index)!;
+        call.name += event.delta.function?.name ?? "";
         const delta = event.delta.function?.arguments;
         if (delta) {
+          call.arguments += delta;
           yield emit("response.function_call_arguments.delta", {
             item_id: open.id,
             output_index: open.index,

@@ -1,0 +1,107 @@
+/**
+ * Review of `POST /v1/responses` as a hostile provider or a careless client would use it: tool
+ * calls streamed in unusual but valid orders come out as the non-streamed answer does, a
+ * stream the events cannot represent is one `error` event (never an internal error), and the
+ * request refusals the mapping must make before anything is sent.
+ */
+
+import assert from "node:assert/strict";
+import { post, surface } from "./_surface.ts";
+
+const MODEL = "net/verified/devnet/tiny-chat";
+const BASE = { id: "chatcmpl-x", object: "chat.completion.chunk", created: 1, model: "m" };
+
+function toolDelta(index: number, fields: Record<string, unknown>) {
+  return {
+    ...BASE,
+    choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] }, finish_reason: null }],
+  };
+}
+
+const END = [
+  { ...BASE, choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+  { ...BASE, choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } },
+];
+
+function events(text: string): { event: string; data: Record<string, unknown> }[] {
+  return text.split("\n\n").filter((e) => e !== "").map((e) => {
+    const [head, data] = e.split("\n");
+    return { event: head.slice("event: ".length), data: JSON.parse(data.slice("data: ".length)) };
+  });
+}
+
+/** The streamed and the whole answer to one scripted reply. */
+async function bothWays(rawChunks: unknown[]) {
+  const streamed = surface({ rawChunks });
+  const answer = await streamed.handler(
+    post("/v1/responses", { model: MODEL, input: "hi", stream: true }),
+  );
+  assert.equal(answer.status, 200);
+  const list = events(await answer.text());
+  const whole = surface({ rawChunks });
+  const object = await (await whole.handler(post("/v1/responses", { model: MODEL, input: "hi" })))
+    .json();
+  return { list, object, logged: [...streamed.logged, ...whole.logged] };
+}
+
+Deno.test("responses stream: a tool call whose index is not 0 streams like the whole answer (no internal error)", async () => {
+  const { list, object, logged } = await bothWays([
+    toolDelta(3, { id: "call_3", function: { name: "lookup", arguments: '{"q":' } }),
+    toolDelta(3, { function: { arguments: '"x"}' } }),
+    ...END,
+  ]);
+  assert.deepEqual(logged, [], "nothing unexpected logged");
+  const last = list.at(-1)!;
+  assert.equal(last.event, "response.completed", JSON.stringify(last.data));
+  const done = last.data.response as { output: unknown[] };
+  assert.deepEqual(done.output, object.output);
+  assert.deepEqual(
+    object.output.map((o: { call_id: string; arguments: string }) => [o.call_id, o.arguments]),
+    [
+      ["call_3", '{"q":"x"}'],
+    ],
+  );
+});
+
+Deno.test("responses stream: a tool call whose name comes after its id streams like the whole answer", async () => {
+  const { list, object, logged } = await bothWays([
+    toolDelta(0, { id: "call_a", function: { name: "first", arguments: "{}" } }),
+    toolDelta(1, { id: "call_b" }),
+    toolDelta(1, { function: { name: "second", arguments: "{}" } }),
+    ...END,
+  ]);
+  assert.deepEqual(logged, []);
+  const last = list.at(-1)!;
+  assert.equal(last.event, "response.completed", JSON.stringify(last.data));
+  assert.deepEqual((last.data.response as { output: unknown[] }).output, object.output);
+  assert.deepEqual(object.output.map((o: { name: string }) => o.name), ["first", "second"]);
+});
+
+Deno.test("responses stream: a tool call resumed after its item is done is one provider error event", async () => {
+  const { list, logged } = await bothWays([
+    toolDelta(0, { id: "call_a", function: { name: "first", arguments: '{"a":' } }),
+    toolDelta(1, { id: "call_b", function: { name: "second", arguments: "{}" } }),
+    toolDelta(0, { function: { arguments: "1}" } }),
+    ...END,
+  ]);
+  assert.deepEqual(logged, []);
+  const last = list.at(-1)!;
+  assert.equal(last.event, "error");
+  assert.equal(last.data.code, "provider_error");
+  assert.match(String(last.data.message), /tool call 0/);
+  assert.ok(!list.some((e) => e.event === "response.completed"));
+  // The item the stream said was done is never taken back.
+  const doneArgs = list.filter((e) => e.event === "response.function_call_arguments.done")
+    .map((e) => e.data.arguments);
+  assert.deepEqual(doneArgs, ['{"a":']);
+});
+
+Deno.test("responses stream: sequence numbers count every event from 0, errors included", async () => {
+  const { list } = await bothWays([
+    toolDelta(0, { id: "call_a", function: { arguments: "{}" } }), // never named
+    ...END,
+  ]);
+  assert.deepEqual(list.map((e) => e.data.sequence_number), list.map((_, i) => i));
+  assert.equal(list.at(-1)!.event, "error");
+  assert.match(String(list.at(-1)!.data.message), /no function name/);
+});
