@@ -3,8 +3,9 @@
  * becomes one user message, the reply a `text_completion` object, or with `stream: true` SSE
  * `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, a last
  * chunk with `choices: []` and `usage`). One prompt and one choice per request: `n` or
- * `best_of` above 1, `echo: true`, `suffix` and several prompts are refused with 400. Unlike
- * OpenAI's endpoint there is no default `max_tokens` of 16: without it the provider decides.
+ * `best_of` above 1, `echo: true`, `suffix`, `logprobs`, `top_logprobs` and several prompts are
+ * refused with 400. Unlike OpenAI's endpoint there is no default `max_tokens` of 16: without it
+ * the provider decides.
  *
  * @module
  */
@@ -57,11 +58,14 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
   if (body.suffix != null && body.suffix !== "") {
     throw refuse("suffix (insertion) is not supported", "suffix");
   }
-  if (body.logprobs != null) {
-    throw refuse(
-      "legacy logprobs are not supported; use POST /v1/chat/completions with logprobs: true",
-      "logprobs",
-    );
+  for (const field of ["logprobs", "top_logprobs"] as const) {
+    // `top_logprobs` is chat's; forwarded, it would pass the chat path's capability check by.
+    if (body[field] != null) {
+      throw refuse(
+        `${field} is not supported here; use POST /v1/chat/completions with logprobs: true`,
+        field,
+      );
+    }
   }
   const id = parseModelId(body.model);
   const { prompt, stream, stream_options, n: _n, best_of: _b, echo: _e, suffix: _s, ...rest } =
@@ -74,6 +78,7 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
     stream_options: { include_usage: true },
   };
   delete forwarded.logprobs;
+  delete forwarded.top_logprobs;
   return {
     requestedModel: body.model as string,
     request: { tier: id.tier, model: id.model, body: forwarded },
