@@ -38,10 +38,21 @@ function invalid(message: string, param: string): DaemonError {
 /** An input message's content, as chat content. */
 function chatContent(content: unknown, at: string): unknown {
   if (typeof content === "string") return content;
-  if (!Array.isArray(content)) throw invalid(`${at}.content must be a string or parts`, at);
+  if (!Array.isArray(content)) {
+    throw invalid(
+      `${at}.content must be a string or parts, found ${describeValue(content)}`,
+      `${at}.content`,
+    );
+  }
   return content.map((part: Record<string, unknown>, i) => {
     if (part.type === "input_text" || part.type === "output_text" || part.type === "text") {
-      return { type: "text", text: String(part.text ?? "") };
+      if (typeof part.text !== "string") {
+        throw invalid(
+          `${at}.content[${i}].text must be a string, found ${describeValue(part.text)}`,
+          `${at}.content[${i}].text`,
+        );
+      }
+      return { type: "text", text: part.text };
     }
     if (part.type === "input_image" && typeof part.image_url === "string") {
       return { type: "image_url", image_url: { url: part.image_url } };
@@ -54,9 +65,18 @@ function chatContent(content: unknown, at: string): unknown {
   });
 }
 
+function describeValue(value: unknown): string {
+  if (value === undefined) return "none";
+  if (value === null) return "null";
+  return Array.isArray(value) ? "an array" : `a ${typeof value}`;
+}
+
 /** The chat messages of a Responses request. */
 function chatMessages(body: ResponsesBody): Record<string, unknown>[] {
   const messages: Record<string, unknown>[] = [];
+  // The calls the input makes, so that an output answers one of them (the daemon keeps no
+  // earlier response an output could answer).
+  const calls = new Set<string>();
   if (body.instructions) messages.push({ role: "system", content: body.instructions });
   if (typeof body.input === "string") return [...messages, { role: "user", content: body.input }];
   body.input.forEach((item, i) => {
@@ -69,6 +89,7 @@ function chatMessages(body: ResponsesBody): Record<string, unknown>[] {
       if (!item.call_id || !item.name) {
         throw invalid(`${at} (function_call) needs call_id and name`, at);
       }
+      calls.add(item.call_id);
       const call = {
         id: item.call_id,
         type: "function",
@@ -79,6 +100,14 @@ function chatMessages(body: ResponsesBody): Record<string, unknown>[] {
       else messages.push({ role: "assistant", content: null, tool_calls: [call] });
     } else if (type === "function_call_output") {
       if (!item.call_id) throw invalid(`${at} (function_call_output) needs call_id`, at);
+      if (!calls.has(item.call_id)) {
+        throw invalid(
+          `${at} is the output of call ${JSON.stringify(item.call_id)}, but no function_call ` +
+            "before it in input has that call_id (the daemon keeps no earlier response: send " +
+            "the function_call item too)",
+          `${at}.call_id`,
+        );
+      }
       const output = typeof item.output === "string" ? item.output : JSON.stringify(item.output);
       messages.push({ role: "tool", tool_call_id: item.call_id, content: output ?? "" });
     } else {
@@ -117,6 +146,16 @@ function chatOptions(body: ResponsesBody): Record<string, unknown> {
       : { type: "function", function: { name: choice.name } };
   }
   const format = body.text?.format as Record<string, unknown> | undefined;
+  if (
+    format !== undefined && !["text", "json_object", "json_schema"].includes(format.type as string)
+  ) {
+    throw invalid(
+      `text.format.type must be text, json_object or json_schema, found ${
+        JSON.stringify(format.type)
+      }`,
+      "text.format.type",
+    );
+  }
   if (format?.type === "json_object") out.response_format = { type: "json_object" };
   if (format?.type === "json_schema") {
     const { type: _, ...schema } = format;

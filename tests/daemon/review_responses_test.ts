@@ -105,3 +105,57 @@ Deno.test("responses stream: sequence numbers count every event from 0, errors i
   assert.equal(list.at(-1)!.event, "error");
   assert.match(String(list.at(-1)!.data.message), /no function name/);
 });
+
+Deno.test("responses: an output without its call, a part without text, an unknown text format → 400 naming the field, nothing sent", async () => {
+  const fixture = surface();
+  const cases: [Record<string, unknown>, string][] = [
+    [
+      { input: [{ type: "function_call_output", call_id: "call_nowhere", output: "42" }] },
+      "input[0].call_id",
+    ],
+    [
+      {
+        input: [
+          { role: "user", content: "weather?" },
+          { type: "function_call_output", call_id: "c1", output: "sunny" },
+          { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}" },
+        ],
+      },
+      "input[1].call_id",
+    ],
+    [
+      { input: [{ role: "user", content: [{ type: "input_text", text: 5 }] }] },
+      "input[0].content[0].text",
+    ],
+    [{ input: [{ role: "user", content: [{ type: "input_text" }] }] }, "input[0].content[0].text"],
+    [{ input: [{ role: "user" }] }, "input[0].content"],
+    [{ input: "hi", text: { format: { type: "xml" } } }, "text.format.type"],
+  ];
+  for (const [body, param] of cases) {
+    const answer = await fixture.handler(post("/v1/responses", { model: MODEL, ...body }));
+    assert.equal(answer.status, 400, JSON.stringify(body));
+    const error = (await answer.json()).error;
+    assert.equal(error.type, "invalid_request_error");
+    assert.equal(error.param, param, JSON.stringify(body));
+  }
+  assert.equal(fixture.backend.chats.length, 0, "the provider received nothing");
+});
+
+Deno.test("responses: what OpenAI accepts is accepted: previous_response_id null, store false, text format text", async () => {
+  const fixture = surface();
+  for (
+    const extra of [
+      { previous_response_id: null },
+      { store: false },
+      { store: null },
+      { text: { format: { type: "text" } } },
+      { instructions: null },
+    ]
+  ) {
+    const answer = await fixture.handler(
+      post("/v1/responses", { model: MODEL, input: "hi", ...extra }),
+    );
+    assert.equal(answer.status, 200, JSON.stringify(extra));
+    await answer.body?.cancel();
+  }
+});
