@@ -42,9 +42,12 @@ function inputs(tokenIds: boolean) {
     }
     const bad = value.findIndex((item) => !isText(item) && !(tokenIds && isTokenIds(item)));
     if (bad >= 0) {
-      fail(
-        `[${bad}] must be ${tokenIds ? "a non-empty string or token ids" : "a non-empty string"}`,
-      );
+      ctx.addIssue({
+        code: "custom",
+        input: value[bad],
+        path: [bad],
+        message: `must be ${tokenIds ? "a non-empty string or token ids" : "a non-empty string"}`,
+      });
     }
   });
 }

@@ -23,6 +23,7 @@ import { EchoEngine, EMBED_MODEL } from "../../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../../devnet/gateway.ts";
 import { DevnetProvider } from "../../devnet/provider.ts";
 import { serve, type TestServer } from "../_http.ts";
+import { post, surface } from "./_surface.ts";
 
 /** What a hostile engine answers instead of the dev model's list (`provider`: whose engine). */
 type Forge = (honest: EmbeddingList, provider: number) => unknown;
@@ -214,5 +215,25 @@ Deno.test("checkedEmbeddings: usage that is negative, fractional or not a number
       undefined,
     );
     assert.equal(checked.promptTokens, 0, String(prompt_tokens));
+  }
+});
+
+Deno.test("embeddings: a bad item of input is named by its index, with what was found there", async () => {
+  const fixture = surface();
+  const cases: [string, unknown, string, RegExp][] = [
+    ["/v1/embeddings", ["ok", null], "input[1]", /input\[1\] must be .*; found null/],
+    ["/v1/embeddings", [1.5], "input[0]", /input\[0\] must be .*; found a number \(1\.5\)/],
+    ["/v1/embeddings", [[]], "input[0]", /input\[0\] must be .*; found an array/],
+    ["/api/embed", ["ok", ""], "", /input\[1\] must be a non-empty string; found ""/],
+  ];
+  for (const [path, input, param, message] of cases) {
+    const answer = await fixture.handler(
+      post(path, { model: "net/verified/devnet/embed", input }),
+    );
+    assert.equal(answer.status, 400, `${path} ${JSON.stringify(input)}`);
+    const body = await answer.json();
+    const text = typeof body.error === "string" ? body.error : body.error.message;
+    assert.match(text, message);
+    if (param) assert.equal(body.error.param, param);
   }
 });
