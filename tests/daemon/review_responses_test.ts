@@ -6,7 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { post, surface } from "./_surface.ts";
+import { eventually } from "./_load.ts";
+import { post, serveSurface, surface } from "./_surface.ts";
 
 const MODEL = "net/verified/devnet/tiny-chat";
 const BASE = { id: "chatcmpl-x", object: "chat.completion.chunk", created: 1, model: "m" };
@@ -157,5 +158,44 @@ Deno.test("responses: what OpenAI accepts is accepted: previous_response_id null
     );
     assert.equal(answer.status, 200, JSON.stringify(extra));
     await answer.body?.cancel();
+  }
+});
+
+Deno.test("responses and completions: a client that goes away mid-stream aborts the provider's reply and closes it", async () => {
+  for (
+    const [path, body] of [
+      ["/v1/responses", { model: MODEL, input: "one two three four five", stream: true }],
+      ["/v1/completions", { model: MODEL, prompt: "one two three four five", stream: true }],
+    ] as const
+  ) {
+    await using served = serveSurface({ stallAfter: 3 });
+    const controller = new AbortController();
+    const answer = await fetch(`${served.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    assert.equal(answer.status, 200);
+    const reader = answer.body!.getReader();
+    const first = await reader.read();
+    assert.ok(!first.done && first.value.length > 0, "some events arrived");
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    const [chat] = served.backend.chats;
+    await eventually(
+      () => chat.signal.aborted && chat.closed,
+      2000,
+      () => `${path}: aborted ${chat.signal.aborted}, closed ${chat.closed}`,
+    );
+    await eventually(
+      () => served.logged.some((l) => /cancelled by the client/.test(l.message)),
+      2000,
+      () => `${path}: ${JSON.stringify(served.logged.map((l) => l.message))}`,
+    );
+    assert.ok(
+      !served.logged.some((l) => /unexpected/.test(l.message)),
+      JSON.stringify(served.logged.map((l) => l.message)),
+    );
   }
 });
