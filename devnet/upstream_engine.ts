@@ -231,13 +231,16 @@ export class UpstreamEngine implements InferenceEngine {
     }
     const usage = (parsed as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } })
       .usage;
+    // Counts are billed: one that is not a whole number of tokens is not taken (the dev
+    // tokenizer counts instead).
+    const count = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
     return {
       data,
-      ...(typeof usage?.prompt_tokens === "number"
+      ...(count(usage?.prompt_tokens)
         ? {
           usage: {
             prompt_tokens: usage.prompt_tokens,
-            ...(typeof usage.total_tokens === "number" ? { total_tokens: usage.total_tokens } : {}),
+            ...(count(usage.total_tokens) ? { total_tokens: usage.total_tokens } : {}),
           },
         }
         : {}),
