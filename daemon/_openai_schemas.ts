@@ -62,6 +62,11 @@ export const OPENAI_CHAT_REQUEST = z.looseObject({
   stream: z.boolean().optional().openapi({ default: false }),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
   n: z.literal(1).nullable().optional(),
+  // Typed, so that a truthy `logprobs: "true"` or `1` cannot pass the capability check by.
+  logprobs: z.boolean().nullable().optional().openapi({
+    description: "From a model with the `logprobs` capability (else a 400).",
+  }),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
 }).openapi("ChatCompletionRequest", {
   description: "The OpenAI request; other fields are forwarded to the provider as they are.",
   required: ["model", "messages"],
