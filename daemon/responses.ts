@@ -20,13 +20,13 @@
 
 import type { ChatRequest, ForwardedChatBody, Usage } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
-import { streamErrorText } from "./http_error.ts";
 import { parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
 import { requestController } from "./_deadlines.ts";
 import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
-import { aggregateReply, ReplyBudget, ToolCallAssembler } from "./_reply_buffer.ts";
-import { providerError, type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import { aggregateReply } from "./_reply_buffer.ts";
+import { replyEvents } from "./_reply_events.ts";
+import { callItem, messageItem, responseEvents } from "./_responses_stream.ts";
 import type { ResponseObject, ResponseOutputItem, ResponsesBody } from "./_responses_schemas.ts";
 
 function invalid(message: string, param: string): DaemonError {
@@ -325,169 +325,5 @@ export async function serveResponses(
     release();
     if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
     throw error;
-  }
-}
-
-function messageItem(
-  id: string,
-  text: string,
-  status: "in_progress" | "completed",
-): ResponseOutputItem {
-  return {
-    type: "message",
-    id,
-    status,
-    role: "assistant",
-    content: status === "completed" ? [{ type: "output_text", text, annotations: [] }] : [],
-  };
-}
-
-function callItem(
-  id: string,
-  call: { id: string; name: string; arguments: string },
-  status: "in_progress" | "completed",
-): ResponseOutputItem {
-  return {
-    type: "function_call",
-    id,
-    call_id: call.id,
-    name: call.name,
-    arguments: call.arguments,
-    status,
-  };
-}
-
-/** The open output item of a stream. */
-type Open =
-  | { kind: "message"; id: string; index: number; text: string }
-  | { kind: "call"; id: string; index: number; callIndex: number };
-
-/** A streamed tool call, by its index in the reply; `done` once its output item is done. */
-interface StreamedCall {
-  id: string;
-  name: string;
-  arguments: string;
-  done: boolean;
-}
-
-/** The SSE events of a streamed response (`event: <type>` then `data: <JSON>`). */
-async function* responseEvents(
-  context: SurfaceContext,
-  stream: {
-    shape: ResponseShape;
-    events: AsyncGenerator<ReplyEvent, void, undefined>;
-    cancel: { controller: AbortController; what: string; when: string };
-  },
-): AsyncGenerator<string, void, undefined> {
-  const { shape, events } = stream;
-  let sequence = 0;
-  const emit = (type: string, data: Record<string, unknown>) =>
-    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`;
-  const output: ResponseOutputItem[] = [];
-  // The assembler charges the calls' fragments to the reply budget; `calls` keeps them.
-  const tools = new ToolCallAssembler(new ReplyBudget(context.maxReplyBytes));
-  const calls = new Map<number, StreamedCall>();
-  let open: Open | undefined;
-  let finish = "stop";
-  let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-  function* close(): Generator<string> {
-    if (!open) return;
-    const index = open.index;
-    if (open.kind === "message") {
-      const base = { item_id: open.id, output_index: index, content_index: 0 };
-      const part = { type: "output_text", text: open.text, annotations: [] };
-      yield emit("response.output_text.done", { ...base, text: open.text });
-      yield emit("response.content_part.done", { ...base, part });
-      output[index] = messageItem(open.id, open.text, "completed");
-    } else {
-      const call = calls.get(open.callIndex)!;
-      call.done = true;
-      if (!call.name) throw providerError(`tool call ${open.callIndex} has no function name`);
-      yield emit("response.function_call_arguments.done", {
-        item_id: open.id,
-        output_index: index,
-        arguments: call.arguments,
-      });
-      output[index] = callItem(open.id, call, "completed");
-    }
-    yield emit("response.output_item.done", { output_index: index, item: output[index] });
-    open = undefined;
-  }
-  try {
-    yield emit("response.created", { response: shape.object([]) });
-    yield emit("response.in_progress", { response: shape.object([]) });
-    for await (const event of events) {
-      if (event.type === "content" && event.text !== "") {
-        if (open?.kind !== "message") {
-          yield* close();
-          open = { kind: "message", id: shape.itemId("msg_"), index: output.length, text: "" };
-          output.push(messageItem(open.id, "", "in_progress"));
-          yield emit("response.output_item.added", {
-            output_index: open.index,
-            item: output[open.index],
-          });
-          yield emit("response.content_part.added", {
-            item_id: open.id,
-            output_index: open.index,
-            content_index: 0,
-            part: { type: "output_text", text: "", annotations: [] },
-          });
-        }
-        open.text += event.text;
-        yield emit("response.output_text.delta", {
-          item_id: open.id,
-          output_index: open.index,
-          content_index: 0,
-          delta: event.text,
-        });
-      } else if (event.type === "tool_call") {
-        tools.add(event.delta);
-        const index = event.delta.index;
-        if (calls.get(index)?.done) {
-          // Its output item is done: the stream cannot take it back (a streamed reply sends
-          // each tool call whole before the next).
-          throw providerError(`tool call ${index} continued after another output item began`);
-        }
-        if (open?.kind !== "call" || open.callIndex !== index) {
-          yield* close();
-          const id = event.delta.id ?? randomId(context, "call_");
-          calls.set(index, { id, name: "", arguments: "", done: false });
-          open = { kind: "call", id: shape.itemId("fc_"), index: output.length, callIndex: index };
-          const name = event.delta.function?.name ?? "";
-          output.push(callItem(open.id, { id, name, arguments: "" }, "in_progress"));
-          yield emit("response.output_item.added", {
-            output_index: open.index,
-            item: output[open.index],
-          });
-        }
-        const call = calls.get(index)!;
-        call.name += event.delta.function?.name ?? "";
-        const delta = event.delta.function?.arguments;
-        if (delta) {
-          call.arguments += delta;
-          yield emit("response.function_call_arguments.delta", {
-            item_id: open.id,
-            output_index: open.index,
-            delta,
-          });
-        }
-      } else if (event.type === "finish") finish = event.reason;
-      else if (event.type === "usage") usage = event.usage;
-    }
-    yield* close();
-    const done = shape.object(output, { finish, usage });
-    yield emit(done.status === "incomplete" ? "response.incomplete" : "response.completed", {
-      response: done,
-    });
-  } catch (error) {
-    if (endedByCancel(context, stream.cancel)) return;
-    const body = JSON.parse(streamErrorText(error, "openai", { log: context.log }).slice(6));
-    yield emit("error", {
-      code: body.error.code,
-      message: body.error.message,
-      param: body.error.param ?? null,
-    });
-  } finally {
-    await events.return(undefined);
   }
 }

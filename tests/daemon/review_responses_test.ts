@@ -199,3 +199,21 @@ Deno.test("responses and completions: a client that goes away mid-stream aborts 
     );
   }
 });
+
+Deno.test("responses stream: an empty reply is one empty message, as in the whole answer", async () => {
+  const { list, object } = await bothWays([
+    { ...BASE, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+    { ...BASE, choices: [], usage: { prompt_tokens: 1, completion_tokens: 0, total_tokens: 1 } },
+  ]);
+  const last = list.at(-1)!;
+  assert.equal(last.event, "response.completed");
+  assert.deepEqual((last.data.response as { output: unknown[] }).output, object.output);
+  assert.equal(object.output.length, 1);
+  assert.deepEqual(list.map((e) => e.event).slice(2, -1), [
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+  ]);
+});
