@@ -16,7 +16,10 @@ import type {
   ServedBy,
   Usage,
 } from "./backend.ts";
+import { type ModelKind, modelKind } from "../chain/ad.ts";
+import { DaemonError } from "./daemon_error.ts";
 import { checkedEmbeddings } from "./_embeddings_reply.ts";
+import type { ProviderCandidate } from "./gateway_client.ts";
 import type { Lease } from "./scheduler.ts";
 import { openSealedJson, openSealedReply } from "./sealed_reply.ts";
 import type { SealedChat } from "./sealer.ts";
@@ -35,6 +38,8 @@ export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
 export interface Exchange<R> {
   /** The path sealed inside the request. */
   readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  /** The kind of model it needs. */
+  readonly kind: ModelKind;
   /** Opens the sealed reply `stream` of one attempt (aborted with `signal`). */
   open(
     sealed: SealedChat,
@@ -54,6 +59,7 @@ export function chatExchange(
 ): Exchange<ChatReply> {
   return {
     path: "/v1/chat/completions",
+    kind: "chat",
     open: async (sealed, stream, lease, attemptSignal) => {
       const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
       return (served) => ({ served, chunks: leasedChunks(opened, lease, signal, onUsage) });
@@ -69,6 +75,7 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
   const inputs = embeddingInputCount(request.body.input);
   return {
     path: "/v1/embeddings",
+    kind: "embedding",
     open: async (sealed, stream, lease, attemptSignal) => {
       const answer = await openSealedJson(sealed, stream, {
         maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
@@ -80,6 +87,36 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
       return (served) => ({ served, ...checked });
     },
   };
+}
+
+/**
+ * Refuses a request whose model no candidate serves as the kind the exchange needs (a chat
+ * with an embedding model, embeddings with a chat model), before anything is sealed: every
+ * provider would refuse it, and none of them is at fault.
+ *
+ * @throws {DaemonError} `invalid_request_error` (`param: "model"`).
+ */
+export function checkModelKind(
+  kind: ModelKind,
+  model: string,
+  candidates: readonly ProviderCandidate[],
+): void {
+  const kinds = new Set<ModelKind>();
+  for (const candidate of candidates) {
+    const entry = candidate.ad.models.find((m) => m.id === model);
+    if (entry) kinds.add(modelKind(entry));
+  }
+  if (kinds.size === 0 || kinds.has(kind)) return;
+  const served = [...kinds][0];
+  throw new DaemonError(
+    "invalid_request_error",
+    kind === "chat"
+      ? `Cannot chat with ${model}: it is an ${served} model; use POST /v1/embeddings or ` +
+        "POST /api/embed (GET /v1/models lists each model's kind)"
+      : `Cannot embed with ${model}: it is a ${served} model; use an embedding model ` +
+        "(GET /v1/models lists each model's kind)",
+    { param: "model" },
+  );
 }
 
 /** How many inputs an embeddings body has. */

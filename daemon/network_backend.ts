@@ -29,7 +29,13 @@ import type {
   ServedBy,
   Usage,
 } from "./backend.ts";
-import { chatExchange, embeddingsExchange, type Exchange, type Sealable } from "./_exchanges.ts";
+import {
+  chatExchange,
+  checkModelKind,
+  embeddingsExchange,
+  type Exchange,
+  type Sealable,
+} from "./_exchanges.ts";
 import { CandidateCache } from "./candidate_cache.ts";
 import { DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
 import { publicMessage } from "./http_error.ts";
@@ -216,6 +222,7 @@ export class NetworkBackend implements ChatBackend {
     if (candidates.length === 0) {
       throw new GatewayExhausted(await this.#noCandidate(request, signal));
     }
+    checkModelKind(call.exchange.kind, model, candidates);
     this.#remember(tier, model);
     const failures: Failure[] = [];
     const excluded = new Set<string>();

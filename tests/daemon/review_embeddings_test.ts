@@ -63,7 +63,10 @@ async function startProvider(index: number, forge?: Forge) {
 }
 
 /** Providers, each with its engine's forgery (if any), behind one gateway; a backend. */
-async function startNetwork(forges: (Forge | undefined)[]) {
+async function startNetwork(
+  forges: (Forge | undefined)[],
+  reputation = new ProviderReputation(),
+) {
   const started = await Promise.all(forges.map((forge, i) => startProvider(i, forge)));
   const entries: DirectoryEntry[] = started.map(({ p }) => ({
     provider: p.ad.provider,
@@ -83,7 +86,7 @@ async function startNetwork(forges: (Forge | undefined)[]) {
     resolver: new GatewayResolver({ pinned: gateway.url, bootstrap: [], log: () => {} }),
     trust: { nonces: new NonceBook() },
     verdicts: new VerdictLog(),
-    reputation: new ProviderReputation(),
+    reputation,
     scheduler: new ProviderScheduler({ random: () => 0 }),
   });
   const providers = started.map(({ p }) => p);
@@ -236,4 +239,37 @@ Deno.test("embeddings: a bad item of input is named by its index, with what was 
     assert.match(text, message);
     if (param) assert.equal(body.error.param, param);
   }
+});
+
+Deno.test("a chat with an embedding model (or embeddings with a chat model) is refused before anything is sealed, no provider blamed", async () => {
+  const reputation = new ProviderReputation();
+  await using net = await startNetwork([undefined, undefined], reputation);
+  const error = await net.backend.chat({
+    tier: "verified",
+    model: EMBED_MODEL,
+    body: {
+      model: EMBED_MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    },
+  }, new AbortController().signal).then(() => undefined, (e) => e);
+  assert.ok(error instanceof DaemonError, String(error));
+  assert.equal(error.code, "invalid_request_error", error.message);
+  assert.equal(error.param, "model");
+  assert.match(error.message, /embedding model/);
+  const wrong = await net.backend.embed(request("alpha"), new AbortController().signal)
+    .then(() => undefined, (e) => e);
+  assert.equal(wrong, undefined, "an embedding model still embeds");
+  const chatModel = await net.backend.embed({
+    ...request("alpha"),
+    model: "devnet/echo",
+    body: { ...request("alpha").body, model: "devnet/echo" },
+  }, new AbortController().signal).then(() => undefined, (e) => e);
+  assert.ok(chatModel instanceof DaemonError, String(chatModel));
+  assert.equal(chatModel.code, "invalid_request_error", chatModel.message);
+  for (const p of net.providers) {
+    assert.equal(reputation.score(p.ad.provider) >= 0.5, true, "no provider was blamed");
+  }
+  assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });
