@@ -40,12 +40,16 @@ export interface Exchange<R> {
   readonly path: "/v1/chat/completions" | "/v1/embeddings";
   /** The kind of model it needs. */
   readonly kind: ModelKind;
-  /** Opens the sealed reply `stream` of one attempt (aborted with `signal`). */
+  /**
+   * Opens the sealed reply `stream` of one attempt (aborted with `signal`) from `candidate`
+   * (whose ad says what its answer must be).
+   */
   open(
     sealed: SealedChat,
     stream: ReadableStream<Uint8Array>,
     lease: Lease,
     signal: AbortSignal,
+    candidate: ProviderCandidate,
   ): Promise<(served: ServedBy) => R>;
 }
 
@@ -69,19 +73,23 @@ export function chatExchange(
 
 /**
  * Embeddings: the provider's answer read whole (at most {@linkcode MAX_EMBEDDINGS_REPLY_BYTES})
- * and checked — one finite vector per input, every one of the same length.
+ * and checked — one finite vector per input, every one of the same length: the `dimensions`
+ * asked for, else the vector length the provider's ad gives the model (when it does).
  */
 export function embeddingsExchange(request: EmbeddingsRequest): Exchange<EmbeddingsReply> {
   const inputs = embeddingInputCount(request.body.input);
   return {
     path: "/v1/embeddings",
     kind: "embedding",
-    open: async (sealed, stream, lease, attemptSignal) => {
+    open: async (sealed, stream, lease, attemptSignal, candidate) => {
       const answer = await openSealedJson(sealed, stream, {
         maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
         signal: attemptSignal,
       });
-      const checked = checkedEmbeddings(answer, inputs, request.body.dimensions);
+      const advertised = candidate.ad.models.find((m) => m.id === request.model)
+        ?.embedding_dimensions;
+      const length = request.body.dimensions ?? advertised;
+      const checked = checkedEmbeddings(answer, inputs, length);
       // The answer is whole: the slot is free (a failure is released by the caller).
       lease.release();
       return (served) => ({ served, ...checked });

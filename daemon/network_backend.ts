@@ -384,7 +384,7 @@ export class NetworkBackend implements ChatBackend {
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
       const finish = await Promise.race([
-        call.exchange.open(sealed, stream, chosen.lease, attemptSignal),
+        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });

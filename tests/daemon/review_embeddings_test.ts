@@ -273,3 +273,19 @@ Deno.test("a chat with an embedding model (or embeddings with a chat model) is r
   }
   assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });
+
+Deno.test("embeddings from a hostile provider: without dimensions asked, vectors of another length than its ad gives are refused", async () => {
+  await using net = await startNetwork([(l) => ({
+    ...l,
+    data: l.data.map((d) => ({ ...d, embedding: d.embedding.slice(0, 3) })),
+  })]);
+  const advertised = net.providers[0].ad.models.find((m) => m.id === EMBED_MODEL)
+    ?.embedding_dimensions;
+  assert.equal(advertised, 256, "the dev model's ad gives its length");
+  const error = await net.backend.embed(request(["alpha", "beta"]), new AbortController().signal)
+    .then(() => undefined, (e) => e);
+  assert.ok(error instanceof DaemonError, String(error));
+  assert.equal(error.code, "provider_error");
+  assert.match(error.message, /3 dimensions, expected 256/);
+  assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
+});
