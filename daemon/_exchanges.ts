@@ -55,7 +55,7 @@ export interface Exchange<R> {
 
 /**
  * A chat: the reply opened up to its first chunk; its chunks then hold the slot until they end
- * or the request (`signal`) is aborted. `onUsage` sees every usage the reply carries.
+ * or the request (`signal`) is aborted. `onUsage` sees the reply's last usage once, when it ends.
  */
 export function chatExchange(
   signal: AbortSignal,
@@ -143,9 +143,14 @@ function leasedChunks(
   signal: AbortSignal,
   onUsage?: (usage: Usage) => void,
 ): AsyncIterable<ChatCompletionChunk> {
+  // A reply may carry usage in several chunks (a running count); it is reported once, the
+  // last one seen, when the reply ends.
+  let usage: Usage | undefined;
   const free = () => {
     signal.removeEventListener("abort", free);
     lease.release();
+    if (usage !== undefined) onUsage?.(usage);
+    usage = undefined;
   };
   signal.addEventListener("abort", free, { once: true });
   let first: ChatCompletionChunk | undefined = opened.first;
@@ -155,13 +160,13 @@ function leasedChunks(
       if (first !== undefined) {
         const value = first;
         first = undefined;
-        if (value.usage) onUsage?.(value.usage);
+        if (value.usage) usage = value.usage;
         return { done: false, value };
       }
       try {
         const step = await rest.next();
         if (step.done) free();
-        else if (step.value.usage) onUsage?.(step.value.usage);
+        else if (step.value.usage) usage = step.value.usage;
         return step;
       } catch (error) {
         free();
