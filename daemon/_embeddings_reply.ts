@@ -1,7 +1,8 @@
 /**
  * Checking a provider's embeddings answer (`docs/protocol.md` §7) before a client sees it: an
- * OpenAI embeddings list with one finite float vector per input, every vector of one length
- * (the `dimensions` asked for, when asked), and a token count.
+ * OpenAI embeddings list with one finite float vector per input (within float32's range), every
+ * vector of one length (the `dimensions` asked for, else the provider's advertised length), and a
+ * token count.
  *
  * @module
  */
@@ -15,6 +16,12 @@ export interface CheckedEmbeddings {
   /** Input tokens, as the provider counted them (0 when it did not say). */
   readonly promptTokens: number;
 }
+
+/**
+ * The largest float32: a component beyond it would be sent as a number with floats but as
+ * Infinity in base64 (float32 bytes), so the two encodings of one answer would disagree.
+ */
+const FLOAT32_MAX = 3.4028234663852886e38;
 
 function malformed(what: string): DaemonError {
   return new DaemonError(
@@ -51,9 +58,11 @@ export function checkedEmbeddings(
     }
     if (
       !Array.isArray(embedding) || embedding.length === 0 ||
-      !embedding.every((x) => typeof x === "number" && Number.isFinite(x))
+      !embedding.every((x) => typeof x === "number" && Math.abs(x) <= FLOAT32_MAX)
     ) {
-      throw malformed(`data[${position}].embedding is not an array of finite numbers`);
+      throw malformed(
+        `data[${position}].embedding is not an array of finite numbers within float32's range`,
+      );
     }
     length ??= embedding.length;
     if (embedding.length !== length) {

@@ -289,3 +289,15 @@ Deno.test("embeddings from a hostile provider: without dimensions asked, vectors
   assert.match(error.message, /3 dimensions, expected 256/);
   assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });
+
+Deno.test("checkedEmbeddings: a component beyond float32's range is refused (base64 would carry Infinity)", () => {
+  for (const x of [1e39, -1e39, Number.MAX_VALUE]) {
+    assert.throws(
+      () => checkedEmbeddings({ data: [{ index: 0, embedding: [0.5, x] }] }, 1, undefined),
+      (e: unknown) => e instanceof DaemonError && e.code === "provider_error",
+      String(x),
+    );
+  }
+  const edge = checkedEmbeddings({ data: [{ embedding: [3.4028234663852886e38, -1e-45] }] }, 1, 2);
+  assert.deepEqual(edge.vectors, [[3.4028234663852886e38, -1e-45]]);
+});
