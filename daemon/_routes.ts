@@ -343,9 +343,9 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
         "The `prompt` becomes one user message. One `text_completion`, or with `stream: true` " +
         "SSE `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, " +
         "a last chunk with `choices: []` and `usage`). One prompt and one choice: several " +
-        "prompts, `n` or `best_of` above 1, `echo: true`, `suffix`, `logprobs` and " +
-        "`top_logprobs` are refused (400). No default `max_tokens`: without it the provider " +
-        "decides.",
+        "prompts, `n` or `best_of` above 1, `echo: true`, `suffix`, `logprobs`, " +
+        "`top_logprobs` and `tools` are refused (400). No default `max_tokens`: without it " +
+        "the provider decides.",
       tags: ["openai"],
       body: { schema: COMPLETIONS_REQUEST },
       responses: answers("openai", "chat", {

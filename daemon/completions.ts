@@ -3,9 +3,9 @@
  * becomes one user message, the reply a `text_completion` object, or with `stream: true` SSE
  * `text_completion` chunks then `data: [DONE]` (with `stream_options.include_usage`, a last
  * chunk with `choices: []` and `usage`). One prompt and one choice per request: `n` or
- * `best_of` above 1, `echo: true`, `suffix`, `logprobs`, `top_logprobs` and several prompts are
- * refused with 400. Unlike OpenAI's endpoint there is no default `max_tokens` of 16: without it
- * the provider decides.
+ * `best_of` above 1, `echo: true`, `suffix`, `logprobs`, `top_logprobs`, `tools` (or
+ * `functions`) and several prompts are refused with 400. Unlike OpenAI's endpoint there is no
+ * default `max_tokens` of 16: without it the provider decides.
  *
  * @module
  */
@@ -57,6 +57,16 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
   if (body.echo === true) throw refuse("echo is not supported", "echo");
   if (body.suffix != null && body.suffix !== "") {
     throw refuse("suffix (insertion) is not supported", "suffix");
+  }
+  for (const field of ["tools", "functions"] as const) {
+    // Legacy completions have no tool calls to answer with: the provider's would be dropped.
+    const list = body[field];
+    if (list != null && !(Array.isArray(list) && list.length === 0)) {
+      throw refuse(
+        `${field} are not supported here; use POST /v1/chat/completions or /v1/responses`,
+        field,
+      );
+    }
   }
   for (const field of ["logprobs", "top_logprobs"] as const) {
     // `top_logprobs` is chat's; forwarded, it would pass the chat path's capability check by.

@@ -31,3 +31,30 @@ Deno.test("completions: top_logprobs cannot slip past the logprobs refusal; noth
   assert.equal(ok.status, 200);
   assert.equal(fixture.backend.chats[0].request.body.top_logprobs, undefined);
 });
+
+Deno.test("completions: tools are refused (a tool call has no place in a text_completion); nothing is sent", async () => {
+  const fixture = surface();
+  const tool = { type: "function", function: { name: "get_weather", parameters: {} } };
+  for (
+    const [extra, param] of [
+      [{ tools: [tool] }, "tools"],
+      [{ functions: [{ name: "get_weather" }] }, "functions"],
+    ] as const
+  ) {
+    const answer = await fixture.handler(post("/v1/completions", {
+      model: MODEL,
+      prompt: "weather?",
+      ...extra,
+    }));
+    assert.equal(answer.status, 400, JSON.stringify(extra));
+    assert.equal((await answer.json()).error.param, param);
+  }
+  assert.equal(fixture.backend.chats.length, 0, "the provider received nothing");
+  const ok = await fixture.handler(post("/v1/completions", {
+    model: MODEL,
+    prompt: "weather?",
+    tools: [],
+  }));
+  assert.equal(ok.status, 200);
+  await ok.body?.cancel();
+});
