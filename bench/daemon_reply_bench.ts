@@ -150,7 +150,13 @@ for (const stream of [true, false]) {
     name: "the same chunks, already opened (baseline)",
     group,
     baseline: true,
-    fn: () => chat("opened", stream),
+    async fn(b) {
+      // Timed the same way as the sealed case (explicit start and end).
+      await nextExchange();
+      b.start();
+      await chat("opened", stream);
+      b.end();
+    },
   });
   Deno.bench({
     name: "sealed: opened, parsed, checked, re-rendered",
