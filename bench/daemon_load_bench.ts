@@ -18,7 +18,8 @@
  * resident memory as it goes.
  *
  * Environment: `NET_BENCH_LOAD_CONCURRENCY` (e.g. `1,8`), `NET_BENCH_LOAD_DELAYS` (e.g. `0`;
- * `none` skips the table), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
+ * `none` skips the table), `NET_BENCH_LOAD_REQUESTS` (chats per cell with no token delay,
+ * default 100), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
  *
  * Run: `deno task bench` (or `deno run -A bench/daemon_load_bench.ts`).
  *
@@ -36,6 +37,8 @@ const list = (name: string, fallback: number[]) => {
 const CONCURRENCY = list("NET_BENCH_LOAD_CONCURRENCY", [1, 8, 40, 120, 240]);
 const DELAYS = list("NET_BENCH_LOAD_DELAYS", [0, 15]);
 const SOAK_SECONDS = Number(Deno.env.get("NET_BENCH_SOAK_SECONDS") ?? 60);
+/** Chats per cell with no token delay (at least twice the concurrency). */
+const REQUESTS = Number(Deno.env.get("NET_BENCH_LOAD_REQUESTS") ?? 100);
 const PROVIDERS = 10;
 const SLOTS = 4;
 /** The prompt: about 210 tokens come back (a chat answer of a few paragraphs). */
@@ -63,6 +66,9 @@ async function startSystems(slots: number, delay: number) {
       "--bind=127.0.0.1:0",
       `--gateway=${gateways.sealed}`,
       `--data-dir=${dataDir}`,
+      // The load network runs no chain (its providers are in-memory devnet providers, not
+      // registered on one): the daemon trusts the keys its gateway lists, said so in the output.
+      "--insecure-gateway-keys",
     ],
     /listening on http:\/\/127\.0\.0\.1:\d+/,
   );
@@ -110,7 +116,7 @@ async function runLoad() {
       }
       for (const stream of [false, true]) {
         for (const c of CONCURRENCY) {
-          const requests = Math.max(2 * c, delay > 0 ? 12 : 100);
+          const requests = Math.max(2 * c, delay > 0 ? 12 : REQUESTS);
           const results = new Map<string, CellResult>();
           flip = !flip;
           for (const system of flip ? systems : [...systems].reverse()) {
@@ -199,7 +205,9 @@ if (DELAYS.length > 0) {
   const { rows, summary } = await runLoad();
   console.log(
     `\nLoad: ${PROVIDERS} providers × ${SLOTS} slots, ~${WORDS + 12}-token replies, closed ` +
-      "loop; each cell runs the plaintext relay and the sealed daemon one after the other:",
+      "loop; each cell runs the plaintext relay and the sealed daemon one after the other. " +
+      "The daemon runs with --insecure-gateway-keys (the load network has no chain: it trusts " +
+      "the keys its gateway lists; every request is still sealed end to end):",
   );
   console.table(rows);
   for (const line of summary) console.log(line);

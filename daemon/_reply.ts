@@ -120,8 +120,12 @@ export function endedByCancel(
   return true;
 }
 
-/** Most UTF-16 code units of text written to the client at once. */
-const MAX_WRITE_LENGTH = 16 * 1024;
+/**
+ * Most UTF-16 code units of text written to the client at once: above the 16 KiB a provider
+ * seals together, so that the events of one of its chunks (re-rendered, a little longer) go
+ * out in one write rather than one large and one small.
+ */
+const MAX_WRITE_LENGTH = 64 * 1024;
 const READY = Symbol("ready");
 
 /** Resolves once the microtasks queued now have run: the pieces ready by then are ready. */

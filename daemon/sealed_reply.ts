@@ -14,7 +14,7 @@
 
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../crypto/mod.ts";
 import { readAllLimited } from "../io/read_limited.ts";
-import { parseSse, SseError } from "../io/sse.ts";
+import { SseError, type SseEvent, SseParser } from "../io/sse.ts";
 import type { ChatCompletionChunk } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { ProviderBusyError, retryAfterMs } from "./gateway_client.ts";
@@ -155,53 +155,85 @@ async function openOk(
   return opened;
 }
 
+/**
+ * The reply's chunks. Each read of the opened stream (one sealed chunk: every event the provider
+ * had ready) is parsed and checked at once, synchronously; its chunks are then yielded in order.
+ */
 async function* chunks(
   body: ReadableStream<Uint8Array>,
   maxEventBytes: number,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<ChatCompletionChunk> {
-  const events = parseSse(body, { maxEventBytes });
-  let done = false;
+  const parser = new SseParser({ maxEventBytes });
+  const reader = body.getReader();
+  const state = { done: false };
   try {
-    for await (const event of events) {
-      if (done) {
-        throw new DaemonError("provider_error", "The provider sent events after [DONE]");
-      }
-      if (event.data === "[DONE]") {
-        done = true;
-        continue;
-      }
-      let value: unknown;
+    while (true) {
+      const ready: ChatCompletionChunk[] = [];
+      let ended = false;
+      let failure: unknown;
       try {
-        value = JSON.parse(event.data);
-      } catch {
-        throw new DaemonError("provider_error", "The provider sent an event that is not JSON");
+        const step = await reader.read();
+        ended = step.done;
+        for (const event of step.done ? parser.end() : parser.push(step.value)) {
+          const chunk = checkedChunk(event, state);
+          if (chunk) ready.push(chunk);
+        }
+      } catch (error) {
+        failure = error;
       }
-      const error = (value as { error?: { message?: unknown } } | null)?.error;
-      if (error) {
-        const message = typeof error.message === "string" ? error.message.slice(0, 200) : "";
-        throw new DaemonError(
-          "provider_error",
-          `The provider failed mid-reply${message ? `: ${message}` : ""}`,
-        );
+      // The chunks before a bad event (or a failed read) are passed on first, as they came
+      // (one by one: `yield*` over an array would add an await per element).
+      for (const chunk of ready) yield chunk;
+      if (failure !== undefined) {
+        if (failure instanceof DaemonError) throw failure;
+        // A read that failed because the request was aborted is that abort, not a broken stream.
+        if (signal?.aborted) throw signal.reason;
+        throw cryptoFailure(failure);
       }
-      if ((value as { object?: unknown } | null)?.object !== "chat.completion.chunk") {
-        throw new DaemonError(
-          "provider_error",
-          "The provider sent an event that is not a chat.completion.chunk",
-        );
-      }
-      yield value as ChatCompletionChunk;
+      if (ended) break;
     }
-  } catch (error) {
-    if (error instanceof DaemonError) throw error;
-    // A read that failed because the request was aborted is that abort, not a broken stream.
-    if (signal?.aborted) throw signal.reason;
-    throw cryptoFailure(error);
+  } finally {
+    reader.releaseLock();
   }
-  if (!done) {
+  if (!state.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without [DONE]");
   }
+}
+
+/** One event, checked: its chat chunk, or nothing for `[DONE]` (then `state.done`). */
+function checkedChunk(
+  event: SseEvent,
+  state: { done: boolean },
+): ChatCompletionChunk | undefined {
+  if (state.done) {
+    throw new DaemonError("provider_error", "The provider sent events after [DONE]");
+  }
+  if (event.data === "[DONE]") {
+    state.done = true;
+    return undefined;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(event.data);
+  } catch {
+    throw new DaemonError("provider_error", "The provider sent an event that is not JSON");
+  }
+  const error = (value as { error?: { message?: unknown } } | null)?.error;
+  if (error) {
+    const message = typeof error.message === "string" ? error.message.slice(0, 200) : "";
+    throw new DaemonError(
+      "provider_error",
+      `The provider failed mid-reply${message ? `: ${message}` : ""}`,
+    );
+  }
+  if ((value as { object?: unknown } | null)?.object !== "chat.completion.chunk") {
+    throw new DaemonError(
+      "provider_error",
+      "The provider sent an event that is not a chat.completion.chunk",
+    );
+  }
+  return value as ChatCompletionChunk;
 }
 
 /** Maps a failure to open or read the sealed stream to the client-facing code. */

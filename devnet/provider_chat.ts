@@ -404,7 +404,6 @@ function readyNow(): Promise<typeof READY> {
  */
 function eventStream(run: EngineRun, log: (message: string) => void): ReadableStream<Uint8Array> {
   const { served, chunks } = run;
-  let pending: Promise<IteratorResult<ChatChunk>> | undefined;
   let finished = false;
   const render = (r: IteratorResult<ChatChunk>): string => {
     if (r.done) {
@@ -419,11 +418,10 @@ function eventStream(run: EngineRun, log: (message: string) => void): ReadableSt
     controller.close();
     run.free();
   };
+  // The first result (already read, to answer a refusal with its status) opens the first
+  // batch: what the engine has ready with it is sealed together with it.
+  let pending: Promise<IteratorResult<ChatChunk>> | undefined = Promise.resolve(run.first);
   return new ReadableStream<Uint8Array>({
-    start: (controller) => {
-      controller.enqueue(encoder.encode(render(run.first)));
-      if (finished) end(controller);
-    },
     pull: async (controller) => {
       try {
         let batch = render(await (pending ?? chunks.next()));

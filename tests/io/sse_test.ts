@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { encodeSse, parseSse, SseError, type SseEvent } from "../../io/sse.ts";
+import { encodeSse, parseSse, SseError, type SseEvent, SseParser } from "../../io/sse.ts";
 
 async function collect(chunks: (string | Uint8Array)[], maxEventBytes?: number) {
   const enc = new TextEncoder();
@@ -71,4 +71,42 @@ Deno.test("a 1 MiB event arriving in 64-byte chunks is parsed whole", async () =
   assert.equal(events[0].data.length, MiB);
   assert.equal(events[0].data, data);
   assert.equal(events[1].data, "next");
+});
+
+Deno.test("SseParser: any three pieces of a stream give the same events, CR and CRLF included", () => {
+  // LF-only stretches take the parser's native split; a CR anywhere, a CR at the end of a
+  // piece (its LF in the next) or a line left unfinished take the character-by-character one.
+  const text =
+    'data: {"a":1}\n\ndata: x\r\n\r\n: c\ndata: y\rdata: z\r\rid: 9\ndata\n\ndata: é\n\n';
+  const expected: SseEvent[] = [
+    { data: '{"a":1}', event: undefined, id: undefined },
+    { data: "x", event: undefined, id: undefined },
+    { data: "y\nz", event: undefined, id: undefined },
+    { data: "", event: undefined, id: "9" },
+    { data: "é", event: undefined, id: "9" }, // the last event id stays, as the standard says
+  ];
+  const bytes = new TextEncoder().encode(text);
+  for (let i = 0; i <= bytes.length; i++) {
+    for (let j = i; j <= bytes.length; j++) {
+      const parser = new SseParser();
+      const events = [
+        ...parser.push(bytes.slice(0, i)),
+        ...parser.push(bytes.slice(i, j)),
+        ...parser.push(bytes.slice(j)),
+        ...parser.end(),
+      ];
+      assert.deepEqual(events, expected, `pieces cut at ${i} and ${j}`);
+    }
+  }
+});
+
+Deno.test("SseParser: an unfinished line past the limit is refused on the native split too", () => {
+  const parser = new SseParser({ maxEventBytes: 64 });
+  assert.deepEqual(parser.push(new TextEncoder().encode("data: a\n\n")), [
+    { data: "a", event: undefined, id: undefined },
+  ]);
+  assert.throws(
+    () => parser.push(new TextEncoder().encode("data: b\n\ndata: " + "x".repeat(100))),
+    SseError,
+  );
 });
