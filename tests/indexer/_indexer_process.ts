@@ -6,6 +6,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { emptyDataDir } from "./_stores.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -28,7 +29,10 @@ export interface IndexerProcess extends AsyncDisposable {
   stop(): Promise<number>;
 }
 
-/** Starts `indexer/main.ts` with `args` and `env` (plus PATH and HOME) and waits until it listens. */
+/**
+ * Starts `indexer/main.ts` with `args` and `env` (plus PATH and HOME) and waits until it listens.
+ * Its data directory is a new empty one unless `env` or `args` name one: never the user's own.
+ */
 export async function startIndexer(
   args: readonly string[],
   env: Record<string, string>,
@@ -39,6 +43,7 @@ export async function startIndexer(
       PATH: Deno.env.get("PATH") ?? "",
       HOME: Deno.env.get("HOME") ?? "",
       NO_COLOR: "1",
+      NET_STATS_DATA_DIR: emptyDataDir(),
       ...env,
     },
     clearEnv: true,

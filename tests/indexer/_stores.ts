@@ -41,7 +41,17 @@ function makeTemplate(): Promise<string> {
   return template;
 }
 
-/** A new, empty data directory for an embedded store (its `pgdata/` copied from the template). */
+/**
+ * A new, empty data directory (removed with the others when the test module ends): for a
+ * program under test that must never reach the user's own data directory.
+ */
+export function emptyDataDir(): string {
+  const dir = `${tempRoot()}/empty-${++counter}`;
+  Deno.mkdirSync(dir, { mode: 0o700 });
+  return dir;
+}
+
+/** A new data directory for an embedded store (its `pgdata/` copied from the template). */
 export async function freshDataDir(): Promise<string> {
   const pgdata = await makeTemplate();
   const dir = `${tempRoot()}/store-${++counter}`;

@@ -7,7 +7,7 @@ import { startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
 import { openStore } from "../../indexer/store/mod.ts";
 import { routerEntry } from "./_network.ts";
-import { freshDataDir } from "./_stores.ts";
+import { emptyDataDir, freshDataDir } from "./_stores.ts";
 
 const MAIN = fileURLToPath(new URL("../../indexer/main.ts", import.meta.url));
 const CONTRACTS = {
@@ -17,10 +17,11 @@ const CONTRACTS = {
   NET_EVM_REGISTRY: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
 };
 
+/** `indexer/main.ts` with `env` only; its data directory a new empty one unless `env` names one. */
 function command(args: string[], env: Record<string, string>): Deno.Command {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, ...args],
-    env: { ...env, NO_COLOR: "1" },
+    env: { NET_STATS_DATA_DIR: emptyDataDir(), ...env, NO_COLOR: "1" },
     clearEnv: true,
     stdin: "null",
     stdout: "piped",
