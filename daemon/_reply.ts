@@ -1,7 +1,8 @@
 /**
- * The part of a chat that both dialects share: starting the backend's reply (with a first-byte
- * timeout, and a check that it was served in the tier asked for), the headers naming who served
- * it, and the streamed body a dialect's text pieces become. Reading the reply is
+ * The part of a chat that every dialect shares ({@linkcode serveReply}): starting the backend's
+ * reply (with a first-byte timeout, and a check that it was served in the tier asked for), the
+ * headers naming who served it, the streamed body a dialect's text pieces become, and a client's
+ * cancel, noted once and never reported as an error. Reading the reply is
  * `_reply_events.ts`; buffering it, `_reply_buffer.ts`.
  *
  * @module
@@ -11,7 +12,80 @@ import { setImmediate } from "node:timers";
 import type { ChatReply, ChatRequest, ServedBy, Tier } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { ClientGone, clientGone, withTimeout } from "./_deadlines.ts";
+import { ClientGone, clientGone, requestController, withTimeout } from "./_deadlines.ts";
+import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+
+/** The events of a reply, as `_reply_events.ts` reads them. */
+export type ReplyEvents = AsyncGenerator<ReplyEvent, void, undefined>;
+
+/** What the log says of a request its client cancelled: `what` was cancelled `when`. */
+export interface CancelNote {
+  /** The request's controller (aborted with `ClientGone` when the client goes away). */
+  readonly controller: AbortController;
+  /** The request, e.g. `chat "net/verified/devnet/echo"`. */
+  readonly what: string;
+  /** When: before its reply started, or during it. */
+  when: string;
+}
+
+/** How a dialect answers a reply: whole, or as a stream of text pieces. */
+export interface ReplyAnswer {
+  /** The whole answer (`stream: false`), from every event of the reply. */
+  whole(events: ReplyEvents, reply: ChatReply): Promise<Response>;
+  /** The streamed answer: its headers, and the body's text pieces. */
+  stream(
+    events: ReplyEvents,
+    reply: ChatReply,
+    cancel: CancelNote,
+  ): { headers: Headers; pieces: AsyncGenerator<string, void, undefined> };
+}
+
+/**
+ * Serves a chat-shaped call in a dialect: opens the backend's reply ({@linkcode openReply}),
+ * reads its events and answers them whole or streamed, as `answer` shapes them. A client that
+ * goes away at any point aborts the request; that is noted once and answered `499`, never
+ * reported as an error.
+ *
+ * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts;
+ * for a stream, later failures are the dialect's to send in-stream.
+ */
+export async function serveReply(
+  context: SurfaceContext,
+  served: {
+    call: { request: ChatRequest; requestedModel: string; stream: boolean };
+    request: Request;
+    what: string;
+  },
+  answer: ReplyAnswer,
+): Promise<Response> {
+  const { call } = served;
+  const { controller, release } = requestController(served.request);
+  const cancel: CancelNote = {
+    controller,
+    what: served.what,
+    when: "before its reply started (queued or waiting for a provider)",
+  };
+  try {
+    const reply = await openReply(context, { ...call, controller });
+    cancel.when = "during its reply";
+    const events = replyEvents(context, { reply, controller });
+    if (!call.stream) {
+      const whole = await answer.whole(events, reply);
+      release();
+      return whole;
+    }
+    const { headers, pieces } = answer.stream(events, reply, cancel);
+    const onCancel = () => noteCancel(context, cancel);
+    return new Response(textStream(pieces, { controller, onDone: release, onCancel }), {
+      headers,
+    });
+  } catch (error) {
+    release();
+    // The client is gone: nobody reads an answer. One line in the log, not an error.
+    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
+    throw error;
+  }
+}
 
 /**
  * Asks the backend for a reply and waits for its first chunk, at most the first-byte timeout.
@@ -90,6 +164,25 @@ export function servedHeaders(served: ServedBy): Record<string, string> {
     "x-net-verdict": headerValue(served.verdict),
     "x-net-gateway": headerValue(served.gateway),
   };
+}
+
+/** The headers of an OpenAI-dialect JSON answer, naming who served it when it was served. */
+export function jsonHeaders(served: ServedBy | null): Headers {
+  const headers = new Headers({
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+  });
+  if (served) { for (const [k, v] of Object.entries(servedHeaders(served))) headers.set(k, v); }
+  return headers;
+}
+
+/** The headers of an OpenAI-dialect event stream, naming who served it. */
+export function eventStreamHeaders(served: ServedBy): Headers {
+  const headers = jsonHeaders(served);
+  headers.set("content-type", "text/event-stream; charset=utf-8");
+  headers.set("cache-control", "no-cache, no-store");
+  return headers;
 }
 
 const noted = new WeakSet<AbortController>();

@@ -9,7 +9,7 @@
 import type { ToolCallDelta, Usage } from "./backend.ts";
 import { streamErrorText } from "./http_error.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import { endedByCancel } from "./_reply.ts";
+import { type CancelNote, endedByCancel } from "./_reply.ts";
 import { ReplyBudget, ToolCallAssembler } from "./_reply_buffer.ts";
 import { providerError, type ReplyEvent } from "./_reply_events.ts";
 import type { ResponseObject, ResponseOutputItem } from "./_responses_schemas.ts";
@@ -228,7 +228,7 @@ export async function* responseEvents(
   stream: {
     shape: ResponseBuilder;
     events: AsyncGenerator<ReplyEvent, void, undefined>;
-    cancel: { controller: AbortController; what: string; when: string };
+    cancel: CancelNote;
   },
 ): AsyncGenerator<string, void, undefined> {
   const { shape, events } = stream;

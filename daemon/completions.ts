@@ -15,10 +15,15 @@ import { DaemonError } from "./daemon_error.ts";
 import { streamErrorText } from "./http_error.ts";
 import { parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import { requestController } from "./_deadlines.ts";
-import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import {
+  type CancelNote,
+  endedByCancel,
+  eventStreamHeaders,
+  jsonHeaders,
+  serveReply,
+} from "./_reply.ts";
 import { aggregateReply } from "./_reply_buffer.ts";
-import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import type { ReplyEvent } from "./_reply_events.ts";
 import type { CompletionsBody } from "./_completions_schemas.ts";
 
 /** A validated completions request, as a chat call. */
@@ -102,40 +107,21 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
  *
  * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts.
  */
-export async function serveCompletions(
+export function serveCompletions(
   context: SurfaceContext,
   served: { call: CompletionsCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
-  const { controller, release } = requestController(served.request);
-  const cancel = {
-    controller,
-    what: `completion ${JSON.stringify(call.requestedModel)}`,
-    when: "before its reply started (queued or waiting for a provider)",
+  const head = {
+    id: randomId(context, "cmpl-"),
+    object: "text_completion" as const,
+    created: Math.floor(context.clock().getTime() / 1000),
+    model: call.requestedModel,
   };
-  try {
-    const reply = await openReply(context, {
-      request: call.request,
-      requestedModel: call.requestedModel,
-      controller,
-    });
-    cancel.when = "during its reply";
-    const head = {
-      id: randomId(context, "cmpl-"),
-      object: "text_completion" as const,
-      created: Math.floor(context.clock().getTime() / 1000),
-      model: call.requestedModel,
-    };
-    const events = replyEvents(context, { reply, controller });
-    const headers = new Headers({
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-      ...servedHeaders(reply.served),
-    });
-    if (!call.stream) {
+  const what = `completion ${JSON.stringify(call.requestedModel)}`;
+  return serveReply(context, { ...served, what }, {
+    async whole(events, reply) {
       const whole = await aggregateReply(context, events);
-      release();
       const choice = { text: whole.content, index: 0, logprobs: null };
       return new Response(
         JSON.stringify({
@@ -143,25 +129,16 @@ export async function serveCompletions(
           choices: [{ ...choice, finish_reason: whole.finishReason }],
           usage: whole.usage,
         }),
-        { headers },
+        { headers: jsonHeaders(reply.served) },
       );
-    }
-    headers.set("content-type", "text/event-stream; charset=utf-8");
-    headers.set("cache-control", "no-cache, no-store");
-    const pieces = completionEvents(context, { call, head, events, cancel });
-    return new Response(
-      textStream(pieces, {
-        controller,
-        onDone: release,
-        onCancel: () => noteCancel(context, cancel),
-      }),
-      { headers },
-    );
-  } catch (error) {
-    release();
-    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
-    throw error;
-  }
+    },
+    stream(events, reply, cancel) {
+      return {
+        headers: eventStreamHeaders(reply.served),
+        pieces: completionEvents(context, { call, head, events, cancel }),
+      };
+    },
+  });
 }
 
 async function* completionEvents(
@@ -170,7 +147,7 @@ async function* completionEvents(
     call: CompletionsCall;
     head: { id: string; object: "text_completion"; created: number; model: string };
     events: AsyncGenerator<ReplyEvent, void, undefined>;
-    cancel: { controller: AbortController; what: string; when: string };
+    cancel: CancelNote;
   },
 ): AsyncGenerator<string, void, undefined> {
   const { head, events, call } = stream;

@@ -23,16 +23,17 @@ import { DaemonError } from "./daemon_error.ts";
 import { streamErrorText } from "./http_error.ts";
 import type { OllamaChatCall, OllamaLoadCall } from "./ollama_request.ts";
 import type { SurfaceContext } from "./_context.ts";
-import { requestController } from "./_deadlines.ts";
 import type { OllamaLine } from "./_ollama_schemas.ts";
-import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import { type CancelNote, endedByCancel, servedHeaders, serveReply } from "./_reply.ts";
+import type { ChatReply } from "./backend.ts";
 import {
+  type AggregatedReply,
   aggregateReply,
   type AssembledToolCall,
   ReplyBudget,
   ToolCallAssembler,
 } from "./_reply_buffer.ts";
-import { type ReplyEvent, replyEvents, type TokenLogprob } from "./_reply_events.ts";
+import type { ReplyEvent, TokenLogprob } from "./_reply_events.ts";
 import { checkLogprobs } from "./_models.ts";
 
 function kind(value: unknown): string {
@@ -129,74 +130,61 @@ export async function serveOllamaChat(
     await checkLogprobs(context, { ...call, listing: "POST /api/show" }, served.request);
   }
   const start = context.clock().getTime();
-  const { controller, release } = requestController(served.request);
-  const cancel = {
-    controller,
-    what: `${call.endpoint} ${JSON.stringify(call.requestedModel)}`,
-    when: "before its reply started (queued or waiting for a provider)",
+  const headersOf = (type: string, reply: ChatReply) => {
+    const out = ollamaHeaders(type);
+    for (const [k, v] of Object.entries(servedHeaders(reply.served))) out.set(k, v);
+    return out;
   };
-  try {
-    const reply = await openReply(context, {
-      request: call.request,
-      requestedModel: call.requestedModel,
-      controller,
-    });
-    cancel.when = "during its reply";
-    const events = replyEvents(context, { reply, controller });
-    if (!call.stream) {
+  const what = `${call.endpoint} ${JSON.stringify(call.requestedModel)}`;
+  return await serveReply(context, { ...served, what }, {
+    async whole(events, reply) {
       let firstToken: number | undefined;
       const whole = await aggregateReply(
         context,
         onFirstEvent(events, () => firstToken = context.clock().getTime()),
       );
       const end = context.clock().getTime();
-      firstToken ??= end;
-      const body: Record<string, unknown> = {
-        model: call.requestedModel,
-        created_at: new Date(end).toISOString(),
-      };
-      if (call.endpoint === "chat") {
-        const message: Record<string, unknown> = { role: "assistant", content: whole.content };
-        if (call.think && whole.reasoning) message.thinking = whole.reasoning;
-        if (whole.toolCalls.length > 0) message.tool_calls = ollamaToolCalls(whole.toolCalls);
-        body.message = message;
-      } else {
-        body.response = whole.content;
-        if (call.think && whole.reasoning) body.thinking = whole.reasoning;
-      }
-      if (call.logprobs) body.logprobs = ollamaLogprobs(whole.logprobs ?? []);
-      Object.assign(body, {
-        done: true,
-        done_reason: doneReason(whole.finishReason),
-        total_duration: ns(start, end),
-        load_duration: 0,
-        prompt_eval_count: whole.usage.prompt_tokens,
-        prompt_eval_duration: ns(start, firstToken),
-        eval_count: whole.usage.completion_tokens,
-        eval_duration: ns(firstToken, end),
-      });
-      release();
-      const out = ollamaHeaders(JSON_TYPE);
-      for (const [k, v] of Object.entries(servedHeaders(reply.served))) out.set(k, v);
-      return new Response(JSON.stringify(body), { headers: out });
-    }
-    const out = ollamaHeaders(NDJSON_TYPE);
-    for (const [k, v] of Object.entries(servedHeaders(reply.served))) out.set(k, v);
-    const pieces = ndjsonLines(context, { call, events, start, cancel });
-    return new Response(
-      textStream(pieces, {
-        controller,
-        onDone: release,
-        onCancel: () => noteCancel(context, cancel),
-      }),
-      { headers: out },
-    );
-  } catch (error) {
-    release();
-    // The client is gone: nobody reads an answer. One line in the log, not an error.
-    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
-    throw error;
+      const body = wholeAnswer(call, whole, { start, firstToken: firstToken ?? end, end });
+      return new Response(JSON.stringify(body), { headers: headersOf(JSON_TYPE, reply) });
+    },
+    stream(events, reply, cancel) {
+      const pieces = ndjsonLines(context, { call, events, start, cancel });
+      return { headers: headersOf(NDJSON_TYPE, reply), pieces };
+    },
+  });
+}
+
+/** The whole answer of a chat or generate call (`stream: false`): the last line, with all. */
+function wholeAnswer(
+  call: OllamaChatCall,
+  whole: AggregatedReply,
+  times: { start: number; firstToken: number; end: number },
+): Record<string, unknown> {
+  const { start, firstToken, end } = times;
+  const body: Record<string, unknown> = {
+    model: call.requestedModel,
+    created_at: new Date(end).toISOString(),
+  };
+  if (call.endpoint === "chat") {
+    const message: Record<string, unknown> = { role: "assistant", content: whole.content };
+    if (call.think && whole.reasoning) message.thinking = whole.reasoning;
+    if (whole.toolCalls.length > 0) message.tool_calls = ollamaToolCalls(whole.toolCalls);
+    body.message = message;
+  } else {
+    body.response = whole.content;
+    if (call.think && whole.reasoning) body.thinking = whole.reasoning;
   }
+  if (call.logprobs) body.logprobs = ollamaLogprobs(whole.logprobs ?? []);
+  return Object.assign(body, {
+    done: true,
+    done_reason: doneReason(whole.finishReason),
+    total_duration: ns(start, end),
+    load_duration: 0,
+    prompt_eval_count: whole.usage.prompt_tokens,
+    prompt_eval_duration: ns(start, firstToken),
+    eval_count: whole.usage.completion_tokens,
+    eval_duration: ns(firstToken, end),
+  });
 }
 
 async function* onFirstEvent<T>(
@@ -219,7 +207,7 @@ async function* ndjsonLines(
     call: OllamaChatCall;
     events: AsyncGenerator<ReplyEvent, void, undefined>;
     start: number;
-    cancel: { controller: AbortController; what: string; when: string };
+    cancel: CancelNote;
   },
 ): AsyncGenerator<string, void, undefined> {
   const { call, events, start } = stream;

@@ -17,12 +17,11 @@
  * @module
  */
 
-import type { ChatRequest, ForwardedChatBody, NetworkModel, ServedBy } from "./backend.ts";
+import type { ChatRequest, ForwardedChatBody, NetworkModel } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { streamErrorText } from "./http_error.ts";
 import { formatModelId, parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import { requestController } from "./_deadlines.ts";
 import { checkLogprobs, findModel, listNetworkModels } from "./_models.ts";
 import {
   type ChatCompletion,
@@ -31,9 +30,15 @@ import {
   type OpenAIChatBody,
   type OpenAIModelEntry,
 } from "./_openai_schemas.ts";
-import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import {
+  type CancelNote,
+  endedByCancel,
+  eventStreamHeaders,
+  jsonHeaders,
+  serveReply,
+} from "./_reply.ts";
 import { aggregateReply } from "./_reply_buffer.ts";
-import { type ReplyEvent, replyEvents } from "./_reply_events.ts";
+import type { ReplyEvent } from "./_reply_events.ts";
 import { validate } from "./_validate.ts";
 
 /** A validated `POST /v1/chat/completions` request. */
@@ -89,16 +94,6 @@ export function parseOpenAIChat(body: unknown): OpenAIChatCall {
   return openAIChatCall(validate(OPENAI_CHAT_REQUEST, body));
 }
 
-function jsonHeaders(served: ServedBy | null): Headers {
-  const headers = new Headers({
-    "content-type": "application/json; charset=utf-8",
-    "cache-control": "no-store",
-    "x-content-type-options": "nosniff",
-  });
-  if (served) { for (const [k, v] of Object.entries(servedHeaders(served))) headers.set(k, v); }
-  return headers;
-}
-
 /**
  * Serves a validated chat call: the backend's reply as a `chat.completion` object, or as an
  * SSE stream.
@@ -115,23 +110,11 @@ export async function serveOpenAIChat(
     const listing = "GET /v1/models";
     await checkLogprobs(context, { ...call, listing }, served.request);
   }
-  const { controller, release } = requestController(served.request);
-  const cancel = {
-    controller,
-    what: `chat ${JSON.stringify(call.requestedModel)}`,
-    when: "before its reply started (queued or waiting for a provider)",
-  };
-  try {
-    const reply = await openReply(context, {
-      request: call.request,
-      requestedModel: call.requestedModel,
-      controller,
-    });
-    cancel.when = "during its reply";
-    const id = randomId(context, "chatcmpl-");
-    const created = Math.floor(context.clock().getTime() / 1000);
-    const events = replyEvents(context, { reply, controller });
-    if (!call.stream) {
+  const id = randomId(context, "chatcmpl-");
+  const created = Math.floor(context.clock().getTime() / 1000);
+  const what = `chat ${JSON.stringify(call.requestedModel)}`;
+  return await serveReply(context, { ...served, what }, {
+    async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const completion: ChatCompletion = {
         id,
@@ -160,27 +143,13 @@ export async function serveOpenAIChat(
         }],
         usage: whole.usage,
       };
-      release();
       return new Response(JSON.stringify(completion), { headers: jsonHeaders(reply.served) });
-    }
-    const headers = jsonHeaders(reply.served);
-    headers.set("content-type", "text/event-stream; charset=utf-8");
-    headers.set("cache-control", "no-cache, no-store");
-    const pieces = sseEvents(context, { call, events, id, created, cancel });
-    return new Response(
-      textStream(pieces, {
-        controller,
-        onDone: release,
-        onCancel: () => noteCancel(context, cancel),
-      }),
-      { headers },
-    );
-  } catch (error) {
-    release();
-    // The client is gone: nobody reads an answer. One line in the log, not an error.
-    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
-    throw error;
-  }
+    },
+    stream(events, reply, cancel) {
+      const pieces = sseEvents(context, { call, events, id, created, cancel });
+      return { headers: eventStreamHeaders(reply.served), pieces };
+    },
+  });
 }
 
 /**
@@ -195,7 +164,7 @@ async function* sseEvents(
     events: AsyncGenerator<ReplyEvent, void, undefined>;
     id: string;
     created: number;
-    cancel: { controller: AbortController; what: string; when: string };
+    cancel: CancelNote;
   },
 ): AsyncGenerator<string, void, undefined> {
   const { call, events } = stream;

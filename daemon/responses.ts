@@ -22,10 +22,8 @@ import type { ChatRequest, ForwardedChatBody, Usage } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { parseModelId } from "./model_id.ts";
 import { randomId, type SurfaceContext } from "./_context.ts";
-import { requestController } from "./_deadlines.ts";
-import { endedByCancel, noteCancel, openReply, servedHeaders, textStream } from "./_reply.ts";
+import { eventStreamHeaders, jsonHeaders, serveReply } from "./_reply.ts";
 import { aggregateReply } from "./_reply_buffer.ts";
-import { replyEvents } from "./_reply_events.ts";
 import { callItem, messageItem, responseEvents } from "./_responses_stream.ts";
 import type { ResponseObject, ResponseOutputItem, ResponsesBody } from "./_responses_schemas.ts";
 
@@ -271,59 +269,32 @@ class ResponseShape {
  *
  * @throws {DaemonError} (or any error, rendered as 500) when the reply fails before it starts.
  */
-export async function serveResponses(
+export function serveResponses(
   context: SurfaceContext,
   served: { call: ResponsesCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
-  const { controller, release } = requestController(served.request);
-  const cancel = {
-    controller,
-    what: `response ${JSON.stringify(call.requestedModel)}`,
-    when: "before its reply started (queued or waiting for a provider)",
-  };
-  try {
-    const reply = await openReply(context, {
-      request: call.request,
-      requestedModel: call.requestedModel,
-      controller,
-    });
-    cancel.when = "during its reply";
-    const shape = new ResponseShape(context, call);
-    const events = replyEvents(context, { reply, controller });
-    const headers = new Headers({
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-      ...servedHeaders(reply.served),
-    });
-    if (!call.stream) {
-      const whole = await aggregateReply(context, events);
-      const output: ResponseOutputItem[] = [];
-      if (whole.content !== "" || whole.toolCalls.length === 0) {
-        output.push(messageItem(shape.itemId("msg_"), whole.content, "completed"));
-      }
-      for (const tool of whole.toolCalls) {
-        output.push(callItem(shape.itemId("fc_"), tool, "completed"));
-      }
-      release();
-      const object = shape.object(output, { finish: whole.finishReason, usage: whole.usage });
-      return new Response(JSON.stringify(object), { headers });
-    }
-    headers.set("content-type", "text/event-stream; charset=utf-8");
-    headers.set("cache-control", "no-cache, no-store");
-    const pieces = responseEvents(context, { shape, events, cancel });
-    return new Response(
-      textStream(pieces, {
-        controller,
-        onDone: release,
-        onCancel: () => noteCancel(context, cancel),
-      }),
-      { headers },
-    );
-  } catch (error) {
-    release();
-    if (endedByCancel(context, cancel)) return new Response(null, { status: 499 });
-    throw error;
-  }
+  const shape = new ResponseShape(context, call);
+  return serveReply(
+    context,
+    { ...served, what: `response ${JSON.stringify(call.requestedModel)}` },
+    {
+      async whole(events, reply) {
+        const whole = await aggregateReply(context, events);
+        const output: ResponseOutputItem[] = [];
+        if (whole.content !== "" || whole.toolCalls.length === 0) {
+          output.push(messageItem(shape.itemId("msg_"), whole.content, "completed"));
+        }
+        for (const tool of whole.toolCalls) {
+          output.push(callItem(shape.itemId("fc_"), tool, "completed"));
+        }
+        const object = shape.object(output, { finish: whole.finishReason, usage: whole.usage });
+        return new Response(JSON.stringify(object), { headers: jsonHeaders(reply.served) });
+      },
+      stream(events, reply, cancel) {
+        const pieces = responseEvents(context, { shape, events, cancel });
+        return { headers: eventStreamHeaders(reply.served), pieces };
+      },
+    },
+  );
 }
