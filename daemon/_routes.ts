@@ -27,7 +27,14 @@
  * @module
  */
 
-import { defineRoute, json, type ResponseSpec, type Route, z } from "../http/mod.ts";
+import {
+  defineRoute,
+  json,
+  type MediaSpec,
+  type ResponseSpec,
+  type Route,
+  z,
+} from "../http/mod.ts";
 import { ollamaCall } from "./ollama_request.ts";
 import { serveOllamaChat, serveOllamaLoad } from "./ollama_reply.ts";
 import {
@@ -105,6 +112,28 @@ export interface RouteTableOptions {
 
 const LIVENESS = "Ollama is running";
 
+/**
+ * The body of an answer given whole (`application/json`, `whole`) or streamed: the stream's
+ * media type, what it is, and the schema of each of its events or lines.
+ */
+function wholeOrStreamed(
+  whole: z.ZodType,
+  stream: { type: "text/event-stream" | "application/x-ndjson"; text: string; item: z.ZodType },
+): Record<string, MediaSpec> {
+  return {
+    "application/json": { schema: whole },
+    [stream.type]: {
+      schema: z.string().openapi({ description: stream.text }),
+      itemSchema: stream.item,
+    },
+  };
+}
+
+/** Server-Sent Events of OpenAI's kind: `data: <JSON>` events, the last `data: [DONE]`. */
+const SSE_DONE = "`data: <JSON>` events; the last one is `data: [DONE]`.";
+/** Ollama's streams: NDJSON. */
+const NDJSON_LINES = "One JSON object per line.";
+
 /** One JSON answer and the error answers of an operation. */
 function answers(
   dialect: Dialect,
@@ -144,13 +173,11 @@ function ollamaChatRoute(context: SurfaceContext, endpoint: "chat" | "generate")
     },
     responses: answers("ollama", "chat", {
       description: "The reply, whole or streamed. Loads and unloads have no served-by headers.",
-      content: {
-        "application/json": { schema: lineSchema },
-        "application/x-ndjson": {
-          schema: z.string().openapi({ description: "One JSON object per line." }),
-          itemSchema: z.union([lineSchema, OLLAMA_ERROR]),
-        },
-      },
+      content: wholeOrStreamed(lineSchema, {
+        type: "application/x-ndjson",
+        text: NDJSON_LINES,
+        item: z.union([lineSchema, OLLAMA_ERROR]),
+      }),
     }),
     handler: (c, { body }) => {
       const parsed = ollamaCall(endpoint, body);
@@ -258,13 +285,11 @@ function ollamaRoutes(options: RouteTableOptions): Route[] {
       body: { schema: OLLAMA_PULL_REQUEST },
       responses: answers("ollama", "post", {
         description: "Pulled.",
-        content: {
-          "application/json": { schema: OLLAMA_PULL },
-          "application/x-ndjson": {
-            schema: z.string().openapi({ description: "One JSON object per line." }),
-            itemSchema: OLLAMA_PULL,
-          },
-        },
+        content: wholeOrStreamed(OLLAMA_PULL, {
+          type: "application/x-ndjson",
+          text: NDJSON_LINES,
+          item: OLLAMA_PULL,
+        }),
       }),
       handler: (c, { body }) => serveOllamaPull(context, { body, request: c.req.raw }),
     }),
@@ -293,15 +318,11 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       responses: answers("openai", "chat", {
         description: "The reply, whole or streamed.",
         headers: SERVED_HEADERS,
-        content: {
-          "application/json": { schema: CHAT_COMPLETION },
-          "text/event-stream": {
-            schema: z.string().openapi({
-              description: "`data: <JSON>` events; the last one is `data: [DONE]`.",
-            }),
-            itemSchema: z.union([CHAT_COMPLETION_CHUNK, OPENAI_ERROR]),
-          },
-        },
+        content: wholeOrStreamed(CHAT_COMPLETION, {
+          type: "text/event-stream",
+          text: SSE_DONE,
+          item: z.union([CHAT_COMPLETION_CHUNK, OPENAI_ERROR]),
+        }),
       }),
       handler: (c, { body }) =>
         serveOpenAIChat(context, { call: openAIChatCall(body), request: c.req.raw }),
@@ -324,13 +345,11 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       responses: answers("openai", "chat", {
         description: "The response, whole or streamed.",
         headers: SERVED_HEADERS,
-        content: {
-          "application/json": { schema: RESPONSE },
-          "text/event-stream": {
-            schema: z.string().openapi({ description: "`event:` and `data:` pairs." }),
-            itemSchema: RESPONSE_EVENT,
-          },
-        },
+        content: wholeOrStreamed(RESPONSE, {
+          type: "text/event-stream",
+          text: "`event:` and `data:` pairs.",
+          item: RESPONSE_EVENT,
+        }),
       }),
       handler: (c, { body }) =>
         serveResponses(context, { call: responsesCall(body), request: c.req.raw }),
@@ -351,15 +370,11 @@ function openaiRoutes(options: RouteTableOptions): Route[] {
       responses: answers("openai", "chat", {
         description: "The completion, whole or streamed.",
         headers: SERVED_HEADERS,
-        content: {
-          "application/json": { schema: COMPLETION },
-          "text/event-stream": {
-            schema: z.string().openapi({
-              description: "`data: <JSON>` events; the last one is `data: [DONE]`.",
-            }),
-            itemSchema: z.union([COMPLETION_CHUNK, OPENAI_ERROR]),
-          },
-        },
+        content: wholeOrStreamed(COMPLETION, {
+          type: "text/event-stream",
+          text: SSE_DONE,
+          item: z.union([COMPLETION_CHUNK, OPENAI_ERROR]),
+        }),
       }),
       handler: (c, { body }) =>
         serveCompletions(context, { call: completionsCall(body), request: c.req.raw }),
