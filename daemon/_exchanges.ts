@@ -38,6 +38,8 @@ export const MAX_EMBEDDINGS_REPLY_BYTES = 64 << 20;
 export interface Exchange<R> {
   /** The path sealed inside the request. */
   readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  /** The body sealed inside the request (sent as its JSON text). */
+  readonly body: unknown;
   /** The kind of model it needs. */
   readonly kind: ModelKind;
   /**
@@ -54,15 +56,20 @@ export interface Exchange<R> {
 }
 
 /**
- * A chat: the reply opened up to its first chunk; its chunks then hold the slot until they end
- * or the request (`signal`) is aborted. `onUsage` sees the reply's last usage once, when it ends.
+ * A chat: the reply opened up to its first chunk (or, for a whole reply, its head); its chunks
+ * then hold the slot until they end or the request (`signal`) is aborted. `onUsage` sees the
+ * reply's last usage once, when it ends. A request for a whole reply (`request.whole`) asks
+ * the provider for one `chat.completion` (`stream: false`): one JSON document to seal and open
+ * instead of an event per token.
  */
 export function chatExchange(
+  request: ChatRequest,
   signal: AbortSignal,
   onUsage?: (usage: Usage) => void,
 ): Exchange<ChatReply> {
   return {
     path: "/v1/chat/completions",
+    body: request.whole ? wholeBody(request.body) : request.body,
     kind: "chat",
     open: async (sealed, stream, lease, attemptSignal) => {
       const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
@@ -80,6 +87,7 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
   const inputs = embeddingInputCount(request.body.input);
   return {
     path: "/v1/embeddings",
+    body: request.body,
     kind: "embedding",
     open: async (sealed, stream, lease, attemptSignal, candidate) => {
       const answer = await openSealedJson(sealed, stream, {
@@ -127,6 +135,12 @@ export function checkModelKind(
   );
 }
 
+/** A chat body asking for the whole reply: `stream: false`, usage in the object itself. */
+function wholeBody(body: ChatRequest["body"]): Record<string, unknown> {
+  const { stream_options: _options, ...rest } = body;
+  return { ...rest, stream: false };
+}
+
 /** How many inputs an embeddings body has. */
 function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number {
   if (typeof input === "string") return 1;
@@ -138,7 +152,7 @@ function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number 
  * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
  */
 function leasedChunks(
-  opened: { first: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
+  opened: { first?: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
   lease: Lease,
   signal: AbortSignal,
   onUsage?: (usage: Usage) => void,

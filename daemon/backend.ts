@@ -125,14 +125,15 @@ export interface EmbeddingsReply {
 /**
  * The OpenAI chat-completions body forwarded to the provider: the client's body (for Ollama
  * clients, its translation), with `model` = `maker/model` (no `net/<tier>/` prefix) and
- * streaming with usage always on.
+ * streaming with usage always on (a request for a whole reply, {@linkcode ChatRequest.whole},
+ * is sent with `stream: false` instead).
  */
 export interface ForwardedChatBody {
   /** `maker/model`. */
   model: string;
   /** The conversation, OpenAI-shaped. */
   messages: unknown[];
-  /** Always `true`: the reply is always streamed. */
+  /** Always `true` here: the backend sends `false` for a whole reply. */
   stream: true;
   /** Always `{ include_usage: true }`. */
   stream_options: { include_usage: true };
@@ -148,6 +149,13 @@ export interface ChatRequest {
   readonly model: string;
   /** The body to send to the provider, as `POST /v1/chat/completions`. */
   readonly body: ForwardedChatBody;
+  /**
+   * The client waits for the whole reply (`stream: false`): the backend may ask the provider
+   * for one `chat.completion` instead of a stream. The reply's chunks mean the same either way.
+   *
+   * @default {false}
+   */
+  readonly whole?: boolean;
 }
 
 /** Who served a reply, as the response headers and the verdict log report it. */

@@ -96,7 +96,7 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
   delete forwarded.top_logprobs;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded },
+    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
     stream: stream ?? false,
     includeUsage: (stream ?? false) && stream_options?.include_usage === true,
   };

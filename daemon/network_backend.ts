@@ -182,7 +182,7 @@ export class NetworkBackend implements ChatBackend {
     const deadline = started + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);
     const metrics = this.#options.metrics;
     const onUsage = metrics && ((usage: Usage) => metrics.relayed(request.tier, usage));
-    const exchange = chatExchange(signal, onUsage);
+    const exchange = chatExchange(request, signal, onUsage);
     const reply = await this.#withGateway(
       signal,
       (gateway) => this.#serve(gateway, request, { signal, deadline, exchange }),
@@ -357,7 +357,7 @@ export class NetworkBackend implements ChatBackend {
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
     const sealed = await this.#sealer.seal(trusted.keyConfig, {
-      body: request.body,
+      body: call.exchange.body,
       headers: [["date", this.#clock().toUTCString()]],
       path: call.exchange.path,
     }, { reuse: candidate.tier === "verified" });

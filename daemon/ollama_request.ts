@@ -285,7 +285,7 @@ export function ollamaCall(
     call: {
       endpoint,
       requestedModel,
-      request: { tier: id.tier, model: id.model, body: forwarded },
+      request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
       stream,
       think,
       logprobs,

@@ -78,7 +78,7 @@ export function openAIChatCall(body: OpenAIChatBody): OpenAIChatCall {
   delete forwarded.n;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded },
+    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
   };

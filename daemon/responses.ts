@@ -205,7 +205,7 @@ export function responsesCall(body: ResponsesBody): ResponsesCall {
   };
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded },
+    request: { tier: id.tier, model: id.model, body: forwarded, whole: !body.stream },
     stream: body.stream ?? false,
     body,
   };

@@ -4,10 +4,13 @@
  *
  * The reply is a Binary HTTP response inside chunked OHTTP. A non-200 status carries the
  * provider's OpenAI-style error. A 200 carries an event stream; each event is one chunk, the
- * last is `[DONE]`. The iteration ends normally only after the sealed stream's final chunk
- * has authenticated — `[DONE]` alone is not enough, since a relay could cut the stream right
- * after it. Any failure to open or authenticate is a {@linkcode DaemonError}:
- * `stream_truncated` when the sealed stream ended early, `decryption_failed` otherwise.
+ * last is `[DONE]`. Or, to a request for a whole reply (`stream: false`), one
+ * `chat.completion` object (`application/json`), which becomes a single chunk; whitespace
+ * before it is the provider showing it is alive while it generates. The iteration ends
+ * normally only after the sealed stream's final chunk has authenticated — `[DONE]` alone is
+ * not enough, since a relay could cut the stream right after it. Any failure to open or
+ * authenticate is a {@linkcode DaemonError}: `stream_truncated` when the sealed stream ended
+ * early, `decryption_failed` otherwise.
  *
  * @module
  */
@@ -18,17 +21,24 @@ import { SseError, type SseEvent, SseParser } from "../io/sse.ts";
 import type { ChatCompletionChunk } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { ProviderBusyError, retryAfterMs } from "./gateway_client.ts";
+import { ALIVE, completionChunk } from "./_whole_reply.ts";
 
 /** Provider statuses shown to clients as they are; the rest become 502. */
 const PASSED_THROUGH: ReadonlySet<number> = new Set([400, 404, 413, 422, 429]);
 
 /** The opened reply: its first chunk (already read) and the rest. */
 export interface OpenedReply {
-  /** The first chunk: the "first byte" of the reply. */
-  first: ChatCompletionChunk;
+  /**
+   * The first chunk: the "first byte" of an event stream. A whole reply has none: its head
+   * (the provider answered 200 with the answer to come) is its first byte.
+   */
+  first?: ChatCompletionChunk;
   /** The remaining chunks; completes only after the sealed stream's end authenticated. */
   rest: AsyncGenerator<ChatCompletionChunk>;
 }
+
+/** Largest whole reply (one `chat.completion` object) read from a provider: 64 MiB. */
+export const MAX_WHOLE_REPLY_BYTES = 64 << 20;
 
 /** Options of {@linkcode openSealedReply}. */
 export interface OpenSealedReplyOptions {
@@ -42,7 +52,8 @@ export interface OpenSealedReplyOptions {
 }
 
 /**
- * Opens the sealed reply stream and reads up to its first chunk.
+ * Opens the sealed reply stream and reads up to its first chunk (an event stream), or up to
+ * its head (a whole reply, `application/json`: the rest is its one chunk, once it has come).
  *
  * @throws {DaemonError} `decryption_failed` / `stream_truncated` when the sealed stream is
  * broken, `provider_error` (with the provider's status) for a provider's error answer or a
@@ -58,11 +69,13 @@ export async function openSealedReply(
   const { signal } = options;
   const opened = await openOk(sealed, stream, signal);
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (type === "application/json") return { rest: wholeReply(opened.body, signal) };
   if (type !== "text/event-stream") {
     await opened.body.cancel().catch(() => {});
     throw new DaemonError(
       "provider_error",
-      `The provider answered ${type ?? "no content type"}, expected text/event-stream`,
+      `The provider answered ${type ?? "no content type"}, expected text/event-stream or ` +
+        "application/json",
     );
   }
   const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal);
@@ -199,6 +212,45 @@ async function* chunks(
   if (!state.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without [DONE]");
   }
+}
+
+/**
+ * A whole reply's chunks: {@linkcode ALIVE} for each piece read before the end (so the reader's
+ * idle timeout sees the provider is alive), then the `chat.completion` as one chunk — only once
+ * the sealed stream's end authenticated, and at most {@linkcode MAX_WHOLE_REPLY_BYTES}.
+ */
+async function* wholeReply(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<ChatCompletionChunk> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let size = 0;
+  try {
+    while (true) {
+      let step;
+      try {
+        step = await reader.read();
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        throw cryptoFailure(error);
+      }
+      if (step.done) break;
+      size += step.value.length;
+      if (size > MAX_WHOLE_REPLY_BYTES) {
+        throw new DaemonError(
+          "provider_error",
+          `The provider's whole reply is larger than ${MAX_WHOLE_REPLY_BYTES} bytes`,
+        );
+      }
+      text += decoder.decode(step.value, { stream: true });
+      yield ALIVE;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  yield completionChunk(text + decoder.decode());
 }
 
 /** One event, checked: its chat chunk, or nothing for `[DONE]` (then `state.done`). */

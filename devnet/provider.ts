@@ -91,6 +91,8 @@ export interface DevnetProviderOptions {
   clock?: () => Date;
   /** Where failures are reported. @default {console.warn} */
   log?: (message: string) => void;
+  /** How often a whole reply sends a space while the engine generates, in ms. @default {10000} */
+  wholeKeepAliveMs?: number;
 }
 
 /** The default attester: an honest `mock` bundle (no TEE hardware). Daemons refuse it. */
@@ -394,6 +396,7 @@ export class DevnetProvider {
       slot,
       // The requester (the gateway) going away stops the engine and frees the slot.
       signal: req.signal,
+      keepAliveMs: this.#options.wholeKeepAliveMs,
     });
     return new Response(sealed, { headers });
   }

@@ -1,8 +1,9 @@
 /**
  * What the devnet provider does with an opened sealed request (`docs/protocol.md` §7): check
  * that it is a chat completion it serves, take one of its slots, run the engine, and seal the
- * reply — one `chat.completion` object, or one server-sent event per chunk, each sealed as
- * soon as it is produced. A sealed `POST /v1/embeddings` goes to `provider_embed.ts`.
+ * reply — one `chat.completion` object (its head at once, a space every 10 s while the engine
+ * generates), or server-sent events, sealed as soon as they are produced. A sealed
+ * `POST /v1/embeddings` goes to `provider_embed.ts`.
  * {@linkcode ProviderLoad} counts the slots in use, the observed throughput and the usage
  * served, for the ad and for settlement.
  *
@@ -20,6 +21,7 @@ import {
   EngineError,
   type InferenceEngine,
   messageText,
+  type TokenLogprob,
 } from "./engine.ts";
 
 /** Prices of one model: smallest token unit per 1M tokens. */
@@ -215,6 +217,8 @@ export interface ChatContext {
    * at once and the slot is freed; only what was produced is billed.
    */
   signal?: AbortSignal;
+  /** How often a whole reply sends a space while it waits for the engine. @default {10000} */
+  keepAliveMs?: number;
 }
 
 /** Seals an error answer: the status and the OpenAI error body. */
@@ -310,7 +314,10 @@ export async function answerChat(
     return engineFailure(error, sealedError);
   }
   const run: EngineRun = { body: chat.body, first, chunks, served, abort, free };
-  if (chat.body.stream !== true) return await aggregate(opened, run, sealedError);
+  if (chat.body.stream !== true) {
+    const keepAliveMs = context.keepAliveMs ?? WHOLE_KEEPALIVE_MS;
+    return wholeReply(opened, run, { log: context.log, keepAliveMs });
+  }
   return opened.respond({
     status: 200,
     headers: { "content-type": "text/event-stream", "cache-control": "no-store" },
@@ -329,61 +336,103 @@ interface EngineRun {
   free: () => void;
 }
 
-/** The whole reply as one `chat.completion` object. */
-async function aggregate(
+/**
+ * How often a whole reply shows the requester it is alive while the engine generates: one
+ * space, which JSON allows before the object (the requester's idle timeout starts again).
+ */
+export const WHOLE_KEEPALIVE_MS = 10_000;
+
+const SPACE = new TextEncoder().encode(" ");
+
+/**
+ * The whole reply (`stream: false`): the head (200, `application/json`) at once — the engine
+ * has produced its first chunk, so the requester knows it started — then one `chat.completion`
+ * object when the engine is done, with a space every `keepAliveMs` before it. A failure after
+ * the head is an `{"error": …}` object instead.
+ */
+function wholeReply(
   opened: OpenedHttpRequest,
   run: EngineRun,
-  sealedError: SealedError,
-): Promise<ReadableStream<Uint8Array>> {
+  options: { log: (message: string) => void; keepAliveMs: number },
+): ReadableStream<Uint8Array> {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let open = true;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (bytes: Uint8Array) => open && controller.enqueue(bytes);
+      timer = setInterval(() => send(SPACE), options.keepAliveMs);
+      completion(run).then((object) => send(encoder.encode(JSON.stringify(object))), (error) => {
+        if (run.abort.signal.aborted) return; // the requester went away: nobody reads it
+        run.served.billPartial(run.body);
+        options.log(`whole reply failed: ${error}`);
+        send(encoder.encode(JSON.stringify({
+          error: { message: "The provider failed mid-reply", type: "provider_error" },
+        })));
+      }).finally(() => {
+        clearInterval(timer);
+        run.free();
+        if (open) controller.close();
+        open = false;
+      });
+    },
+    cancel(reason) {
+      open = false;
+      clearInterval(timer);
+      run.abort.abort(reason ?? new Error("the requester went away"));
+    },
+  });
+  return opened.respond({
+    status: 200,
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+    body,
+  });
+}
+
+/** The engine's run gathered into one `chat.completion` object. */
+async function completion(run: EngineRun): Promise<Record<string, unknown>> {
   const parts: string[] = [];
   const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] =
     [];
   let last: ChatChunk | undefined;
   let finish: string | null = null;
-  try {
-    for (let r = run.first; !r.done; r = await run.chunks.next()) {
-      last = r.value;
-      run.served.account(r.value);
-      for (const choice of r.value.choices) {
-        parts.push(choice.delta.content ?? "");
-        for (const delta of choice.delta.tool_calls ?? []) {
-          const call = calls[delta.index] ??= {
-            id: "",
-            type: "function",
-            function: { name: "", arguments: "" },
-          };
-          call.id ||= delta.id ?? "";
-          call.function.name += delta.function?.name ?? "";
-          call.function.arguments += delta.function?.arguments ?? "";
-        }
-        finish = choice.finish_reason ?? finish;
+  let logprobs: TokenLogprob[] | undefined;
+  for (let r = run.first; !r.done; r = await run.chunks.next()) {
+    last = r.value;
+    run.served.account(r.value);
+    for (const choice of r.value.choices) {
+      parts.push(choice.delta.content ?? "");
+      if (choice.logprobs?.content) (logprobs ??= []).push(...choice.logprobs.content);
+      for (const delta of choice.delta.tool_calls ?? []) {
+        const call = calls[delta.index] ??= {
+          id: "",
+          type: "function",
+          function: { name: "", arguments: "" },
+        };
+        call.id ||= delta.id ?? "";
+        call.function.name += delta.function?.name ?? "";
+        call.function.arguments += delta.function?.arguments ?? "";
       }
+      finish = choice.finish_reason ?? finish;
     }
-  } catch (error) {
-    return engineFailure(error, sealedError);
-  } finally {
-    run.free();
   }
-  return opened.respond({
-    status: 200,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      id: last?.id,
-      object: "chat.completion",
-      created: last?.created,
-      model: run.body.model,
-      choices: [{
-        index: 0,
-        message: {
-          role: "assistant",
-          content: calls.length > 0 && parts.join("") === "" ? null : parts.join(""),
-          ...(calls.length > 0 ? { tool_calls: calls } : {}),
-        },
-        finish_reason: finish,
-      }],
-      usage: last?.usage,
-    }),
-  });
+  const content = parts.join("");
+  return {
+    id: last?.id,
+    object: "chat.completion",
+    created: last?.created,
+    model: run.body.model,
+    choices: [{
+      index: 0,
+      message: {
+        role: "assistant",
+        content: calls.length > 0 && content === "" ? null : content,
+        ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      },
+      ...(logprobs ? { logprobs: { content: logprobs, refusal: null } } : {}),
+      finish_reason: finish,
+    }],
+    usage: last?.usage,
+  };
 }
 
 /** Most bytes of events sealed together in one chunk. */

@@ -13,7 +13,7 @@ import { NetworkBackend, rank } from "../../daemon/network_backend.ts";
 import { ProviderReputation } from "../../daemon/provider_reputation.ts";
 import { ProviderScheduler } from "../../daemon/scheduler.ts";
 import { VerdictLog } from "../../daemon/verdict_log.ts";
-import { EchoEngine } from "../../devnet/engine.ts";
+import { type ChatBody, type ChatChunk, EchoEngine } from "../../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../../devnet/gateway.ts";
 import { DevnetProvider } from "../../devnet/provider.ts";
 import { Prng } from "../crypto/_helpers.ts";
@@ -235,7 +235,16 @@ Deno.test("rank(): the order is total: any shuffle of the input ranks the same (
 // ---------------------------------------------------------------------------------------------
 // NetworkBackend against a tiny gateway and real devnet providers on loopback (no chain)
 
-const engine = new EchoEngine({ tokenDelayMs: 0, servedBy: "the network backend test" });
+/** The echo engine, remembering what each request asked for. */
+class RecordingEngine extends EchoEngine {
+  readonly bodies: ChatBody[] = [];
+  override complete(body: ChatBody, signal: AbortSignal): AsyncGenerator<ChatChunk> {
+    this.bodies.push(body);
+    return super.complete(body, signal);
+  }
+}
+
+const engine = new RecordingEngine({ tokenDelayMs: 0, servedBy: "the network backend test" });
 
 const privateKey = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as const;
 
@@ -369,6 +378,19 @@ Deno.test("NetworkBackend: a request is sealed to a trusted provider and its rep
   assert.equal(record.outcome, "accepted");
   assert.equal(record.provider, served.provider);
   assert.ok(net.reputation.score(served.provider) > 0.5, "a served request raised its score");
+});
+
+Deno.test("NetworkBackend: a whole reply is asked for as one chat.completion and reads as the same chunks", async () => {
+  await using net = await startNetwork(1);
+  const streamed = await chat(net.backend);
+  assert.equal(engine.bodies.at(-1)?.stream, true);
+  const whole = await chat(net.backend, { ...request(), whole: true });
+  const sent = engine.bodies.at(-1)!;
+  assert.equal(sent.stream, false, "the provider is asked for a whole reply");
+  assert.equal(sent.stream_options, undefined, "usage comes in the object itself");
+  assert.equal(whole.text, streamed.text);
+  assert.equal(whole.served.provider, streamed.served.provider);
+  assert.equal(net.providers[0].inFlight, 0, "the slot is free once the reply was read");
 });
 
 Deno.test("NetworkBackend: no such model is model_not_found; a listed model nobody can serve is no_provider", async () => {
