@@ -88,6 +88,30 @@ export interface CellResult {
   cpuMs: number;
   /** A failure, for the report. */
   sample?: string;
+  /** The latency of every successful chat, in ms, sorted. */
+  times: number[];
+}
+
+/** The percentile `q` (0–1) of sorted `times`. */
+function percentile(times: readonly number[], q: number): number {
+  return times[Math.min(times.length - 1, Math.floor(times.length * q))] ?? NaN;
+}
+
+/** Several runs of the same cell (e.g. alternated with another system's) as one. */
+export function merge(results: readonly CellResult[]): CellResult {
+  const times = results.flatMap((r) => r.times).sort((a, b) => a - b);
+  const sum = (f: (r: CellResult) => number) => results.reduce((n, r) => n + f(r), 0);
+  return {
+    ok: sum((r) => r.ok),
+    failed: sum((r) => r.failed),
+    p50: percentile(times, 0.5),
+    p99: percentile(times, 0.99),
+    tokens: sum((r) => r.tokens),
+    seconds: sum((r) => r.seconds),
+    cpuMs: sum((r) => r.cpuMs),
+    sample: results.find((r) => r.sample)?.sample,
+    times,
+  };
 }
 
 /** The completion tokens in a reply's body (an event stream, or one completion). */
@@ -154,16 +178,16 @@ export async function cell(
   }));
   const seconds = (performance.now() - t0) / 1000;
   times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(times.length * q))] ?? NaN;
   return {
     ok: times.length,
     failed,
-    p50: at(0.5),
-    p99: at(0.99),
+    p50: percentile(times, 0.5),
+    p99: percentile(times, 0.99),
     tokens,
     seconds,
     cpuMs: cpuMs(pid) - cpu0,
     sample,
+    times,
   };
 }
 
