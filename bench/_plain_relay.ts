@@ -1,88 +1,132 @@
 /**
- * The load benchmark's baseline, in a process of its own: a plaintext relay through the same
- * hops as the daemon — the daemon's HTTP server (`daemon/serve.ts`), its scheduler, queue and
- * candidate cache, a devnet gateway, a provider with the same engine and slots — doing
- * everything the daemon does except the end-to-end sealing, the trust checks and the
- * re-rendering of the reply (the provider's event stream is passed through as it is).
+ * The load benchmark's baseline, in a process of its own: the daemon itself — its HTTP server
+ * (`daemon/serve.ts`), its API layer (routing, validation, hygiene, metrics), its scheduler,
+ * queue and candidate cache, its reading and checking of the provider's reply and its rendering
+ * of the answer — with a backend that sends the chat in plaintext: no trust check, no sealing,
+ * no opening. The same gateway code relays it to a provider with the same engine, slots and
+ * batching, and the same HTTP layer, that answers in plaintext (`_load_network.ts`). What the
+ * sealed daemon spends over it is what sealing costs.
  *
- * Run: `deno run -A bench/_plain_relay.ts <gateway URL>`; it prints `{"url": …}` and serves
- * `POST /v1/chat/completions` until stdin closes.
+ * Run: `deno run -A bench/_plain_relay.ts <gateway URL>`; it prints `{"url": …}` and serves the
+ * daemon's API until stdin closes.
  *
  * @module
  */
 
+import type { OpenedHttpResponse } from "../crypto/mod.ts";
+import type {
+  ChatBackend,
+  ChatReply,
+  ChatRequest,
+  EmbeddingsReply,
+  NetworkModel,
+} from "../daemon/backend.ts";
 import { CandidateCache } from "../daemon/candidate_cache.ts";
 import { GatewayClient, ProviderBusyError } from "../daemon/gateway_client.ts";
+import { createDaemonHandler } from "../daemon/handler.ts";
+import { DaemonMetrics } from "../daemon/metrics.ts";
 import { RequestQueue } from "../daemon/queue.ts";
 import { type Lease, ProviderScheduler } from "../daemon/scheduler.ts";
 import { serveDaemon } from "../daemon/serve.ts";
+import { VerdictLog } from "../daemon/verdict_log.ts";
+import { chatExchange } from "../daemon/_exchanges.ts";
+import { VERSION } from "../version.ts";
 
-const gateway = new GatewayClient(Deno.args[0]);
-const scheduler = new ProviderScheduler();
-const queue = new RequestQueue({ nextWake: () => scheduler.nextExpiry() });
-const cache = new CandidateCache({ onRefresh: () => queue.wake() });
-scheduler.onFree(() => queue.wake());
 const encoder = new TextEncoder();
 
-/** The provider's stream, passed on; the slot is given back when it ends or is cancelled. */
-function releasing(body: ReadableStream<Uint8Array>, lease: Lease): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const step = await reader.read();
-        if (step.done) {
-          lease.release();
-          controller.close();
-        } else controller.enqueue(step.value);
-      } catch (error) {
-        lease.release();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      lease.release();
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+/** The plaintext reply as the opened sealed reply it stands for: status 200, the body as it is. */
+function plainOpened(whole: boolean) {
+  return {
+    bytes: new Uint8Array(0),
+    openResponse: (body: ReadableStream<Uint8Array>): Promise<OpenedHttpResponse> =>
+      Promise.resolve({
+        status: 200,
+        headers: new Headers({
+          "content-type": whole ? "application/json" : "text/event-stream",
+        }),
+        informational: [],
+        body,
+        trailers: Promise.resolve(new Headers()),
+      }),
+  };
 }
 
-async function relay(request: Request): Promise<Response> {
-  const body = await request.json();
-  const model = String(body.model).replace(/^net\/verified\//, "").replace(/:latest$/, "");
-  const bytes = encoder.encode(JSON.stringify({ ...body, model }));
-  const { signal } = request;
-  const tier = "verified" as const;
-  const candidates = await cache.get(gateway, { model, tier }, signal);
-  const deadline = performance.now() + 120_000;
-  const take = () => {
-    const pick = scheduler.pick(cache.peek(gateway.url, model, tier) ?? candidates, { model });
-    return pick && scheduler.acquire(pick);
-  };
-  while (true) {
-    const lease = await queue.wait(model, take, { signal, deadline });
-    try {
-      const stream = await gateway.relay(lease.candidate.provider, bytes, signal);
-      return new Response(releasing(stream, lease), {
-        headers: { "content-type": body.stream ? "text/event-stream" : "application/json" },
-      });
-    } catch (error) {
-      if (!(error instanceof ProviderBusyError)) {
-        lease.release();
-        throw error;
+/** The network backend's work without the sealing: choose, wait, relay, read the reply. */
+class PlainBackend implements ChatBackend {
+  readonly #gateway: GatewayClient;
+  readonly #scheduler = new ProviderScheduler();
+  readonly #queue = new RequestQueue({ nextWake: () => this.#scheduler.nextExpiry() });
+  readonly #cache = new CandidateCache({ onRefresh: () => this.#queue.wake() });
+
+  constructor(gateway: string) {
+    this.#gateway = new GatewayClient(gateway);
+    this.#scheduler.onFree(() => this.#queue.wake());
+  }
+
+  listModels(signal: AbortSignal): Promise<readonly NetworkModel[]> {
+    return this.#gateway.models(signal);
+  }
+
+  async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatReply> {
+    const { model, tier } = request;
+    const candidates = await this.#cache.get(this.#gateway, { model, tier }, signal);
+    const exchange = chatExchange(request, signal);
+    const bytes = encoder.encode(JSON.stringify(exchange.body));
+    const deadline = performance.now() + 120_000;
+    const take = () => {
+      const list = this.#cache.peek(this.#gateway.url, model, tier) ?? candidates;
+      const pick = this.#scheduler.pick(list, { model });
+      return pick && this.#scheduler.acquire(pick);
+    };
+    while (true) {
+      const lease: Lease = await this.#queue.wait(model, take, { signal, deadline });
+      const { candidate } = lease;
+      try {
+        const stream = await this.#gateway.relay(candidate.provider, bytes, signal);
+        const finish = await exchange.open(
+          plainOpened(request.whole === true),
+          stream,
+          lease,
+          signal,
+          candidate,
+        );
+        return finish({
+          provider: candidate.provider,
+          tier,
+          verdict: "plaintext",
+          gateway: this.#gateway.url,
+        });
+      } catch (error) {
+        if (!(error instanceof ProviderBusyError)) {
+          lease.release();
+          throw error;
+        }
+        lease.release({ busyForMs: error.retryAfterMs });
       }
-      lease.release({ busyForMs: error.retryAfterMs });
     }
+  }
+
+  embed(): Promise<EmbeddingsReply> {
+    return Promise.reject(new Error("The plaintext baseline serves chats only"));
   }
 }
 
-const server = await serveDaemon(
-  (request) =>
-    relay(request).catch((error) =>
-      Response.json({ error: { message: String(error) } }, { status: 502 })
-    ),
-  { hostname: "127.0.0.1", port: 0, onError: () => {} },
-);
+let handler: Parameters<typeof serveDaemon>[0] = () => Promise.resolve(new Response());
+const server = await serveDaemon((request, info) => handler(request, info), {
+  hostname: "127.0.0.1",
+  port: 0,
+  onError: () => {},
+});
+const serve = createDaemonHandler({
+  backend: new PlainBackend(Deno.args[0]),
+  gateways: () => [],
+  verdicts: new VerdictLog(),
+  version: VERSION,
+  port: server.port,
+  log: () => {},
+  metrics: new DaemonMetrics(),
+});
+handler = (request, info) => serve(request, info);
 console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }));
 for await (const _ of Deno.stdin.readable) { /* nothing is sent */ }
 await server.close();
