@@ -18,39 +18,9 @@
  */
 
 import assert from "node:assert/strict";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import {
-  createGatewayKey,
-  encodeKeyConfig,
-  generateKeyPair,
-  sealHttpRequest,
-} from "../../crypto/mod.ts";
-import { EchoEngine } from "../../devnet/engine.ts";
-import { DevnetProvider } from "../../devnet/provider.ts";
+import { sealHttpRequest } from "../../crypto/mod.ts";
 import { parseSse } from "../../io/sse.ts";
-import { serve } from "../_http.ts";
-
-async function startProvider(tokenDelayMs: number) {
-  const key = createGatewayKey(await generateKeyPair(), { keyId: 7 });
-  let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
-  const server = serve((req) => handler(req));
-  const provider = await DevnetProvider.create({
-    provider: `0x${"7a".repeat(20)}`,
-    servingKey: privateKeyToAccount(generatePrivateKey()),
-    tier: "verified",
-    endpoint: server.url,
-    engine: new EchoEngine({ tokenDelayMs }),
-    key,
-    log: () => {},
-  });
-  handler = provider.handler;
-  return {
-    provider,
-    url: server.url,
-    keyConfig: encodeKeyConfig(key.config),
-    [Symbol.asyncDispose]: () => server.close(),
-  };
-}
+import { startProvider } from "./_provider.ts";
 
 const CHAT = {
   model: "devnet/echo",
