@@ -110,7 +110,7 @@ function handler(open: boolean) {
         { signal },
       );
       async function* chunks() {
-        yield first;
+        if (first) yield first;
         yield* rest;
       }
       return { served: { ...served, tier: request.tier }, chunks: chunks() };
