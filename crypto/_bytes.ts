@@ -5,7 +5,7 @@
  */
 
 /** Concatenates byte arrays into a new array. */
-export function concat(...parts: readonly Uint8Array[]): Uint8Array {
+export function concat(...parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
   let length = 0;
   for (const part of parts) length += part.length;
   const out = new Uint8Array(length);

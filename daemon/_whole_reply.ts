@@ -30,6 +30,23 @@ function isObject(value: unknown): value is Fields {
 }
 
 /**
+ * Throws the provider's failure when `value` (an event's or a whole reply's JSON) is an
+ * `{"error": …}` object: the provider failed after its reply had started.
+ *
+ * @throws {DaemonError} `provider_error`, with the provider's message (at most 200 characters).
+ */
+export function throwIfFailed(value: unknown): void {
+  if (!isObject(value) || value.error === undefined || value.error === null) return;
+  const message = isObject(value.error) && typeof value.error.message === "string"
+    ? value.error.message.slice(0, 200)
+    : "";
+  throw new DaemonError(
+    "provider_error",
+    `The provider failed mid-reply${message ? `: ${message}` : ""}`,
+  );
+}
+
+/**
  * The chunk a whole reply's text becomes: the completion's id, created and model, each choice's
  * message as its delta (tool calls numbered in order, as a stream numbers them), and its usage.
  *
@@ -43,15 +60,7 @@ export function completionChunk(text: string): ChatCompletionChunk {
   } catch {
     throw new DaemonError("provider_error", "The provider's whole reply is not JSON");
   }
-  if (isObject(value) && value.error !== undefined && value.error !== null) {
-    const message = isObject(value.error) && typeof value.error.message === "string"
-      ? value.error.message.slice(0, 200)
-      : "";
-    throw new DaemonError(
-      "provider_error",
-      `The provider failed mid-reply${message ? `: ${message}` : ""}`,
-    );
-  }
+  throwIfFailed(value);
   if (!isObject(value) || value.object !== "chat.completion" || !Array.isArray(value.choices)) {
     throw new DaemonError(
       "provider_error",

@@ -21,7 +21,7 @@ import { SseError, type SseEvent, SseParser } from "../io/sse.ts";
 import type { ChatCompletionChunk } from "./backend.ts";
 import { DaemonError } from "./daemon_error.ts";
 import { ProviderBusyError, retryAfterMs } from "./gateway_client.ts";
-import { ALIVE, completionChunk } from "./_whole_reply.ts";
+import { ALIVE, completionChunk, throwIfFailed } from "./_whole_reply.ts";
 
 /** Provider statuses shown to clients as they are; the rest become 502. */
 const PASSED_THROUGH: ReadonlySet<number> = new Set([400, 404, 413, 422, 429]);
@@ -271,14 +271,7 @@ function checkedChunk(
   } catch {
     throw new DaemonError("provider_error", "The provider sent an event that is not JSON");
   }
-  const error = (value as { error?: { message?: unknown } } | null)?.error;
-  if (error) {
-    const message = typeof error.message === "string" ? error.message.slice(0, 200) : "";
-    throw new DaemonError(
-      "provider_error",
-      `The provider failed mid-reply${message ? `: ${message}` : ""}`,
-    );
-  }
+  throwIfFailed(value);
   if ((value as { object?: unknown } | null)?.object !== "chat.completion.chunk") {
     throw new DaemonError(
       "provider_error",

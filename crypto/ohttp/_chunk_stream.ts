@@ -11,7 +11,7 @@
  */
 
 import { ByteQueue } from "../_byte_queue.ts";
-import { bytesLabel } from "../_bytes.ts";
+import { bytesLabel, concat } from "../_bytes.ts";
 import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } from "../_varint.ts";
 import type { MaybePromise } from "../hpke/_aead.ts";
 import { EMPTY } from "./_encapsulation.ts";
@@ -108,20 +108,10 @@ export function sealBytesWhole(
     pieces.push(sealChunk(started.seal, body.subarray(at, end), end === body.length, spec.what));
     at = end;
   } while (at < body.length);
-  if (pieces.some((piece) => piece instanceof Promise)) return Promise.all(pieces).then(join);
-  return join(pieces as Uint8Array[]);
-}
-
-function join(pieces: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  let length = 0;
-  for (const piece of pieces) length += piece.length;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
+  if (pieces.some((piece) => piece instanceof Promise)) {
+    return Promise.all(pieces).then((sealed) => concat(...sealed));
   }
-  return out;
+  return concat(...pieces as Uint8Array[]);
 }
 
 /**
