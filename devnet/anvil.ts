@@ -20,7 +20,7 @@
 
 import { ANVIL_VERSION, anvilBinary } from "../tools/setup.ts";
 
-/** Environment variable that picks the runtime: `auto` (default), `binary` or `container`. */
+/** Environment variable that picks the runtime: `binary` (default), `container` or `auto`. */
 export const ANVIL_RUNTIME_ENV = "NET_ANVIL_RUNTIME";
 /** Environment variable that overrides the container image of the container runtime. */
 export const ANVIL_IMAGE_ENV = "NET_ANVIL_IMAGE";
@@ -76,7 +76,7 @@ export interface AnvilOptions {
    * Where to run anvil. `auto` uses a container when a Docker engine answers, the binary
    * otherwise.
    *
-   * @default {$NET_ANVIL_RUNTIME, else "auto"}
+   * @default {$NET_ANVIL_RUNTIME, else "binary"}
    */
   runtime?: AnvilRuntime | "auto";
   /**
@@ -166,7 +166,7 @@ function anvilArgs(options: AnvilOptions, port: number, host: string): string[] 
  */
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
   const requested = options.runtime ??
-    (Deno.env.get(ANVIL_RUNTIME_ENV) as AnvilOptions["runtime"] | undefined) ?? "auto";
+    (Deno.env.get(ANVIL_RUNTIME_ENV) as AnvilOptions["runtime"] | undefined) ?? "binary";
   if (!["auto", "binary", "container"].includes(requested)) {
     throw new Error(
       `Cannot start anvil: runtime must be auto, binary or container, found "${requested}"`,
@@ -347,18 +347,21 @@ export async function dockerEngineReachable(timeoutMs = 1000): Promise<boolean> 
     }
     if (!host.startsWith("unix://")) return false;
     const conn = await Deno.connect({ transport: "unix", path: host.slice("unix://".length) });
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      conn.close();
+    };
     try {
-      signal.addEventListener("abort", () => conn.close(), { once: true });
+      signal.addEventListener("abort", close, { once: true });
       await conn.write(new TextEncoder().encode("GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"));
       const buffer = new Uint8Array(64);
       const read = await conn.read(buffer);
       return read !== null && /^HTTP\/1\.[01] 200/.test(new TextDecoder().decode(buffer));
     } finally {
-      try {
-        conn.close();
-      } catch {
-        // closed by the timeout
-      }
+      signal.removeEventListener("abort", close);
+      close();
     }
   } catch {
     return false;
