@@ -18,10 +18,10 @@
 
 import { NetError } from "../errors.ts";
 import { logFormatHint, type Logger, type ProgramLogs, programLogs } from "../io/log.ts";
-import type { ApiKey } from "./auth.ts";
-import { type DaemonConfig, parseDaemonConfig } from "./config.ts";
-import { createDaemon, type Daemon } from "./daemon.ts";
-import { type DaemonServer, serveDaemon } from "./serve.ts";
+import type { ApiKey } from "./service/auth.ts";
+import { type DaemonConfig, parseDaemonConfig } from "./service/config.ts";
+import { createDaemon, type Daemon } from "./service/daemon.ts";
+import { type DaemonServer, serveDaemon } from "./service/serve.ts";
 
 /** The start-up lines about trust: where keys are checked, or loudly that they are not. */
 function trustLine(config: DaemonConfig): string {

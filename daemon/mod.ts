@@ -58,14 +58,14 @@ export type {
   Tier,
   ToolCallDelta,
   Usage,
-} from "./backend.ts";
+} from "./core/backend.ts";
 export {
   DAEMON_ERROR_STATUS,
   DaemonError,
   type DaemonErrorCode,
   type DaemonErrorOptions,
-} from "./daemon_error.ts";
-export type { Dialect, ErrorLogger } from "./http_error.ts";
+} from "./core/daemon_error.ts";
+export type { Dialect, ErrorLogger } from "./core/http_error.ts";
 export {
   formatModelId,
   type FormatModelIdOptions,
@@ -73,16 +73,20 @@ export {
   ModelIdError,
   type ModelIdFailure,
   parseModelId,
-} from "./model_id.ts";
-export { OriginPatternError, type OriginPatternFailure } from "./hygiene.ts";
+} from "./core/model_id.ts";
+export { OriginPatternError, type OriginPatternFailure } from "./service/hygiene.ts";
 export {
   VerdictLog,
   type VerdictLogOptions,
   type VerdictRecord,
   type VerdictRecordJson,
-} from "./verdict_log.ts";
-export type { GatewayLister, ListedGateway } from "./transparency.ts";
-export { createDaemonHandler, createDaemonService, type DaemonHandlerOptions } from "./handler.ts";
+} from "./trust/verdict_log.ts";
+export type { GatewayLister, ListedGateway } from "./service/transparency.ts";
+export {
+  createDaemonHandler,
+  createDaemonService,
+  type DaemonHandlerOptions,
+} from "./service/handler.ts";
 export {
   type ApiKey,
   apiKeyAuth,
@@ -92,7 +96,7 @@ export {
   OPEN_ENDPOINTS,
   resolveApiKey,
   type ResolveApiKeyOptions,
-} from "./auth.ts";
+} from "./service/auth.ts";
 export {
   type AuthConfig,
   type BindAddress,
@@ -101,10 +105,10 @@ export {
   parseDaemonConfig,
   type ParseDaemonConfigOptions,
   type ParsedDaemonArgs,
-} from "./config.ts";
+} from "./service/config.ts";
 export { SettingError } from "../settings/mod.ts";
 export type { OpenApiDocument, Service } from "../http/mod.ts";
-export { createDaemon, type CreateDaemonOptions, type Daemon } from "./daemon.ts";
+export { createDaemon, type CreateDaemonOptions, type Daemon } from "./service/daemon.ts";
 export {
   type AddGatewayOptions,
   type GatewayCacheEntryJson,
@@ -113,16 +117,24 @@ export {
   GatewaySet,
   type GatewaySetOptions,
   type MergeListOptions,
-} from "./gateway_set.ts";
-export { askPeer, type AskPeerOptions } from "./gateway_list.ts";
-export { GatewaySetError, type GatewaySetFailure, normalizeGatewayUrl } from "./gateway_url.ts";
+} from "./gateway/gateway_set.ts";
+export { askPeer, type AskPeerOptions } from "./gateway/gateway_list.ts";
+export {
+  GatewaySetError,
+  type GatewaySetFailure,
+  normalizeGatewayUrl,
+} from "./gateway/gateway_url.ts";
 export {
   DEFAULT_GOSSIP_INTERVAL_MS,
   GatewayResolver,
   type GatewayResolverOptions,
   type GossipOptions,
-} from "./gateway_resolver.ts";
-export { type BackendLoad, NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
+} from "./gateway/gateway_resolver.ts";
+export {
+  type BackendLoad,
+  NetworkBackend,
+  type NetworkBackendOptions,
+} from "./network/network_backend.ts";
 export {
   type AttemptResult,
   type BackendMetrics,
@@ -131,12 +143,15 @@ export {
   dialectLabel,
   type LoadReading,
   type VerificationResult,
-} from "./metrics.ts";
+} from "./service/metrics.ts";
 export {
   type DaemonRequestHandler,
   type DaemonServer,
   serveDaemon,
   type ServeDaemonOptions,
-} from "./serve.ts";
-export { ProviderReputation, type ProviderReputationOptions } from "./provider_reputation.ts";
-export { type ProviderTrustOptions, type RegistryRecord } from "./provider_trust.ts";
+} from "./service/serve.ts";
+export {
+  ProviderReputation,
+  type ProviderReputationOptions,
+} from "./network/provider_reputation.ts";
+export { type ProviderTrustOptions, type RegistryRecord } from "./trust/provider_trust.ts";

@@ -6,9 +6,13 @@
  */
 
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { DaemonConfig } from "../../daemon/config.ts";
-import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
-import { serveDaemon } from "../../daemon/serve.ts";
+import type { DaemonConfig } from "../../daemon/service/config.ts";
+import {
+  createDaemon,
+  type CreateDaemonOptions,
+  type Daemon,
+} from "../../daemon/service/daemon.ts";
+import { serveDaemon } from "../../daemon/service/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
 import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
 import { serve, type TestServer } from "../_http.ts";
