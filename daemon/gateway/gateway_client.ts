@@ -1,7 +1,7 @@
 /**
  * A typed client of the gateway API (`docs/protocol.md` §3). Everything a gateway answers is
  * untrusted: answers are bounded, validated, and only used for routing — keys are checked by
- * endorsement or attestation elsewhere (`provider_trust.ts`).
+ * endorsement or attestation elsewhere (`trust/provider_trust.ts`).
  *
  * Failures say whose fault they are: {@linkcode GatewayError} with reason `gateway` means the
  * gateway itself failed or answered nonsense (the daemon should try another gateway); reason
@@ -15,7 +15,7 @@ import type { Address, Hex } from "viem";
 import { adCommitment, type ProviderAd, validateAd } from "../../chain/ad.ts";
 import { NetError, ReasonError } from "../../errors.ts";
 import { fetchJson, FetchJsonError, readBodyLimited } from "../../io/fetch_json.ts";
-import type { NetworkModel, Tier } from "../core/backend.ts";
+import type { NetworkModel, Tier } from "../core/mod.ts";
 
 /** Whose failure a {@linkcode GatewayError} is. */
 export type GatewayFailure = "gateway" | "provider";

@@ -2,7 +2,8 @@
  * Gateway lists, the gossip of `docs/protocol.md` §3: reading a peer's
  * `{"gateways":[{"url","last_seen"}]}` answer entry by entry within bounds (at most
  * {@linkcode GATEWAY_LIMITS}`.maxPerResponse` valid entries, claimed times in the future clamped
- * to now, each address checked against the peer that introduced it), and asking a peer for it.
+ * to now, each address checked against the peer that introduced it) into
+ * {@linkcode GatewayEntry}s. Asking a peer for its list is `gateway_peer.ts`.
  *
  * @example
  * ```ts
@@ -18,14 +19,28 @@
  * @module
  */
 
-import { fetchJson, FetchJsonError } from "../../io/fetch_json.ts";
-import type { GatewayEntry, GatewaySet } from "./gateway_set.ts";
 import {
   checkIntroducedBy,
   GATEWAY_LIMITS,
   GatewaySetError,
   normalizeGatewayUrl,
 } from "./gateway_url.ts";
+
+/** A known gateway. */
+export interface GatewayEntry {
+  /** Normalized base URL (no trailing slash). */
+  readonly url: string;
+  /** When the gateway was last reached (by this node, or as claimed by a peer). */
+  readonly lastSeen: Date;
+  /** Whether this node reached the gateway itself (as opposed to hearing of it). */
+  readonly reached: boolean;
+  /** When this node last reached the gateway itself, by its own clock; unset for hearsay. */
+  readonly reachedAt: Date | undefined;
+  /** Whether the entry is permanent (bootstrap list, pinned gateway): never evicted. */
+  readonly permanent: boolean;
+  /** The peer this node heard of the gateway from, when it was gossip. */
+  readonly source: string | undefined;
+}
 
 /** Options of {@linkcode parseGatewayList}. */
 export interface ParseGatewayListOptions {
@@ -123,48 +138,4 @@ function describeShape(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value !== "object") return typeof value;
   return `an object with keys ${JSON.stringify(Object.keys(value).slice(0, 5))}`;
-}
-
-/** Options of {@linkcode askPeer}. */
-export interface AskPeerOptions {
-  /** The fetch implementation. @default {globalThis.fetch} */
-  fetch?: typeof fetch;
-  /** Time allowed for the answer. @default {3000} */
-  timeoutMs?: number;
-  /** Cancels the request. */
-  signal?: AbortSignal;
-}
-
-/**
- * Asks one gateway for its peers (`GET /v1/gateways`, body at most 256 KiB, redirects not
- * followed), marks it reached and merges its answer into `set` as hearsay from that gateway.
- *
- * @throws {GatewaySetError} with reason `unreachable` (the peer could not be asked) or
- * `malformed_list` (it answered nonsense).
- */
-export async function askPeer(
-  set: GatewaySet,
-  url: string,
-  options: AskPeerOptions = {},
-): Promise<{ added: number; refused: number }> {
-  const base = normalizeGatewayUrl(url);
-  let answer: unknown;
-  try {
-    answer = await fetchJson(`${base}/v1/gateways`, {
-      fetch: options.fetch,
-      timeoutMs: options.timeoutMs ?? 3000,
-      maxBytes: GATEWAY_LIMITS.maxResponseBytes,
-      signal: options.signal,
-    });
-  } catch (cause) {
-    const why = cause instanceof FetchJsonError ? cause.shortMessage : String(cause);
-    throw new GatewaySetError("unreachable", `Cannot ask gateway ${base} for peers: ${why}`, {
-      cause,
-    });
-  }
-  // mergeList validates the whole answer first: a malformed one changes nothing, and the peer
-  // only counts as reached once it has answered sensibly.
-  const result = set.mergeList(answer, { source: base });
-  set.markReached(base);
-  return result;
 }

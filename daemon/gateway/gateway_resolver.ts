@@ -29,10 +29,10 @@
 import { DEVNET_PROFILE } from "../../chain/network_profile.ts";
 import { removeStaleTemporaryFiles } from "../../io/atomic_write.ts";
 import { loadGatewayCache, saveGatewayCache } from "./gateway_cache.ts";
-import { askPeer } from "./gateway_list.ts";
+import { askPeer } from "./gateway_peer.ts";
 import { GatewaySet } from "./gateway_set.ts";
 import { GatewaySetError, normalizeGatewayUrl } from "./gateway_url.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
 
 /**
  * The default bootstrap list: the built-in devnet profile's gateways (`deno task devnet`). The

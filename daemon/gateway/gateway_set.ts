@@ -49,24 +49,10 @@
  */
 
 import { hostScope } from "../../io/host_scope.ts";
-import { parseGatewayList } from "./gateway_list.ts";
+import { type GatewayEntry, parseGatewayList } from "./gateway_list.ts";
 import { checkIntroducedBy, GATEWAY_LIMITS, normalizeGatewayUrl } from "./gateway_url.ts";
 
-/** A known gateway. */
-export interface GatewayEntry {
-  /** Normalized base URL (no trailing slash). */
-  readonly url: string;
-  /** When the gateway was last reached (by this node, or as claimed by a peer). */
-  readonly lastSeen: Date;
-  /** Whether this node reached the gateway itself (as opposed to hearing of it). */
-  readonly reached: boolean;
-  /** When this node last reached the gateway itself, by its own clock; unset for hearsay. */
-  readonly reachedAt: Date | undefined;
-  /** Whether the entry is permanent (bootstrap list, pinned gateway): never evicted. */
-  readonly permanent: boolean;
-  /** The peer this node heard of the gateway from, when it was gossip. */
-  readonly source: string | undefined;
-}
+export type { GatewayEntry };
 
 /** The JSON form of an entry, as served by `GET /v1/gateways`. */
 export interface GatewayEntryJson {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
 
 /** The checked answer: vectors in input order, and the input tokens. */
 export interface CheckedEmbeddings {

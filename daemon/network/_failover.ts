@@ -7,9 +7,8 @@
  */
 
 import { SealError } from "../../crypto/mod.ts";
-import type { ChatRequest } from "../core/backend.ts";
-import { DaemonError, TRUST_REFUSAL_CODES } from "../core/daemon_error.ts";
-import { GatewayError, type ProviderCandidate } from "../gateway/gateway_client.ts";
+import { type ChatRequest, DaemonError, TRUST_REFUSAL_CODES } from "../core/mod.ts";
+import { GatewayError, type ProviderCandidate } from "../gateway/mod.ts";
 
 /** `Retry-After` of `no_provider`: how soon asking again may help. */
 export const NO_PROVIDER_RETRY_SECONDS = 5;

@@ -9,8 +9,8 @@
  * @module
  */
 
-import type { Tier } from "../core/backend.ts";
-import type { GatewayClient, ProviderCandidate } from "../gateway/gateway_client.ts";
+import type { Tier } from "../core/mod.ts";
+import type { GatewayClient, ProviderCandidate } from "../gateway/mod.ts";
 
 /** Options of {@linkcode CandidateCache}. */
 export interface CandidateCacheOptions {

@@ -7,22 +7,21 @@
  * @module
  */
 
-import type {
-  ChatCompletionChunk,
-  ChatReply,
-  ChatRequest,
-  EmbeddingsReply,
-  EmbeddingsRequest,
-  ServedBy,
-  Usage,
-} from "../core/backend.ts";
+import {
+  type ChatCompletionChunk,
+  type ChatReply,
+  type ChatRequest,
+  DaemonError,
+  type EmbeddingsReply,
+  type EmbeddingsRequest,
+  type ServedBy,
+  type Usage,
+} from "../core/mod.ts";
 import { type ModelKind, modelKind } from "../../chain/ad.ts";
-import { DaemonError } from "../core/daemon_error.ts";
 import { checkedEmbeddings } from "./_embeddings_reply.ts";
-import type { ProviderCandidate } from "../gateway/gateway_client.ts";
+import type { ProviderCandidate } from "../gateway/mod.ts";
 import type { Lease } from "./scheduler.ts";
-import { openSealedJson, openSealedReply } from "../sealing/sealed_reply.ts";
-import type { SealedChat } from "../sealing/sealer.ts";
+import { openSealedJson, openSealedReply, type SealedChat } from "../sealing/mod.ts";
 
 /** A request the backend seals: a chat or an embeddings request. */
 export type Sealable = ChatRequest | EmbeddingsRequest;

@@ -1,13 +1,13 @@
 /**
  * The daemon's network backend: the real {@linkcode ChatBackend}.
  *
- * Per request: resolve a gateway (`gateway_resolver.ts`), take the candidate providers for the
+ * Per request: resolve a gateway (`gateway/gateway_resolver.ts`), take the candidate providers for the
  * model and tier (`candidate_cache.ts`: cached briefly, refreshed in the background), and let
  * the scheduler (`scheduler.ts`) choose one with a free slot — or wait in the bounded queue
  * (`queue.ts`) while every acceptable one is at capacity. For the chosen provider: establish
- * trust in its key (`provider_trust.ts`: endorsement, cached until it expires, or full TEE
- * attestation), seal the request to that key (`crypto/`), relay it through the gateway, and
- * open the sealed reply (`_exchanges.ts`: a chat's up to its first chunk, embeddings whole). A
+ * trust in its key (`trust/provider_trust.ts`: endorsement, cached until it expires, or full TEE
+ * attestation), seal the request to that key (`sealing/`), relay it through the gateway, and
+ * open the sealed reply (`exchanges.ts`: a chat's up to its first chunk, embeddings whole). A
  * provider that says it is at capacity is busy, not broken: the request moves on or waits, at no
  * cost to the provider. Any other failure before that first chunk moves on to the next acceptable provider, until every
  * one was tried (or, when the gateway itself fails, to the next gateway); after it, failures
@@ -19,16 +19,20 @@
  * @module
  */
 
-import type {
-  ChatBackend,
-  ChatReply,
-  ChatRequest,
-  EmbeddingsReply,
-  EmbeddingsRequest,
-  NetworkModel,
-  ServedBy,
-  Usage,
-} from "../core/backend.ts";
+import {
+  type ChatBackend,
+  type ChatReply,
+  type ChatRequest,
+  DaemonError,
+  type EmbeddingsReply,
+  type EmbeddingsRequest,
+  linkedController,
+  type NetworkModel,
+  publicMessage,
+  type ServedBy,
+  TRUST_REFUSAL_CODES,
+  type Usage,
+} from "../core/mod.ts";
 import {
   chatExchange,
   checkModelKind,
@@ -37,27 +41,24 @@ import {
   type Sealable,
 } from "./exchanges.ts";
 import { CandidateCache } from "./candidate_cache.ts";
-import { DaemonError, TRUST_REFUSAL_CODES } from "../core/daemon_error.ts";
-import { publicMessage } from "../core/http_error.ts";
 import {
   GatewayClient,
   GatewayError,
+  type GatewayResolver,
   ProviderBusyError,
   type ProviderCandidate,
-} from "../gateway/gateway_client.ts";
-import type { GatewayResolver } from "../gateway/gateway_resolver.ts";
+} from "../gateway/mod.ts";
 import {
   type ProviderTrustOptions,
   TrustedKeyCache,
   trustProvider,
-} from "../trust/provider_trust.ts";
+  type VerdictLog,
+} from "../trust/mod.ts";
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
-import { RequestSealer } from "../sealing/sealer.ts";
-import { linkedController } from "../core/deadlines.ts";
-import type { BackendMetrics } from "../service/metrics.ts";
-import type { VerdictLog } from "../trust/verdict_log.ts";
+import { RequestSealer } from "../sealing/mod.ts";
+import type { BackendMetrics } from "./backend_metrics.ts";
 import {
   best,
   classify,
@@ -114,7 +115,7 @@ export interface NetworkBackendOptions {
   /** Where a cancelled or failed attempt is noted (one line). @default {() => {}} */
   log?: (line: string) => void;
   /**
-   * Records attempts, trust checks, first chunks and relayed tokens (`metrics.ts`).
+   * Records attempts, trust checks, first chunks and relayed tokens (`backend_metrics.ts`; `service/metrics.ts` renders them).
    *
    * @default {undefined}
    */
@@ -137,7 +138,7 @@ export class NetworkBackend implements ChatBackend {
   readonly #options: NetworkBackendOptions;
   readonly #clock: () => Date;
   // Verified-tier keys are kept until their endorsement expires; the chain (when configured)
-  // is still asked on every request, through its own short cache (`trust_sources.ts`).
+  // is still asked on every request, through its own short cache (`trust/trust_sources.ts`).
   readonly #keys = new TrustedKeyCache({ maxAgeMs: Number.POSITIVE_INFINITY });
   readonly #reputation: ProviderReputation;
   readonly #scheduler: ProviderScheduler;
@@ -198,7 +199,7 @@ export class NetworkBackend implements ChatBackend {
   /**
    * {@inheritDoc ChatBackend.embed}
    *
-   * The provider's answer is read whole and checked (`_exchanges.ts`).
+   * The provider's answer is read whole and checked (`exchanges.ts`).
    */
   async embed(request: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsReply> {
     const deadline = performance.now() + (this.#options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS);

@@ -34,7 +34,7 @@
  * @module
  */
 
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
 
 /** Default of {@linkcode RequestQueueOptions.maxQueue}: what Ollama queues. */
 export const DEFAULT_MAX_QUEUE = 512;

@@ -29,7 +29,7 @@
  */
 
 import { blendedPrice } from "../../chain/ad.ts";
-import type { ProviderCandidate } from "../gateway/gateway_client.ts";
+import type { ProviderCandidate } from "../gateway/mod.ts";
 
 /** Slots assumed for a provider that advertises no capacity. */
 export const DEFAULT_CAPACITY = 4;

@@ -12,7 +12,7 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, TIER, TIME } from "../surface/schemas.ts";
+import { COUNT, REQUESTED_MODEL, TIER, TIME } from "../surface/mod.ts";
 
 /** The roles of an Ollama chat message. */
 export const OLLAMA_ROLES = ["system", "user", "assistant", "tool"] as const;

@@ -7,12 +7,9 @@
  * @module
  */
 
-import type { NetworkModel } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { formatModelId, parseModelId } from "../core/model_id.ts";
+import { DaemonError, formatModelId, type NetworkModel, parseModelId } from "../core/mod.ts";
 import { JSON_TYPE, NDJSON_TYPE, ollamaHeaders } from "./ollama_reply.ts";
-import type { SurfaceContext } from "../surface/context.ts";
-import { findModel, listNetworkModels, ollamaCapabilities } from "../surface/models.ts";
+import { findModel, listNetworkModels, type SurfaceContext } from "../surface/mod.ts";
 import type {
   OllamaDetails,
   OllamaPullBody,
@@ -20,6 +17,17 @@ import type {
   OllamaShowBody,
   OllamaTag,
 } from "./_ollama_schemas.ts";
+
+/**
+ * A model's Ollama-style capabilities: the backend's own when it gives them, else `embedding`
+ * for an embedding model, `completion` plus `tools` and `vision` as supported for a chat model.
+ */
+function ollamaCapabilities(model: NetworkModel): string[] {
+  if (model.capabilities) return [...model.capabilities];
+  if (model.kind === "embedding") return ["embedding"];
+  const supports = model.supports ?? [];
+  return ["completion", ...["tools", "vision"].filter((c) => supports.includes(c))];
+}
 
 /** The `details` object of a listed model. */
 function details(model: NetworkModel): OllamaDetails {

@@ -19,22 +19,24 @@
  */
 
 import { abbreviate } from "../../errors.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { streamErrorText } from "../core/http_error.ts";
+import { type ChatReply, DaemonError, streamErrorText } from "../core/mod.ts";
 import type { OllamaChatCall, OllamaLoadCall } from "./ollama_request.ts";
-import type { SurfaceContext } from "../surface/context.ts";
-import type { OllamaLine } from "./_ollama_schemas.ts";
-import { type CancelNote, endedByCancel, servedHeaders, serveReply } from "../surface/reply.ts";
-import type { ChatReply } from "../core/backend.ts";
 import {
   type AggregatedReply,
   aggregateReply,
   type AssembledToolCall,
+  type CancelNote,
+  checkLogprobs,
+  endedByCancel,
   ReplyBudget,
+  type ReplyEvent,
+  servedHeaders,
+  serveReply,
+  type SurfaceContext,
+  type TokenLogprob,
   ToolCallAssembler,
-} from "../surface/reply_buffer.ts";
-import type { ReplyEvent, TokenLogprob } from "../surface/reply_events.ts";
-import { checkLogprobs } from "../surface/models.ts";
+} from "../surface/mod.ts";
+import type { OllamaLine } from "./_ollama_schemas.ts";
 
 function kind(value: unknown): string {
   if (value === null) return "null";

@@ -24,9 +24,12 @@
  */
 
 import { abbreviate } from "../../errors.ts";
-import type { ChatRequest, ForwardedChatBody } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { parseModelId } from "../core/model_id.ts";
+import {
+  type ChatRequest,
+  DaemonError,
+  type ForwardedChatBody,
+  parseModelId,
+} from "../core/mod.ts";
 import {
   OLLAMA_CHAT_REQUEST,
   OLLAMA_GENERATE_REQUEST,
@@ -35,7 +38,7 @@ import {
   type OllamaGenerateBody,
   type OllamaMessage,
 } from "./_ollama_schemas.ts";
-import { validate } from "../surface/validate.ts";
+import { validate } from "../surface/mod.ts";
 
 /** A validated `/api/chat` or `/api/generate` request that goes to the network. */
 export interface OllamaChatCall {

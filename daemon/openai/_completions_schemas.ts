@@ -6,7 +6,7 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, USAGE } from "../surface/schemas.ts";
+import { COUNT, REQUESTED_MODEL, USAGE } from "../surface/mod.ts";
 
 /** The body of `POST /v1/completions`. */
 export const COMPLETIONS_REQUEST = z.looseObject({

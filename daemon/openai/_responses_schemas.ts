@@ -6,7 +6,7 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL } from "../surface/schemas.ts";
+import { COUNT, REQUESTED_MODEL } from "../surface/mod.ts";
 
 const PART = z.looseObject({ type: z.string().min(1) }).openapi("ResponseInputPart", {
   description: "`input_text` / `output_text` (`text`), `input_image` (`image_url`).",

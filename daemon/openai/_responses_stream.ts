@@ -6,12 +6,17 @@
  * @module
  */
 
-import type { ToolCallDelta, Usage } from "../core/backend.ts";
-import { streamErrorText } from "../core/http_error.ts";
-import { randomId, type SurfaceContext } from "../surface/context.ts";
-import { type CancelNote, endedByCancel } from "../surface/reply.ts";
-import { ReplyBudget, ToolCallAssembler } from "../surface/reply_buffer.ts";
-import { providerError, type ReplyEvent } from "../surface/reply_events.ts";
+import { streamErrorText, type ToolCallDelta, type Usage } from "../core/mod.ts";
+import {
+  type CancelNote,
+  endedByCancel,
+  providerError,
+  randomId,
+  ReplyBudget,
+  type ReplyEvent,
+  type SurfaceContext,
+  ToolCallAssembler,
+} from "../surface/mod.ts";
 import type { ResponseObject, ResponseOutputItem } from "./_responses_schemas.ts";
 
 /** What builds the response objects of one call (`responses.ts`). */

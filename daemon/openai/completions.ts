@@ -10,20 +10,24 @@
  * @module
  */
 
-import type { ChatRequest, ForwardedChatBody } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { streamErrorText } from "../core/http_error.ts";
-import { parseModelId } from "../core/model_id.ts";
-import { randomId, type SurfaceContext } from "../surface/context.ts";
 import {
+  type ChatRequest,
+  DaemonError,
+  type ForwardedChatBody,
+  parseModelId,
+  streamErrorText,
+} from "../core/mod.ts";
+import {
+  aggregateReply,
   type CancelNote,
   endedByCancel,
   eventStreamHeaders,
   jsonHeaders,
+  randomId,
+  type ReplyEvent,
   serveReply,
-} from "../surface/reply.ts";
-import { aggregateReply } from "../surface/reply_buffer.ts";
-import type { ReplyEvent } from "../surface/reply_events.ts";
+  type SurfaceContext,
+} from "../surface/mod.ts";
 import type { CompletionsBody } from "./_completions_schemas.ts";
 
 /** A validated completions request, as a chat call. */

@@ -12,17 +12,35 @@
  * - Tool calls use string `arguments` (the JSON text), as OpenAI does.
  *
  * The functions here take a validated request (`_openai_schemas.ts`); routing is in
- * `_openai_routes.ts`, hygiene in `hygiene.ts`, error rendering in `http_error.ts`.
+ * `routes.ts`, hygiene in `service/hygiene.ts`, error rendering in `core/http_error.ts`.
  *
  * @module
  */
 
-import type { ChatRequest, ForwardedChatBody, NetworkModel } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { streamErrorText } from "../core/http_error.ts";
-import { formatModelId, parseModelId } from "../core/model_id.ts";
-import { randomId, type SurfaceContext } from "../surface/context.ts";
-import { checkLogprobs, findModel, listNetworkModels } from "../surface/models.ts";
+import {
+  type ChatRequest,
+  DaemonError,
+  formatModelId,
+  type ForwardedChatBody,
+  type NetworkModel,
+  parseModelId,
+  streamErrorText,
+} from "../core/mod.ts";
+import {
+  aggregateReply,
+  type CancelNote,
+  checkLogprobs,
+  endedByCancel,
+  eventStreamHeaders,
+  findModel,
+  jsonHeaders,
+  listNetworkModels,
+  randomId,
+  type ReplyEvent,
+  serveReply,
+  type SurfaceContext,
+  validate,
+} from "../surface/mod.ts";
 import {
   type ChatCompletion,
   type ChatCompletionChunkOut,
@@ -30,16 +48,6 @@ import {
   type OpenAIChatBody,
   type OpenAIModelEntry,
 } from "./_openai_schemas.ts";
-import {
-  type CancelNote,
-  endedByCancel,
-  eventStreamHeaders,
-  jsonHeaders,
-  serveReply,
-} from "../surface/reply.ts";
-import { aggregateReply } from "../surface/reply_buffer.ts";
-import type { ReplyEvent } from "../surface/reply_events.ts";
-import { validate } from "../surface/validate.ts";
 
 /** A validated `POST /v1/chat/completions` request. */
 export interface OpenAIChatCall {

@@ -18,12 +18,21 @@
  * @module
  */
 
-import type { ChatRequest, ForwardedChatBody, Usage } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { parseModelId } from "../core/model_id.ts";
-import { randomId, type SurfaceContext } from "../surface/context.ts";
-import { eventStreamHeaders, jsonHeaders, serveReply } from "../surface/reply.ts";
-import { aggregateReply } from "../surface/reply_buffer.ts";
+import {
+  type ChatRequest,
+  DaemonError,
+  type ForwardedChatBody,
+  parseModelId,
+  type Usage,
+} from "../core/mod.ts";
+import {
+  aggregateReply,
+  eventStreamHeaders,
+  jsonHeaders,
+  randomId,
+  serveReply,
+  type SurfaceContext,
+} from "../surface/mod.ts";
 import { callItem, messageItem, responseEvents } from "./_responses_stream.ts";
 import type { ResponseObject, ResponseOutputItem, ResponsesBody } from "./_responses_schemas.ts";
 

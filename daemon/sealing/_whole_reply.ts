@@ -2,14 +2,13 @@
  * A provider's whole reply (`stream: false`: one `chat.completion` object) read as the chunks
  * the daemon's surfaces consume (private, `sealed_reply.ts`): a read that does not end it is a
  * sign of life ({@linkcode ALIVE}), and the object itself becomes one chunk whose delta is the
- * message. Its fields are checked where every chunk's are (`_reply_events.ts`); here only its
+ * message. Its fields are checked where every chunk's are (`surface/reply_events.ts`); here only its
  * shape is.
  *
  * @module
  */
 
-import type { ChatCompletionChunk, ChunkChoice } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import { type ChatCompletionChunk, type ChunkChoice, DaemonError } from "../core/mod.ts";
 
 /**
  * A chunk that carries nothing: a piece of a whole reply arrived (whitespace the provider sends

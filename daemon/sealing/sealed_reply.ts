@@ -18,9 +18,8 @@
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../../crypto/mod.ts";
 import { readAllLimited } from "../../io/read_limited.ts";
 import { SseError, type SseEvent, SseParser } from "../../io/sse.ts";
-import type { ChatCompletionChunk } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { ProviderBusyError, retryAfterMs } from "../gateway/gateway_client.ts";
+import { type ChatCompletionChunk, DaemonError } from "../core/mod.ts";
+import { ProviderBusyError, retryAfterMs } from "../gateway/mod.ts";
 import { ALIVE, completionChunk, throwIfFailed } from "./_whole_reply.ts";
 
 /** Provider statuses shown to clients as they are; the rest become 502. */

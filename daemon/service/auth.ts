@@ -46,8 +46,20 @@ import type { MiddlewareHandler } from "hono";
 import { join } from "node:path";
 import { removeStaleTemporaryFiles, writeFileAtomic } from "../../io/atomic_write.ts";
 import { SettingError } from "../../settings/mod.ts";
-import type { AuthConfig } from "./config.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
+
+/** Who must present the API key (`DaemonConfig.auth`). */
+export interface AuthConfig {
+  /**
+   * Whether every request but the discovery endpoints needs `Authorization: Bearer <key>`:
+   * always when the daemon listens beyond loopback, and on loopback with `--require-api-key`.
+   */
+  readonly required: boolean;
+  /** The key from `NET_DAEMON_API_KEY`, or `null`. */
+  readonly apiKey: string | null;
+  /** The file to read the key from (`--api-key-file`), or `null`. */
+  readonly apiKeyFile: string | null;
+}
 
 /** The requests served without a key: discovery and liveness, nothing that spends or reveals. */
 export const OPEN_ENDPOINTS: readonly string[] = Object.freeze([

@@ -58,6 +58,7 @@ import { DEFAULT_NETWORK } from "../../chain/network_profile.ts";
 import type { BindAddress } from "../../io/bind_address.ts";
 import { hostScope } from "../../io/host_scope.ts";
 import { LOG_FORMATS, type LogFormat } from "../../io/log.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../http/mod.ts";
 import {
   address,
   bindAddress,
@@ -71,12 +72,11 @@ import {
   text,
   toggle,
 } from "../../settings/mod.ts";
-import { checkApiKey } from "./auth.ts";
-import { networkFor } from "./_network_settings.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "./handler.ts";
+import { type AuthConfig, checkApiKey } from "./auth.ts";
+import { type EvmConfig, networkFor } from "./network_settings.ts";
 import { DEFAULT_ALLOWED_ORIGINS, parseOriginPatterns } from "./hygiene.ts";
-import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS } from "../network/queue.ts";
-import { GatewaySetError, normalizeGatewayUrl } from "../gateway/gateway_url.ts";
+import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS } from "../network/mod.ts";
+import { GatewaySetError, normalizeGatewayUrl } from "../gateway/mod.ts";
 
 /** The default listen address. */
 export const DEFAULT_BIND = "127.0.0.1:11435";
@@ -84,35 +84,7 @@ export const DEFAULT_BIND = "127.0.0.1:11435";
 /** The name of the daemon's folder inside the per-user data directory. */
 export const DATA_DIR_NAME = "net-consumer";
 
-export type { BindAddress };
-
-/** The chain the daemon reads trust roots and measurements from. */
-export interface EvmConfig {
-  /** JSON-RPC endpoint URLs (`http:` or `https:`), tried in order. */
-  readonly rpcUrls: readonly string[];
-  /**
-   * The chain id the endpoint must serve: the profile's, or `null` when `NET_EVM_RPC_URL`
-   * replaced the profile's endpoints (then any chain whose contracts check out is used).
-   */
-  readonly chainId: number | null;
-  /** The Registry contract address, lower case. */
-  readonly registry: `0x${string}`;
-  /** The Staking contract address, lower case (a provider must be bonded). */
-  readonly staking: `0x${string}`;
-}
-
-/** Who must present the API key (`auth.ts`). */
-export interface AuthConfig {
-  /**
-   * Whether every request but the discovery endpoints needs `Authorization: Bearer <key>`:
-   * always when the daemon listens beyond loopback, and on loopback with `--require-api-key`.
-   */
-  readonly required: boolean;
-  /** The key from `NET_DAEMON_API_KEY`, or `null`. */
-  readonly apiKey: string | null;
-  /** The file to read the key from (`--api-key-file`), or `null`. */
-  readonly apiKeyFile: string | null;
-}
+export type { AuthConfig, BindAddress, EvmConfig };
 
 /** The daemon's configuration. */
 export interface DaemonConfig {
@@ -174,7 +146,7 @@ export interface ParseDaemonConfigOptions {
   os?: typeof Deno.build.os;
 }
 
-/** A gateway URL, normalized (`gateway_url.ts`). */
+/** A gateway URL, normalized (`gateway/gateway_url.ts`). */
 const gatewayUrl = defineKind(
   "<url>",
   "an http: or https: URL such as http://127.0.0.1:8701",

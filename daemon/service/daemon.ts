@@ -19,13 +19,17 @@ import { NonceBook, type TrustRoots } from "../../crypto/tee/mod.ts";
 import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
 import type { DaemonConfig, EvmConfig } from "./config.ts";
-import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/gateway_resolver.ts";
+import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
 import { DaemonMetrics } from "./metrics.ts";
-import { NetworkBackend } from "../network/network_backend.ts";
-import type { ProviderTrustOptions } from "../trust/provider_trust.ts";
-import { chainMeasurements, fileMeasurements, registryRecords } from "../trust/trust_sources.ts";
-import { VerdictLog } from "../trust/verdict_log.ts";
+import { NetworkBackend } from "../network/mod.ts";
+import {
+  chainMeasurements,
+  fileMeasurements,
+  type ProviderTrustOptions,
+  registryRecords,
+  VerdictLog,
+} from "../trust/mod.ts";
 
 /** Options of {@linkcode createDaemon}. */
 export interface CreateDaemonOptions {

@@ -1,7 +1,7 @@
 /**
  * The daemon's HTTP service: its routes (`_routes.ts`, both dialects, each declared once with
  * its schemas), its hygiene as middleware (`hygiene.ts`) and its one error mapping
- * (`http_error.ts`), on the project's HTTP layer (`http/`). The handler is a pure
+ * (`core/http_error.ts`), on the project's HTTP layer (`http/`). The handler is a pure
  * `(request) => Promise<Response>`: no `Deno.serve` inside; `main.ts` serves it, tests call it
  * with a `Request`.
  *
@@ -31,21 +31,29 @@
  * @module
  */
 
-import { createService, type ResponseSpec, type Route, type Service } from "../../http/mod.ts";
+import {
+  createService,
+  DEFAULT_MAX_BODY_BYTES,
+  type ResponseSpec,
+  type Route,
+  type Service,
+} from "../../http/mod.ts";
 import { metricsRoute } from "../../http/metrics.ts";
 import { apiKeyAuth, authRefusalHeaders, type FailureThrottle, isOpenRequest } from "./auth.ts";
-import type { ChatBackend } from "../core/backend.ts";
-import { type Dialect, dialectOf, type ErrorLogger, errorResponse } from "../core/http_error.ts";
+import {
+  type ChatBackend,
+  type Dialect,
+  dialectOf,
+  type ErrorLogger,
+  errorResponse,
+} from "../core/mod.ts";
 import { hygiene, parseOriginPatterns } from "./hygiene.ts";
 import { DaemonMetrics } from "./metrics.ts";
 import type { GatewayLister } from "./transparency.ts";
-import type { VerdictLog } from "../trust/verdict_log.ts";
-import type { SurfaceContext } from "../surface/context.ts";
+import type { VerdictLog } from "../trust/mod.ts";
+import { errorResponses, errorSchema, type SurfaceContext } from "../surface/mod.ts";
 import { daemonRoutes, SHARED_ERROR_RESPONSES } from "./_routes.ts";
-import { errorResponses, errorSchema } from "../surface/schemas.ts";
 
-/** Default request body limit: 4 MiB. */
-export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Default wait for the first chunk of a reply (and for a model list): 5 minutes. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 300_000;
 /** Default wait between two chunks of a reply: 2 minutes. */

@@ -32,7 +32,7 @@
 
 import type { MiddlewareHandler } from "hono";
 import { abbreviate, ReasonError } from "../../errors.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
 
 /** The loopback hostnames always allowed in `Host`. */
 export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([

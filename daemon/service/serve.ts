@@ -9,7 +9,7 @@
  * then be relayed and generated for nobody (denoland/deno#21653). The server here (Node's
  * `node:http`, as Deno provides it) watches every connection: when a client closes it before its
  * response is complete, the request's `signal` aborts at once, and a response body being
- * written is cancelled (which aborts the request in the daemon, `_reply.ts`).
+ * written is cancelled (which aborts the request in the daemon, `surface/reply.ts`).
  *
  * What the handler sees is a standard `Request` (URL on the bound address, the client's headers
  * as sent, the body as a stream); what it returns is written as it is: its status and headers,

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type VerdictLog, verdictToJson } from "../trust/verdict_log.ts";
+import { type VerdictLog, verdictToJson } from "../trust/mod.ts";
 
 /** A gateway as listed by `GET /v1/gateways` (the shape of `GatewayEntryJson`). */
 export interface ListedGateway {

@@ -1,12 +1,11 @@
 /**
- * What the surfaces (`openai.ts`, `ollama.ts`) share: the backend and the outside world, as
+ * What the dialects (`openai/`, `ollama/`) share: the backend and the outside world, as
  * resolved by `createDaemonService`.
  *
  * @module
  */
 
-import type { ChatBackend } from "../core/backend.ts";
-import type { ErrorLogger } from "../core/http_error.ts";
+import type { ChatBackend, ErrorLogger } from "../core/mod.ts";
 
 /** The resolved dependencies and limits of one daemon handler. */
 export interface SurfaceContext {

@@ -1,8 +1,8 @@
 /**
- * Embeddings in both dialects: `POST /v1/embeddings` (OpenAI: floats or base64, `dimensions`),
- * `POST /api/embed` and the older `POST /api/embeddings` (Ollama). Each request is sealed to a
- * provider like a chat (`ChatBackend.embed`: same selection, trust, tiers and failover); the
- * daemon asks for floats and encodes base64 itself.
+ * What the embeddings endpoints of every dialect share (`openai/embeddings.ts`,
+ * `ollama/embed.ts`): each request is sealed to a provider like a chat (`ChatBackend.embed`:
+ * same selection, trust, tiers and failover); the daemon asks for floats, and a dialect encodes
+ * them as it speaks.
  *
  * Before anything is sent, the model must be one the network lists as an embedding model (a
  * chat model is refused with 400), and `dimensions` must be one it can give: its own length,
@@ -12,22 +12,28 @@
  * @module
  */
 
-import type { EmbeddingsReply, EmbeddingsRequest, NetworkModel } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { parseModelId } from "../core/model_id.ts";
-import { servedHeaders } from "./reply.ts";
+import {
+  DaemonError,
+  type EmbeddingsReply,
+  type EmbeddingsRequest,
+  type NetworkModel,
+  parseModelId,
+  requestController,
+  withTimeout,
+} from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
-import { requestController, withTimeout } from "../core/deadlines.ts";
 import { findModel, listNetworkModels } from "./models.ts";
-import type {
-  OllamaEmbedBody,
-  OllamaEmbeddingsBody,
-  OpenAIEmbeddings,
-  OpenAIEmbeddingsBody,
-} from "./embeddings_schemas.ts";
+import { servedHeaders } from "./reply.ts";
+import { MAX_EMBEDDING_INPUTS } from "./schemas.ts";
+
+/** What an embeddings route's documentation says, in every dialect. */
+export const EMBEDDINGS_DESCRIPTION: string =
+  "Sealed to a provider like a chat (same tiers, trust and failover). The model must be an " +
+  "embedding model (a chat model: 400); `dimensions` other than the model's own length needs " +
+  `its \`dimensions\` capability. At most ${MAX_EMBEDDING_INPUTS} inputs per request.`;
 
 /** One embeddings call, whatever the dialect. */
-interface EmbedCall {
+export interface EmbedCall {
   /** The model id as the client wrote it. */
   readonly requestedModel: unknown;
   /** The inputs. */
@@ -73,7 +79,7 @@ function checkModel(model: NetworkModel | undefined, call: EmbedCall): void {
  *
  * @throws {DaemonError} a refusal (`invalid_request_error`, `model_not_found`, the backend's).
  */
-async function runEmbed(
+export async function runEmbed(
   context: SurfaceContext,
   call: EmbedCall,
   httpRequest: Request,
@@ -124,7 +130,8 @@ async function runEmbed(
   }
 }
 
-function jsonResponse(body: unknown, reply: EmbeddingsReply): Response {
+/** An embeddings answer: `body` as JSON, with the served-by headers of `reply`. */
+export function embeddingsResponse(body: unknown, reply: EmbeddingsReply): Response {
   return new Response(JSON.stringify(body), {
     headers: {
       "content-type": "application/json; charset=utf-8",
@@ -133,90 +140,4 @@ function jsonResponse(body: unknown, reply: EmbeddingsReply): Response {
       ...servedHeaders(reply.served),
     },
   });
-}
-
-/** A vector as base64 of its little-endian float32 bytes (OpenAI's `encoding_format: base64`). */
-export function base64Vector(vector: readonly number[]): string {
-  const floats = new Float32Array(vector);
-  const bytes = new Uint8Array(floats.buffer);
-  if (new Uint16Array(new Uint8Array([1, 0]).buffer)[0] !== 1) {
-    for (let i = 0; i < bytes.length; i += 4) bytes.subarray(i, i + 4).reverse();
-  }
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(text);
-}
-
-/**
- * Serves `POST /v1/embeddings`.
- *
- * @throws {DaemonError} a refusal, rendered in the OpenAI dialect.
- */
-export async function serveOpenAIEmbeddings(
-  context: SurfaceContext,
-  served: { body: OpenAIEmbeddingsBody; request: Request },
-): Promise<Response> {
-  const { body } = served;
-  const reply = await runEmbed(context, {
-    requestedModel: body.model,
-    input: body.input,
-    dimensions: body.dimensions,
-  }, served.request);
-  const base64 = body.encoding_format === "base64";
-  const answer: OpenAIEmbeddings = {
-    object: "list",
-    data: reply.vectors.map((vector, index) => ({
-      object: "embedding",
-      index,
-      embedding: base64 ? base64Vector(vector) : vector,
-    })),
-    model: body.model as string,
-    usage: { prompt_tokens: reply.promptTokens, total_tokens: reply.promptTokens },
-  };
-  return jsonResponse(answer, reply);
-}
-
-/**
- * Serves `POST /api/embed`: `{model, embeddings, total_duration, load_duration,
- * prompt_eval_count}`.
- *
- * @throws {DaemonError} a refusal, rendered in the Ollama dialect.
- */
-export async function serveOllamaEmbed(
-  context: SurfaceContext,
-  served: { body: OllamaEmbedBody; request: Request },
-): Promise<Response> {
-  const { body } = served;
-  const started = performance.now();
-  const reply = await runEmbed(context, {
-    requestedModel: body.model,
-    input: typeof body.input === "string" ? [body.input] : body.input,
-    dimensions: body.dimensions,
-  }, served.request);
-  return jsonResponse({
-    model: body.model,
-    embeddings: reply.vectors,
-    total_duration: Math.round((performance.now() - started) * 1e6),
-    load_duration: 0,
-    prompt_eval_count: reply.promptTokens,
-  }, reply);
-}
-
-/**
- * Serves the older `POST /api/embeddings`: `{embedding}` for one `prompt`.
- *
- * @throws {DaemonError} a refusal, rendered in the Ollama dialect.
- */
-export async function serveOllamaEmbeddings(
-  context: SurfaceContext,
-  served: { body: OllamaEmbeddingsBody; request: Request },
-): Promise<Response> {
-  const { body } = served;
-  const reply = await runEmbed(context, {
-    requestedModel: body.model,
-    input: body.prompt,
-  }, served.request);
-  return jsonResponse({ embedding: reply.vectors[0] }, reply);
 }

@@ -5,11 +5,16 @@
  * @module
  */
 
-import type { ChatRequest, NetworkModel } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
-import { isNetworkModelId, type ModelId } from "../core/model_id.ts";
+import {
+  type ChatRequest,
+  DaemonError,
+  isNetworkModelId,
+  type ModelId,
+  type NetworkModel,
+  requestController,
+  withTimeout,
+} from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
-import { requestController, withTimeout } from "../core/deadlines.ts";
 
 const PRICE = /^(0|[1-9][0-9]{0,77})$/;
 
@@ -85,17 +90,6 @@ export function findModel(
   id: ModelId,
 ): NetworkModel | undefined {
   return models.find((m) => m.tier === id.tier && m.model === id.model);
-}
-
-/**
- * A model's Ollama-style capabilities: the backend's own when it gives them, else `embedding`
- * for an embedding model, `completion` plus `tools` and `vision` as supported for a chat model.
- */
-export function ollamaCapabilities(model: NetworkModel): string[] {
-  if (model.capabilities) return [...model.capabilities];
-  if (model.kind === "embedding") return ["embedding"];
-  const supports = model.supports ?? [];
-  return ["completion", ...["tools", "vision"].filter((c) => supports.includes(c))];
 }
 
 /**

@@ -3,19 +3,27 @@
  * reply (with a first-byte timeout, and a check that it was served in the tier asked for), the
  * headers naming who served it, the streamed body a dialect's text pieces become, and a client's
  * cancel, noted once and never reported as an error. Reading the reply is
- * `_reply_events.ts`; buffering it, `_reply_buffer.ts`.
+ * `reply_events.ts`; buffering it, `reply_buffer.ts`.
  *
  * @module
  */
 
 import { setImmediate } from "node:timers";
-import type { ChatReply, ChatRequest, ServedBy, Tier } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import {
+  type ChatReply,
+  type ChatRequest,
+  ClientGone,
+  clientGone,
+  DaemonError,
+  requestController,
+  type ServedBy,
+  type Tier,
+  withTimeout,
+} from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
-import { ClientGone, clientGone, requestController, withTimeout } from "../core/deadlines.ts";
 import { type ReplyEvent, replyEvents } from "./reply_events.ts";
 
-/** The events of a reply, as `_reply_events.ts` reads them. */
+/** The events of a reply, as `reply_events.ts` reads them. */
 export type ReplyEvents = AsyncGenerator<ReplyEvent, void, undefined>;
 
 /** What the log says of a request its client cancelled: `what` was cancelled `when`. */

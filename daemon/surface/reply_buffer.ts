@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ToolCallDelta, Usage } from "../core/backend.ts";
+import type { ToolCallDelta, Usage } from "../core/mod.ts";
 import { randomId, type SurfaceContext } from "./context.ts";
 import { providerError, type ReplyEvent, type TokenLogprob } from "./reply_events.ts";
 

@@ -1,16 +1,20 @@
 /**
  * A provider's reply read as validated events. The chunks are data from the network: every
  * field the surface uses is checked, and a reply that breaks the backend contract
- * (`backend.ts`) becomes a `provider_error`.
+ * (`core/backend.ts`) becomes a `provider_error`.
  *
  * @module
  */
 
 import { abbreviate } from "../../errors.ts";
-import type { ChatReply, ToolCallDelta, Usage } from "../core/backend.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import {
+  type ChatReply,
+  DaemonError,
+  idleWatchdog,
+  type ToolCallDelta,
+  type Usage,
+} from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
-import { idleWatchdog } from "../core/deadlines.ts";
 
 /** One validated piece of a reply, in the order the provider sent it (usage always last). */
 export type ReplyEvent =

@@ -1,16 +1,19 @@
 /**
- * The schemas both dialects share: times, tiers, token usage, the model id, the two error
- * shapes and the error answers each kind of operation documents. Module-private: nothing the
- * package exports refers to a schema (JSR's slow-types rule); the dialects' own schemas are in
- * `_openai_schemas.ts` and `_ollama_schemas.ts`.
+ * The schemas both dialects share: times, tiers, token usage, the model id, embeddings inputs,
+ * the two error shapes, and how an operation's answers are documented (the error answers of each
+ * kind of operation, a body whole or streamed). Nothing the package exports refers to a schema
+ * (JSR's slow-types rule); the dialects' own schemas are in `openai/` and `ollama/`.
  *
  * @module
  */
 
-import { type ResponseSpec, z } from "../../http/mod.ts";
-import { DAEMON_ERROR_STATUS, type DaemonErrorCode } from "../core/daemon_error.ts";
-import type { Dialect } from "../core/http_error.ts";
-import { MODEL_ID_FORMAT } from "../core/model_id.ts";
+import { json, type MediaSpec, type ResponseSpec, z } from "../../http/mod.ts";
+import {
+  DAEMON_ERROR_STATUS,
+  type DaemonErrorCode,
+  type Dialect,
+  MODEL_ID_FORMAT,
+} from "../core/mod.ts";
 
 /** An RFC 3339 time. */
 export const TIME = z.iso.datetime({ offset: true }).openapi("Time");
@@ -143,3 +146,79 @@ export const SERVED_HEADERS = z.object({
     description: "Why it was trusted, e.g. `endorsed-key by 0x07c5…, on-chain trust root`.",
   }),
 });
+
+/** Most inputs one embeddings request may carry (OpenAI's own limit). */
+export const MAX_EMBEDDING_INPUTS = 2048;
+
+function isText(value: unknown): boolean {
+  return typeof value === "string" && value !== "";
+}
+
+function isTokenIds(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0 &&
+    value.every((id) => Number.isSafeInteger(id) && id >= 0);
+}
+
+/**
+ * Embeddings inputs, checked with one clear message each: a non-empty string, non-empty token
+ * ids, or an array of at most {@linkcode MAX_EMBEDDING_INPUTS} of either (`tokenIds`: OpenAI's).
+ * The dialect documents the shapes (`.openapi({ anyOf })`).
+ */
+export function embeddingInputs(tokenIds: boolean): z.ZodType<unknown> {
+  const shapes = tokenIds
+    ? "a non-empty string, an array of token ids, or an array of those"
+    : "a non-empty string or an array of non-empty strings";
+  return z.unknown().superRefine((value, ctx) => {
+    const fail = (message: string) => ctx.addIssue({ code: "custom", input: value, message });
+    if (isText(value) || (tokenIds && isTokenIds(value))) return;
+    if (!Array.isArray(value) || value.length === 0) return fail(`must be ${shapes}`);
+    if (value.length > MAX_EMBEDDING_INPUTS) {
+      return fail(
+        `has ${value.length} inputs, more than the ${MAX_EMBEDDING_INPUTS} one request may carry`,
+      );
+    }
+    const bad = value.findIndex((item) => !isText(item) && !(tokenIds && isTokenIds(item)));
+    if (bad >= 0) {
+      ctx.addIssue({
+        code: "custom",
+        input: value[bad],
+        path: [bad],
+        message: `must be ${tokenIds ? "a non-empty string or token ids" : "a non-empty string"}`,
+      });
+    }
+  });
+}
+
+/**
+ * The body of an answer given whole (`application/json`, `whole`) or streamed: the stream's
+ * media type, what it is, and the schema of each of its events or lines.
+ */
+export function wholeOrStreamed(
+  whole: z.ZodType,
+  stream: { type: "text/event-stream" | "application/x-ndjson"; text: string; item: z.ZodType },
+): Record<string, MediaSpec> {
+  return {
+    "application/json": { schema: whole },
+    [stream.type]: {
+      schema: z.string().openapi({ description: stream.text }),
+      itemSchema: stream.item,
+    },
+  };
+}
+
+/** One JSON answer and the error answers of an operation. */
+export function answers(
+  dialect: Dialect,
+  kind: OperationKind,
+  ok: ResponseSpec,
+  extra: Record<number, string> = {},
+): Record<number, ResponseSpec> {
+  const content = json(errorSchema(dialect));
+  return {
+    200: ok,
+    ...errorResponses(dialect, kind),
+    ...Object.fromEntries(
+      Object.entries(extra).map(([status, description]) => [status, { description, content }]),
+    ),
+  };
+}

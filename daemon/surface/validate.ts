@@ -8,8 +8,7 @@
  */
 
 import { describeIssue, HttpRequestError, type z } from "../../http/mod.ts";
-import type { DaemonError } from "../core/daemon_error.ts";
-import { toDaemonError } from "../core/http_error.ts";
+import { type DaemonError, toDaemonError } from "../core/mod.ts";
 
 /**
  * Parses `value` with `schema`. `under` names the field `value` sits in (e.g. `options`), so

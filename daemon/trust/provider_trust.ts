@@ -37,9 +37,8 @@ import {
   type TrustRoots,
   verifyAttestation,
 } from "../../crypto/tee/mod.ts";
-import type { Tier } from "../core/backend.ts";
-import { DaemonError, type DaemonErrorCode } from "../core/daemon_error.ts";
-import type { GatewayClient, ProviderCandidate } from "../gateway/gateway_client.ts";
+import { DaemonError, type DaemonErrorCode, type Tier } from "../core/mod.ts";
+import type { GatewayClient, ProviderCandidate } from "../gateway/mod.ts";
 
 /** A provider's on-chain record, as the daemon needs it. */
 export interface RegistryRecord {

@@ -20,7 +20,7 @@
 import type { Address } from "viem";
 import { type ChainClient, readApprovedMeasurements, readProvider } from "../../chain/mod.ts";
 import { ApprovedMeasurements } from "../../crypto/tee/mod.ts";
-import { DaemonError } from "../core/daemon_error.ts";
+import { DaemonError } from "../core/mod.ts";
 import type { RegistryRecord } from "./provider_trust.ts";
 
 /** Options of the chain-backed sources. */

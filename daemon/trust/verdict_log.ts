@@ -27,8 +27,7 @@
  * @module
  */
 
-import type { Tier } from "../core/backend.ts";
-import type { DaemonErrorCode } from "../core/daemon_error.ts";
+import type { DaemonErrorCode, Tier } from "../core/mod.ts";
 
 /** One verification verdict. */
 export interface VerdictRecord {

@@ -55,7 +55,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
   let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
     Promise.resolve(new Response());
-  // Served as `main.ts` serves it (`serve.ts`), so a client's leaving is seen as in production.
+  // Served as `main.ts` serves it (`daemon/service/serve.ts`), so a client's leaving is seen as in production.
   const server = await serveDaemon((req, info) => handler(req, info), {
     hostname: "127.0.0.1",
     port: 0,

@@ -1,6 +1,6 @@
 /**
  * Found by review: `GatewayResolver.resolve` shares one connect between concurrent callers,
- * but runs it under the *first* caller's AbortSignal (`gateway_resolver.ts`, `resolve`:
+ * but runs it under the *first* caller's AbortSignal (`daemon/gateway/gateway_resolver.ts`, `resolve`:
  * `this.#connecting ??= this.#connect(signal)`).
  *
  * Defect: when the client whose request started the connect goes away (or its request times

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { loadGatewayCache, saveGatewayCache } from "../../../daemon/gateway/gateway_cache.ts";
-import { askPeer, parseGatewayList } from "../../../daemon/gateway/gateway_list.ts";
+import { parseGatewayList } from "../../../daemon/gateway/gateway_list.ts";
+import { askPeer } from "../../../daemon/gateway/gateway_peer.ts";
 import { GatewaySet } from "../../../daemon/gateway/gateway_set.ts";
 import {
   GATEWAY_LIMITS,

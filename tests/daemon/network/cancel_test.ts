@@ -114,7 +114,7 @@ Deno.test("cancel while queued (both dialects): the request leaves the queue at 
   );
   await eventually(() => s.provider.inFlight === SLOTS, 5000, () => `${s.provider.inFlight}`);
   // Prompts over a kilobyte: their bodies arrive in more than one read (Deno.serve would not
-  // notice these clients leaving while they wait; `serve.ts`).
+  // notice these clients leaving while they wait; `daemon/service/serve.ts`).
   const queued = (["openai", "ollama"] as const).map((dialect) => {
     const abort = new AbortController();
     const done = chat(s.daemon.url, { dialect, signal: abort.signal, content: words(400) })

@@ -9,7 +9,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { createGatewayKey, generateKeyPair, NonceBook } from "../../../crypto/mod.ts";
 import { GatewayResolver } from "../../../daemon/gateway/gateway_resolver.ts";
 import { GatewaySet } from "../../../daemon/gateway/gateway_set.ts";
-import type { BackendMetrics } from "../../../daemon/service/metrics.ts";
+import type { BackendMetrics } from "../../../daemon/network/backend_metrics.ts";
 import { NetworkBackend } from "../../../daemon/network/network_backend.ts";
 import { ProviderReputation } from "../../../daemon/network/provider_reputation.ts";
 import { ProviderScheduler } from "../../../daemon/network/scheduler.ts";

@@ -4,7 +4,7 @@
  *
  * Architecture §3: a provider is *bonded* when the Registry lists it active **and** its stake in
  * the canonical Staking contract is at least the minimum bond; the indexer lists only bonded
- * providers as live-verified. The daemon's chain check (`provider_trust.ts`,
+ * providers as live-verified. The daemon's chain check (`daemon/trust/provider_trust.ts`,
  * `registryMismatch`) reads only the Registry record (registered, active, tier, trust root,
  * commitment) and never the stake: a provider that unstaked (or was never staked above the
  * bond) keeps receiving sealed requests while the indexer reports it as not bonded. In the

@@ -1,8 +1,8 @@
 /**
  * The daemon's network from its settings: the selected profile (`chain/network_profile.ts`),
  * each `NET_EVM_*` variable overriding its one field, or no chain at all with
- * `--insecure-gateway-keys` (which then cannot be combined with those variables). Private to
- * `config.ts`.
+ * `--insecure-gateway-keys` (which then cannot be combined with those variables); and
+ * {@linkcode EvmConfig}, the chain the daemon's configuration names. Used by `config.ts`.
  *
  * @module
  */
@@ -13,8 +13,22 @@ import {
   resolveNetworkProfile,
 } from "../../chain/network_profile.ts";
 import { SettingError } from "../../settings/mod.ts";
-import type { DaemonConfig, EvmConfig } from "./config.ts";
-import { GatewaySetError, normalizeGatewayUrl } from "../gateway/gateway_url.ts";
+import { GatewaySetError, normalizeGatewayUrl } from "../gateway/mod.ts";
+
+/** The chain the daemon reads trust roots and measurements from. */
+export interface EvmConfig {
+  /** JSON-RPC endpoint URLs (`http:` or `https:`), tried in order. */
+  readonly rpcUrls: readonly string[];
+  /**
+   * The chain id the endpoint must serve: the profile's, or `null` when `NET_EVM_RPC_URL`
+   * replaced the profile's endpoints (then any chain whose contracts check out is used).
+   */
+  readonly chainId: number | null;
+  /** The Registry contract address, lower case. */
+  readonly registry: `0x${string}`;
+  /** The Staking contract address, lower case (a provider must be bonded). */
+  readonly staking: `0x${string}`;
+}
 
 /** The settings that decide the network, with the names they were given under. */
 export interface NetworkSettings {
@@ -35,7 +49,7 @@ export interface NetworkSettings {
 /** What the daemon's configuration takes from the network. */
 export interface NetworkChoice {
   /** The profile's name and source, or `null` without a chain. */
-  network: DaemonConfig["network"];
+  network: { readonly name: string; readonly source: string } | null;
   /** The chain to anchor trust on, or `null` without one. */
   evm: EvmConfig | null;
   /** The profile's gateways, normalized. */
