@@ -6,7 +6,8 @@
 
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { createChainClient, scanSettlements } from "../../chain/mod.ts";
+import { createChainClient } from "../../chain/mod.ts";
+import { scanSettlements } from "../../chain/settlements.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
