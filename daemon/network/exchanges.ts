@@ -21,7 +21,8 @@ import { type ModelKind, modelKind } from "../../chain/ad.ts";
 import { checkedEmbeddings } from "./_embeddings_reply.ts";
 import type { ProviderCandidate } from "../gateway/mod.ts";
 import type { Lease } from "./scheduler.ts";
-import { openSealedJson, openSealedReply, type SealedChat } from "../sealing/mod.ts";
+import type { SealedHttpRequest } from "../../crypto/mod.ts";
+import { openSealedJson, openSealedReply } from "../sealing/mod.ts";
 
 /** A request the backend seals: a chat or an embeddings request. */
 export type Sealable = ChatRequest | EmbeddingsRequest;
@@ -46,7 +47,7 @@ export interface Exchange<R> {
    * (whose ad says what its answer must be).
    */
   open(
-    sealed: SealedChat,
+    sealed: Pick<SealedHttpRequest, "openResponse">,
     stream: ReadableStream<Uint8Array>,
     lease: Lease,
     signal: AbortSignal,
@@ -56,7 +57,8 @@ export interface Exchange<R> {
 
 /**
  * A chat: the reply opened up to its first chunk (or, for a whole reply, its head); its chunks
- * then hold the slot until they end or the request (`signal`) is aborted. `onUsage` sees the
+ * then hold the slot until they end or the request (`signal`) is aborted (the backend frees it
+ * earlier, once the relayed reply has come in whole). `onUsage` sees the
  * reply's last usage once, when it ends. A request for a whole reply (`request.whole`) asks
  * the provider for one `chat.completion` (`stream: false`): one JSON document to seal and open
  * instead of an event per token.
