@@ -56,7 +56,7 @@ ENV DENO_NO_UPDATE_CHECK=1 \
 # version check runs it here, on the runtime's own libraries.
 COPY --from=anvil /usr/local/bin/anvil /usr/local/bin/anvil
 RUN /usr/local/bin/anvil --version \
-  && mkdir -p /app /var/lib/net-consumer/indexer /var/lib/net-consumer/daemon \
+  && mkdir -p /app /var/lib/net-consumer/indexer /var/lib/net-consumer/daemon /var/lib/net-consumer/devnet \
   && chown -R deno:deno /app /var/lib/net-consumer
 
 WORKDIR /app

@@ -7,6 +7,8 @@
  * deno run --no-config --allow-net --allow-env=NET_STATS_BIND packaging/healthcheck.ts --indexer
  * # the daemon, wherever NET_DAEMON_BIND puts it
  * deno run --no-config --allow-net --allow-env=NET_DAEMON_BIND packaging/healthcheck.ts --daemon
+ * # the devnet, from the network profile it writes once everything serves (its first gateway)
+ * deno run --no-config --allow-net --allow-read packaging/healthcheck.ts --profile .devnet/network.json
  * # any URL (the devnet's gateway)
  * deno run --no-config --allow-net packaging/healthcheck.ts http://127.0.0.1:8701/v1/gateways
  * ```
@@ -57,19 +59,47 @@ export function serviceUrl(service: keyof typeof SERVICES, bind: string | undefi
 }
 
 /**
- * Why an indexer's `/health` body says it cannot serve its history, or null when it can:
- * `settlements.stopped` (the store cannot be used by this process).
+ * Why an indexer's `/health` body says its settlement history cannot be used, or null when
+ * it can: it stopped for good (`settlements.stopped`), or its last pass failed because the
+ * store cannot be reached or opened (`store_unavailable`: an unwritable data directory, a
+ * database that does not answer).
  */
 export function indexerBodyProblem(body: string): string | null {
-  let parsed: { settlements?: { stopped?: unknown } };
+  let parsed: {
+    settlements?: {
+      stopped?: unknown;
+      failing?: unknown;
+      last_error?: { code?: unknown; message?: unknown } | null;
+    };
+  };
   try {
     parsed = JSON.parse(body);
   } catch {
     return "the body is not JSON";
   }
-  const stopped = parsed?.settlements?.stopped;
-  if (typeof stopped === "string") return `the settlement history stopped: ${stopped}`;
+  const history = parsed?.settlements;
+  if (typeof history?.stopped === "string") {
+    return `the settlement history stopped: ${history.stopped}`;
+  }
+  if (history?.failing === true && history.last_error?.code === "store_unavailable") {
+    return `the settlement history store is unavailable: ${history.last_error.message}`;
+  }
   return null;
+}
+
+/** The URL `--profile` probes: the first gateway's `/v1/gateways` of a network profile file. */
+export async function profileUrl(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new Error(`cannot read the network profile ${path}: ${(error as Error).message}`);
+  }
+  const gateway = (JSON.parse(text) as { gateways?: unknown }).gateways;
+  if (!Array.isArray(gateway) || typeof gateway[0] !== "string") {
+    throw new Error(`the network profile ${path} lists no gateway`);
+  }
+  return new URL("/v1/gateways", gateway[0]).href;
 }
 
 /** The default time allowed for the whole answer, in milliseconds. */
@@ -122,8 +152,11 @@ export async function probeHealth(
   }
 }
 
+/** A profile that cannot be read yet: unhealthy (exit 1), not a usage error. */
+class ProbeFailure extends Error {}
+
 const USAGE = "Usage: deno run --no-config --allow-net [--allow-env] packaging/healthcheck.ts " +
-  "[--timeout-ms <n>] --indexer | --daemon | <url>";
+  "[--timeout-ms <n>] --indexer | --daemon | --profile <file> | <url>";
 
 /** Runs the probe for a command line; returns the exit code (0 healthy, 1 not, 2 usage). */
 export async function healthcheckMain(
@@ -141,14 +174,20 @@ export async function healthcheckMain(
         "timeout-ms": { type: "string" },
         indexer: { type: "boolean" },
         daemon: { type: "boolean" },
+        profile: { type: "string" },
       },
     });
     const service = values.indexer ? "indexer" : values.daemon ? "daemon" : undefined;
-    const wanted = (values.indexer ? 1 : 0) + (values.daemon ? 1 : 0) + positionals.length;
+    const wanted = (values.indexer ? 1 : 0) + (values.daemon ? 1 : 0) +
+      (values.profile !== undefined ? 1 : 0) + positionals.length;
     if (wanted !== 1) {
-      throw new Error(`expected one of --indexer, --daemon or a URL, found ${wanted}`);
+      throw new Error(`expected one of --indexer, --daemon, --profile or a URL, found ${wanted}`);
     }
-    if (service) {
+    if (values.profile !== undefined) {
+      url = await profileUrl(values.profile).catch((error) => {
+        throw new ProbeFailure(error.message);
+      });
+    } else if (service) {
       url = serviceUrl(service, env(SERVICES[service].variable));
       if (service === "indexer") bodyProblem = indexerBodyProblem;
     } else {
@@ -160,6 +199,10 @@ export async function healthcheckMain(
       throw new Error(`--timeout-ms must be a whole number of milliseconds, found "${timeout}"`);
     }
   } catch (error) {
+    if (error instanceof ProbeFailure) {
+      console.error(`healthcheck: unhealthy: ${error.message}`);
+      return 1;
+    }
     console.error(`healthcheck: ${(error as Error).message}\n${USAGE}`);
     return 2;
   }
