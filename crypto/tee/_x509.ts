@@ -115,16 +115,23 @@ function fail(what: string): never {
   throw new ParseFailure(what);
 }
 
-function decodeDer(der: Uint8Array): asn1js.AsnType {
+/** Decodes exactly one DER object (no trailing bytes) or throws a plain `Error`. */
+export function decodeDer(der: Uint8Array): asn1js.AsnType {
   const parsed = asn1js.fromBER(der as Uint8Array<ArrayBuffer>);
   if (parsed.offset === -1) fail(`not DER (${parsed.result.error || "decoding failed"})`);
   if (parsed.offset !== der.length) {
     fail(`${der.length - parsed.offset} bytes follow the DER object`);
   }
+  // The decoder tolerates lengths that disagree with the content it reads (a constructed
+  // element shorter than its children, indefinite lengths): re-encoding must give the input.
+  if (!equalBytes(new Uint8Array(parsed.result.toBER(false)), der)) {
+    fail("it is not in DER (an element's length or encoding is not canonical)");
+  }
   return parsed.result;
 }
 
-function commonName(name: pkijs.RelativeDistinguishedNames): string {
+/** The common name of a distinguished name, or "". */
+export function commonName(name: pkijs.RelativeDistinguishedNames): string {
   for (const entry of name.typesAndValues) {
     if (entry.type === OID_CN) {
       const value = (entry.value as { valueBlock?: { value?: unknown } }).valueBlock?.value;
@@ -134,7 +141,8 @@ function commonName(name: pkijs.RelativeDistinguishedNames): string {
   return "";
 }
 
-function rawName(name: pkijs.RelativeDistinguishedNames): Uint8Array {
+/** The DER of a decoded distinguished name, as it was encoded. */
+export function rawName(name: pkijs.RelativeDistinguishedNames): Uint8Array {
   const raw = name.valueBeforeDecode;
   if (!raw || raw.byteLength === 0) fail("a name has no encoding");
   return new Uint8Array(raw);
@@ -147,6 +155,16 @@ function signatureAlgorithmOf(
   const outerDer = new Uint8Array(outer.toSchema().toBER());
   const innerDer = new Uint8Array(inner.toSchema().toBER());
   if (!equalBytes(outerDer, innerDer)) fail("the inner and outer signature algorithms differ");
+  return readSignatureAlgorithm(outer);
+}
+
+/**
+ * The signature algorithm an algorithm identifier names: ECDSA with SHA-256/384/512, or
+ * RSASSA-PSS with MGF1 of the same hash.
+ *
+ * @throws {Error} naming the unsupported algorithm (callers wrap it in their own error).
+ */
+export function readSignatureAlgorithm(outer: pkijs.AlgorithmIdentifier): SignatureAlgorithm {
   const ecdsa = ECDSA_HASHES[outer.algorithmId];
   if (ecdsa) return { kind: "ecdsa", hash: ecdsa };
   if (outer.algorithmId === OID_RSASSA_PSS) {
@@ -167,7 +185,7 @@ function signatureAlgorithmOf(
 
 function publicKeyOf(info: pkijs.PublicKeyInfo): PublicKey {
   const algorithm = info.algorithm.algorithmId;
-  const keyBits = new Uint8Array(info.subjectPublicKey.valueBlock.valueHexView);
+  const keyBits = bitStringBytes(info.subjectPublicKey, "the public key");
   if (algorithm === OID_EC_PUBLIC_KEY) {
     const params = info.algorithm.algorithmParams;
     const curveOid = params instanceof asn1js.ObjectIdentifier ? params.valueBlock.toString() : "";
@@ -192,7 +210,16 @@ function publicKeyOf(info: pkijs.PublicKeyInfo): PublicKey {
   return fail(`public key algorithm ${algorithm} is not supported`);
 }
 
-function serialHex(value: asn1js.Integer): string {
+/** The bytes of a BIT STRING that must be whole bytes (a key or a signature). */
+export function bitStringBytes(bits: asn1js.BitString, what: string): Uint8Array {
+  if (bits.valueBlock.unusedBits !== 0) {
+    fail(`${what} has ${bits.valueBlock.unusedBits} unused bits, expected whole bytes`);
+  }
+  return new Uint8Array(bits.valueBlock.valueHexView);
+}
+
+/** A serial number as lower-case hex without leading zero bytes. */
+export function serialHex(value: asn1js.Integer): string {
   const bytes = new Uint8Array(value.valueBlock.valueHexView);
   let start = 0;
   while (start < bytes.length - 1 && bytes[start] === 0) start++;
@@ -262,7 +289,7 @@ function parseCertificateUncached(der: Uint8Array, context: CertContext): Certif
       notBefore: cert.notBefore.value,
       notAfter: cert.notAfter.value,
       signatureAlgorithm: signatureAlgorithmOf(cert.signatureAlgorithm, cert.signature),
-      signature: new Uint8Array(cert.signatureValue.valueBlock.valueHexView),
+      signature: bitStringBytes(cert.signatureValue, "the signature"),
       publicKey: publicKeyOf(cert.subjectPublicKeyInfo),
       extensions,
       basicConstraints: basic ? readBasicConstraints(basic.value) : null,
@@ -363,7 +390,7 @@ function parseRevocationListUncached(der: Uint8Array, context: CertContext): Rev
       nextUpdate: crl.nextUpdate.value,
       revoked,
       signatureAlgorithm: signatureAlgorithmOf(crl.signatureAlgorithm, crl.signature),
-      signature: new Uint8Array(crl.signatureValue.valueBlock.valueHexView),
+      signature: bitStringBytes(crl.signatureValue, "the signature"),
     };
   } catch (cause) {
     throw new AttestationError(

@@ -103,6 +103,23 @@ export {
 } from "./collateral.ts";
 export type { TcbEvaluation, TcbStatus } from "./tcb_status.ts";
 export {
+  GPU_MEASUREMENT_DOMAIN,
+  type GpuCollateral,
+  gpuCollateralFromJson,
+  type GpuCollateralJson,
+  gpuCollateralToJson,
+  type GpuEvidence,
+  type GpuMeasurementBlock,
+  gpuMeasurementId,
+  type GpuOpaqueData,
+  type GpuReport,
+  type GpuRevocation,
+  type GpuVerification,
+  parseGpuReport,
+  verifyGpuEvidence,
+  type VerifyGpuEvidenceOptions,
+} from "./nvidia/mod.ts";
+export {
   parseSnpReport,
   type SnpReport,
   type SnpTcb,

@@ -48,11 +48,13 @@ const encoder = new TextEncoder();
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
-function hex(bytes: Uint8Array): string {
+/** Lower-case hex without `0x`. */
+export function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
+/** Concatenates byte arrays. */
+export function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const part of parts) {
@@ -88,13 +90,15 @@ function iso(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-function pem(der: Uint8Array): string {
+/** One certificate as PEM. */
+export function pem(der: Uint8Array): string {
   const base64 = btoa(String.fromCharCode(...der));
   const lines = base64.match(/.{1,64}/g) ?? [];
   return `-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`;
 }
 
-async function ecKeys(curve: "P-256" | "P-384"): Promise<CryptoKeyPair> {
+/** A fresh ECDSA key pair (extractable). */
+export async function ecKeys(curve: "P-256" | "P-384"): Promise<CryptoKeyPair> {
   return await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: curve }, true, [
     "sign",
     "verify",
@@ -106,7 +110,7 @@ async function rawPublicKey(key: CryptoKey): Promise<Uint8Array> {
 }
 
 /** Signs with ECDSA and returns raw `r ‖ s` (WebCrypto's format, Intel's too). */
-async function signRaw(
+export async function signRaw(
   key: CryptoKey,
   data: Uint8Array,
   hash: "SHA-256" | "SHA-384" = "SHA-256",
@@ -116,7 +120,8 @@ async function signRaw(
   );
 }
 
-function name(cn: string, organization: string): pkijs.RelativeDistinguishedNames {
+/** A distinguished name `CN=cn, O=organization`. */
+export function name(cn: string, organization: string): pkijs.RelativeDistinguishedNames {
   return new pkijs.RelativeDistinguishedNames({
     typesAndValues: [
       new pkijs.AttributeTypeAndValue({
@@ -133,7 +138,8 @@ function name(cn: string, organization: string): pkijs.RelativeDistinguishedName
 
 let serialCounter = 0x1000;
 
-interface CertSpec {
+/** What {@linkcode issue} issues. */
+export interface CertSpec {
   subject: string;
   issuer: string;
   organization?: string;
@@ -149,7 +155,7 @@ interface CertSpec {
 }
 
 /** Issues a certificate with pkijs; returns its DER and serial (hex). */
-async function issue(spec: CertSpec): Promise<{ der: Uint8Array; serial: string }> {
+export async function issue(spec: CertSpec): Promise<{ der: Uint8Array; serial: string }> {
   const cert = new pkijs.Certificate();
   const serial = spec.serial ??
     Uint8Array.of(0x01, (serialCounter >> 8) & 0xff, serialCounter++ & 0xff);
@@ -602,15 +608,17 @@ export interface TdxCollateralOptions {
   tamperTcbInfo?: (text: string) => string;
 }
 
-async function crl(
+/** A CRL of `issuerCn` revoking `revoked` (hex serials), signed with `hash`. */
+export async function crl(
   issuerCn: string,
   signingKey: CryptoKey,
   window: Window,
   revoked: string[],
+  options: { organization?: string; hash?: "SHA-256" | "SHA-384" } = {},
 ): Promise<Uint8Array> {
   const list = new pkijs.CertificateRevocationList();
   list.version = 1;
-  list.issuer = name(issuerCn, "Test Corporation");
+  list.issuer = name(issuerCn, options.organization ?? "Test Corporation");
   list.thisUpdate = new pkijs.Time({ type: 0, value: window.from });
   list.nextUpdate = new pkijs.Time({ type: 0, value: window.to });
   if (revoked.length) {
@@ -621,7 +629,7 @@ async function crl(
       })
     );
   }
-  await list.sign(signingKey, "SHA-256");
+  await list.sign(signingKey, options.hash ?? "SHA-256");
   return new Uint8Array(list.toSchema(true).toBER(false));
 }
 
