@@ -233,7 +233,7 @@ async function verifySignedDocument(
   const bytes = new TextEncoder().encode(text);
   if (
     signer.publicKey.kind !== "ec" ||
-    !verifyEcdsa(signer.publicKey, bytes, signature, { hash: "SHA-256", format: "compact" })
+    !await verifyEcdsa(signer.publicKey, bytes, signature, { hash: "SHA-256", format: "compact" })
   ) {
     untrusted(`the ${what} signature does not verify over its raw bytes`);
   }

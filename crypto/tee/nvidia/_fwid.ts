@@ -8,7 +8,7 @@
  * @module
  */
 
-import * as asn1js from "asn1js";
+import { childrenOf, content, type DerNode, readOid, readRoot, TAG } from "../_der.ts";
 import type { Certificate } from "../_x509.ts";
 
 /** OID of the TCG DICE `TcbInfo` extension. */
@@ -29,12 +29,15 @@ export function readFwid(cert: Certificate): FwidReading {
   if (!extension) {
     return { ok: false, problem: `has no FWID extension (${DICE_TCB_INFO_OID})` };
   }
-  const parsed = asn1js.fromBER(extension.value as Uint8Array<ArrayBuffer>);
-  if (parsed.offset !== extension.value.length) {
-    return { ok: false, problem: `has an FWID extension that is not one DER object` };
-  }
   const found: Uint8Array[] = [];
-  collect(parsed.result, found, 0);
+  try {
+    collect(readRoot(extension.value), found, 0);
+  } catch (cause) {
+    return {
+      ok: false,
+      problem: `has an FWID extension that is not DER (${(cause as Error).message})`,
+    };
+  }
   if (found.length !== 1) {
     return {
       ok: false,
@@ -46,26 +49,17 @@ export function readFwid(cert: Certificate): FwidReading {
 }
 
 /** Collects every `SEQUENCE { sha384 OID, OCTET STRING (48) }` below `node`. */
-function collect(node: asn1js.AsnType, out: Uint8Array[], depth: number): void {
-  if (depth > 8) return;
-  const children = childrenOf(node);
-  if (!children) return;
+function collect(node: DerNode, out: Uint8Array[], depth: number): void {
+  if (depth > 8 || (node.tag & 0x20) === 0) return;
+  const children = childrenOf(node, node.tag, "the FWID extension");
   const [first, second] = children;
   if (
-    node instanceof asn1js.Sequence && children.length === 2 &&
-    first instanceof asn1js.ObjectIdentifier && first.valueBlock.toString() === SHA384_OID &&
-    second instanceof asn1js.OctetString && !second.idBlock.isConstructed
+    node.tag === TAG.sequence && children.length === 2 && first.tag === TAG.oid &&
+    readOid(first, "a hash algorithm") === SHA384_OID && second.tag === TAG.octetString
   ) {
-    const digest = new Uint8Array(second.valueBlock.valueHexView);
+    const digest = content(second);
     if (digest.length === 48) out.push(digest.slice());
     return;
   }
   for (const child of children) collect(child, out, depth + 1);
-}
-
-function childrenOf(node: asn1js.AsnType): asn1js.AsnType[] | null {
-  const value = (node as { valueBlock?: { value?: unknown } }).valueBlock?.value;
-  return Array.isArray(value) && (node as asn1js.BaseBlock).idBlock.isConstructed
-    ? value as asn1js.AsnType[]
-    : null;
 }

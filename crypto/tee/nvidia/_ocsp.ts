@@ -7,20 +7,24 @@
  * @module
  */
 
-import * as asn1js from "asn1js";
-import * as pkijs from "pkijs";
+import {
+  childrenOf,
+  content,
+  contextTag,
+  DerError,
+  type DerNode,
+  encoded,
+  expectTag,
+  readOid,
+  readRoot,
+  readTime,
+  readWholeBitString,
+  TAG,
+} from "../_der.ts";
 import { memoKey, memoTable } from "../_memo.ts";
 import type { HashName, SignatureAlgorithm } from "../_signature.ts";
-import {
-  bitStringBytes,
-  type Certificate,
-  commonName,
-  decodeDer,
-  parseCertificate,
-  rawName,
-  readSignatureAlgorithm,
-  serialHex,
-} from "../_x509.ts";
+import { type Certificate, parseCertificate } from "../_x509.ts";
+import { commonName, readSignatureAlgorithm, serialHex } from "../_x509_read.ts";
 import { AttestationError } from "../errors.ts";
 
 const OID_OCSP_BASIC = "1.3.6.1.5.5.7.48.1.1";
@@ -102,62 +106,116 @@ export function parseOcspResponse(der: Uint8Array, label: string): OcspResponse 
 }
 
 function parseUncached(der: Uint8Array, label: string): OcspResponse {
-  const outer = new pkijs.OCSPResponse({ schema: decodeDer(der) });
-  const status = outer.responseStatus.valueBlock.valueDec;
-  if (status !== 0) throw new Error(`its status is ${status}, not successful (0)`);
-  if (!outer.responseBytes || outer.responseBytes.responseType !== OID_OCSP_BASIC) {
-    throw new Error("it is not a basic OCSP response");
+  const [status, bytes, ...more] = childrenOf(readRoot(der), TAG.sequence, "the response");
+  const code = content(expectTag(status, TAG.enumerated, "the response status"));
+  if (code.length !== 1 || code[0] !== 0) {
+    throw new DerError(`its status is ${code[0]}, not successful (0)`);
   }
-  const basic = new pkijs.BasicOCSPResponse({
-    schema: decodeDer(new Uint8Array(outer.responseBytes.response.valueBlock.valueHexView)),
-  });
-  const data = basic.tbsResponseData;
-  const responder = data.responderID as unknown;
-  const byName = responder instanceof pkijs.RelativeDistinguishedNames;
-  const keyHash = !byName && responder instanceof asn1js.OctetString
-    ? new Uint8Array(responder.valueBlock.valueHexView)
-    : null;
-  if (!byName && !keyHash) throw new Error("its responder id is neither a name nor a key hash");
-  const certs = (basic.certs ?? []).map((cert, i) =>
-    parseCertificate(new Uint8Array(cert.toSchema().toBER(false)), {
-      check: "gpu_collateral",
-      label: `${label}'s certificate #${i + 1}`,
-    })
+  if (!bytes || more.length) throw new DerError("it carries no response bytes");
+  const [body] = childrenOf(bytes, contextTag(0, true), "the response bytes");
+  const [type, octets] = childrenOf(body, TAG.sequence, "the response bytes");
+  if (readOid(type, "the response type") !== OID_OCSP_BASIC) {
+    throw new DerError("it is not a basic OCSP response");
+  }
+  const basic = readRoot(content(expectTag(octets, TAG.octetString, "the basic response")));
+  const [tbs, algorithm, signature, certList, ...extra] = childrenOf(
+    basic,
+    TAG.sequence,
+    "the basic response",
   );
+  if (extra.length) throw new DerError("the basic response has extra fields");
+  const fields = childrenOf(
+    expectTag(tbs, TAG.sequence, "the response data"),
+    TAG.sequence,
+    "the response data",
+  );
+  let at = 0;
+  if (fields[at]?.tag === contextTag(0, true)) at++; // version: v1 is the only one
+  const responder = fields[at++];
+  readTime(fields[at++], "producedAt");
+  const singles = childrenOf(fields[at++], TAG.sequence, "the responses").map(single);
+  if (fields[at]?.tag === contextTag(1, true)) at++; // response extensions: none is used
+  if (at !== fields.length) throw new DerError("the response data has unknown fields");
+  const [responderValue] = childrenOf(responder, responder?.tag ?? 0, "the responder id");
+  const byName = responder?.tag === contextTag(1, true);
+  if (!byName && responder?.tag !== contextTag(2, true)) {
+    throw new DerError("its responder id is neither a name nor a key hash");
+  }
+  const certs = certList
+    ? childrenOf(
+      childrenOf(certList, contextTag(0, true), "the certificates")[0],
+      TAG.sequence,
+      "the certificates",
+    )
+      .map((cert, i) =>
+        parseCertificate(encoded(cert), {
+          check: "gpu_collateral",
+          label: `${label}'s certificate #${i + 1}`,
+        })
+      )
+    : [];
   return {
-    responderName: byName ? rawName(responder) : null,
-    responderCn: byName ? commonName(responder) : "",
-    responderKeyHash: keyHash,
-    tbs: new Uint8Array(data.tbsView),
-    signatureAlgorithm: readSignatureAlgorithm(basic.signatureAlgorithm),
-    signature: bitStringBytes(basic.signature, "the signature"),
+    responderName: byName
+      ? encoded(expectTag(responderValue, TAG.sequence, "the responder name"))
+      : null,
+    responderCn: byName ? commonName(responderValue) : "",
+    responderKeyHash: byName
+      ? null
+      : content(expectTag(responderValue, TAG.octetString, "the key hash")),
+    tbs: encoded(tbs),
+    signatureAlgorithm: readSignatureAlgorithm(algorithm),
+    signature: readWholeBitString(signature, "the signature"),
     certs,
-    responses: data.responses.map(single),
+    responses: singles,
   };
 }
 
-function single(response: pkijs.SingleResponse): OcspSingleResponse {
-  const hash = CERT_ID_HASHES[response.certID.hashAlgorithm.algorithmId];
-  if (!hash) {
-    throw new Error(`certificate id hash ${response.certID.hashAlgorithm.algorithmId} unknown`);
-  }
-  const status = response.certStatus as { idBlock: { tagClass: number; tagNumber: number } };
-  const tag = status.idBlock.tagClass === 3 ? status.idBlock.tagNumber : -1;
-  if (tag < 0 || tag > 2) throw new Error("a certificate status is not good, revoked or unknown");
+function single(node: DerNode): OcspSingleResponse {
+  const fields = childrenOf(node, TAG.sequence, "a single response");
+  const [certId, status, thisUpdate] = fields;
+  const [hashAlgorithm, nameHash, keyHash, serial, ...more] = childrenOf(
+    certId,
+    TAG.sequence,
+    "a certificate id",
+  );
+  if (more.length) throw new DerError("a certificate id has extra fields");
+  const hashOid = readOid(
+    childrenOf(hashAlgorithm, TAG.sequence, "a certificate id hash")[0],
+    "a certificate id hash",
+  );
+  const hash = CERT_ID_HASHES[hashOid];
+  if (!hash) throw new DerError(`certificate id hash ${hashOid} unknown`);
   let revokedAt: Date | null = null;
-  if (tag === 1) {
-    const time = (status as unknown as { valueBlock: { value: asn1js.AsnType[] } }).valueBlock
-      .value[0];
-    revokedAt = time instanceof asn1js.GeneralizedTime ? time.toDate() : null;
+  let state: OcspSingleResponse["status"];
+  if (status?.tag === contextTag(0, false) && status.end === status.contentStart) state = "good";
+  else if (status?.tag === contextTag(2, false) && status.end === status.contentStart) {
+    state = "unknown";
+  } else if (status?.tag === contextTag(1, true)) {
+    state = "revoked";
+    revokedAt = readTime(children1(status), "the revocation time");
+  } else throw new DerError("a certificate status is not good, revoked or unknown");
+  let at = 3;
+  let nextUpdate: Date | null = null;
+  if (fields[at]?.tag === contextTag(0, true)) {
+    nextUpdate = readTime(
+      childrenOf(fields[at++], contextTag(0, true), "nextUpdate")[0],
+      "nextUpdate",
+    );
   }
+  if (fields[at]?.tag === contextTag(1, true)) at++; // single extensions: none is used
+  if (at !== fields.length) throw new DerError("a single response has unknown fields");
   return {
     hash,
-    issuerNameHash: new Uint8Array(response.certID.issuerNameHash.valueBlock.valueHexView),
-    issuerKeyHash: new Uint8Array(response.certID.issuerKeyHash.valueBlock.valueHexView),
-    serial: serialHex(response.certID.serialNumber),
-    status: tag === 0 ? "good" : tag === 1 ? "revoked" : "unknown",
+    issuerNameHash: content(expectTag(nameHash, TAG.octetString, "the issuer name hash")),
+    issuerKeyHash: content(expectTag(keyHash, TAG.octetString, "the issuer key hash")),
+    serial: serialHex(serial, "a certificate id serial"),
+    status: state,
     revokedAt,
-    thisUpdate: response.thisUpdate,
-    nextUpdate: response.nextUpdate ?? null,
+    thisUpdate: readTime(thisUpdate, "thisUpdate"),
+    nextUpdate,
   };
+}
+
+function children1(node: DerNode): DerNode | undefined {
+  return childrenOf(node, node.tag, "the revoked info")[0];
 }

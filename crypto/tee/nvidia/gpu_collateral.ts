@@ -14,12 +14,12 @@
  * @module
  */
 
-import * as asn1js from "asn1js";
 import { sha1 } from "@noble/hashes/legacy.js";
 import { equalBytes, fromHex, toHex } from "../../_bytes.ts";
 import { type ValidatedChain, verifyChain } from "../_chain.ts";
 import { digest, verifySignedData } from "../_signature.ts";
-import { type Certificate, decodeDer, parseRevocationList, type RevocationList } from "../_x509.ts";
+import { childrenOf, readOid, readRoot, TAG } from "../_der.ts";
+import { type Certificate, parseRevocationList, type RevocationList } from "../_x509.ts";
 import { refuseAttestation as refuse } from "../errors.ts";
 import { type OcspResponse, type OcspSingleResponse, parseOcspResponse } from "./_ocsp.ts";
 
@@ -308,11 +308,8 @@ function hasOcspSigning(cert: Certificate): boolean {
   const extension = cert.extensions.get(OID_EXTENDED_KEY_USAGE);
   if (!extension) return false;
   try {
-    const usages = decodeDer(extension.value);
-    return usages instanceof asn1js.Sequence &&
-      usages.valueBlock.value.some((usage) =>
-        usage instanceof asn1js.ObjectIdentifier && usage.valueBlock.toString() === OID_OCSP_SIGNING
-      );
+    return childrenOf(readRoot(extension.value), TAG.sequence, "extendedKeyUsage")
+      .some((usage) => readOid(usage, "a key purpose") === OID_OCSP_SIGNING);
   } catch {
     return false;
   }

@@ -149,7 +149,7 @@ export async function verifyGpuEvidence(
   );
   const signer = chain.path[0];
   const fwid = signerFwid(signer, label);
-  verifyReportSignature(report, signer, label);
+  await verifyReportSignature(report, signer, label);
   if (!equalBytes(report.opaque.fwid, fwid)) {
     refuse(
       "untrusted",
@@ -236,9 +236,13 @@ function signerFwid(signer: Certificate, label: string): Uint8Array {
   return reading.fwid;
 }
 
-function verifyReportSignature(report: GpuReport, signer: Certificate, label: string): void {
+async function verifyReportSignature(
+  report: GpuReport,
+  signer: Certificate,
+  label: string,
+): Promise<void> {
   const ok = signer.publicKey.kind === "ec" &&
-    verifyEcdsa(signer.publicKey, report.signedRegion, report.signature, {
+    await verifyEcdsa(signer.publicKey, report.signedRegion, report.signature, {
       hash: "SHA-384",
       format: "compact",
     });
