@@ -40,11 +40,11 @@ import {
 import { clearMemos } from "../crypto/tee/_memo.ts";
 import { readVectorBytes, readVectorText, vectorsAvailable } from "../tests/_vectors.ts";
 import {
-  buildTdxBundle,
   buildTdxCollateral,
   buildTdxQuote,
   createTestIntelPki,
 } from "../tests/crypto/tee/_synthetic.ts";
+import { buildTdxBundle } from "../tests/crypto/tee/_synthetic_bundle.ts";
 
 const FRESH = 24; // iterations of the fresh-quote benchmarks (each needs its own quote)
 
@@ -182,7 +182,7 @@ const pool = (offset: number) =>
   );
 const quotePool = await pool(1);
 const bundlePool = await pool(101);
-const approved = ApprovedMeasurements.fromList([bundlePool[0].measurementId]);
+const approved = ApprovedMeasurements.fromList(bundlePool[0].approvedIds);
 let t1 = 0;
 let t2 = 0;
 Deno.bench({

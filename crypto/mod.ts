@@ -8,7 +8,7 @@
  *   the sealed exchange.
  * - `bhttp/mod.ts` (`@net/consumer/bhttp`): Binary HTTP.
  * - `endorsement.ts` (`@net/consumer/endorsement`): key endorsements by a serving key.
- * - `tee/mod.ts` (`@net/consumer/tee`): TEE attestation (Intel TDX, AMD SEV-SNP).
+ * - `tee/mod.ts` (`@net/consumer/tee`): TEE attestation (Intel TDX, AMD SEV-SNP, NVIDIA GPUs).
  *
  * @example
  * ```ts

@@ -146,6 +146,17 @@ export const AttestationBundle = z.object({
   quote: Hex,
   collateral: z.record(z.string(), z.unknown()).nullable(),
   endorsement: KeyEndorsement,
+  gpus: z.array(
+    z.object({
+      report: Hex.openapi({ description: "The SPDM GET_MEASUREMENTS request and signed response" }),
+      certificate_chain: z.string().openapi({ description: "The GPU's device chain, PEM" }),
+    }).strict(),
+  ).optional().openapi({ description: "One entry per GPU (protocol §6)" }),
+  gpu_collateral: z.object({ ocsp: z.array(Hex), crls: z.array(Hex) }).strict().nullable()
+    .optional().openapi({ description: "NVIDIA OCSP answers and CRLs for the GPU chains" }),
+  models: z.array(
+    z.object({ id: z.string(), weights_digest: Hex }).strict(),
+  ).optional().openapi({ description: "The served models and their weights digests, by id" }),
 }).openapi("AttestationBundle", {
   description: "The attestation bundle (protocol §6); `mock` bundles are always refused",
 });

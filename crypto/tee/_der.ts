@@ -203,9 +203,12 @@ export function readWholeBitString(node: DerNode | undefined, what: string): Uin
   return bits;
 }
 
-const TIME_PATTERN = /^(\d{2}|\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/;
+const TIME_PATTERN = /^(\d{2}|\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\.\d*[1-9])?Z$/;
 
-/** A UTCTime or GeneralizedTime (seconds, `Z`, no fraction: the DER forms). */
+/**
+ * A UTCTime or GeneralizedTime in its DER form: seconds and `Z`; a GeneralizedTime may carry
+ * a fraction of a second without trailing zeros (X.690 §11.7; OCSP responders write one).
+ */
 export function readTime(node: DerNode | undefined, what: string): Date {
   if (!node || (node.tag !== TAG.utcTime && node.tag !== TAG.generalizedTime)) {
     throw new DerError(`${what} is not a time`);
@@ -213,13 +216,14 @@ export function readTime(node: DerNode | undefined, what: string): Date {
   const text = String.fromCharCode(...content(node));
   const match = TIME_PATTERN.exec(text);
   const utc = node.tag === TAG.utcTime;
-  if (!match || match[1].length !== (utc ? 2 : 4)) {
+  if (!match || match[1].length !== (utc ? 2 : 4) || (utc && match[7])) {
     throw new DerError(`${what} "${text}" is not DER`);
   }
   let year = Number(match[1]);
   if (utc) year += year < 50 ? 2000 : 1900;
-  const [month, day, hour, minute, second] = match.slice(2).map(Number);
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  const [month, day, hour, minute, second] = match.slice(2, 7).map(Number);
+  const milliseconds = match[7] ? Math.floor(Number(`0${match[7]}`) * 1000) : 0;
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, milliseconds));
   if (
     date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 ||
     second > 59

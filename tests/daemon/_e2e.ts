@@ -10,7 +10,9 @@ import type { DaemonConfig } from "../../daemon/config.ts";
 import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
 import { serveDaemon } from "../../daemon/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
-import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { buildTdxBundle } from "../crypto/tee/_synthetic_bundle.ts";
+import { createTestNvidiaPki } from "../crypto/tee/_synthetic_nvidia.ts";
 import { serve, type TestServer } from "../_http.ts";
 
 /** A daemon served on 127.0.0.1:0. */
@@ -142,7 +144,11 @@ export function editStream(
   );
 }
 
-/** An Intel-shaped test PKI and an attester producing synthetic TDX bundles under it. */
+/**
+ * An Intel-shaped and an NVIDIA-shaped test PKI and an attester producing synthetic TDX
+ * bundles with one GPU under them. `pki.roots` trusts both test roots; `measurementIds` are
+ * the enclave's and the GPU's ids, to approve together.
+ */
 export async function syntheticTee(
   options: {
     /** Sign the quote's key binding for another key than the provider's. */
@@ -152,28 +158,38 @@ export async function syntheticTee(
     /** Answer every request with the first bundle produced (a replay). */
     replay?: boolean;
   } = {},
-): Promise<{ pki: TestIntelPki; attester: Attester; measurementId: string }> {
-  const pki = await createTestIntelPki({ now: new Date() });
+): Promise<{
+  pki: TestIntelPki;
+  attester: Attester;
+  measurementId: string;
+  measurementIds: string[];
+}> {
+  const intel = await createTestIntelPki({ now: new Date() });
+  const gpuPki = await createTestNvidiaPki({ now: new Date() });
+  const pki = { ...intel, roots: { ...intel.roots, nvidia: gpuPki.roots.nvidia } };
   let first: unknown;
-  let measurementId = "";
   const attester: Attester = async ({ nonce, servingKey, keyConfig }) => {
     if (options.replay && first) return first;
     const built = await buildTdxBundle({
       nonce,
       now: new Date(),
       pki,
+      gpuPki,
       servingKey: options.otherServingKey ?? servingKey as PrivateKeyAccount,
       endorsementSigner: options.endorsementSigner,
       keyConfig,
     });
-    measurementId = built.measurementId;
     first ??= built.json;
     return built.json;
   };
-  // The measurement id depends only on the default registers: compute it once.
-  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now: new Date(), pki });
-  measurementId = probe.measurementId;
-  return { pki, attester, measurementId };
+  // The ids depend only on the default registers and measurements: compute them once.
+  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now: new Date(), pki, gpuPki });
+  return {
+    pki,
+    attester,
+    measurementId: probe.measurementId,
+    measurementIds: [...probe.approvedIds],
+  };
 }
 
 /** Writes an approved-measurements file and returns its path. */

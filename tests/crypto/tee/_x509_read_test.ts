@@ -213,12 +213,15 @@ Deno.test("times are read only in their DER forms", () => {
   assert.equal(time(0x17, "491231235959Z").toISOString(), "2049-12-31T23:59:59.000Z");
   assert.equal(time(0x17, "500101000000Z").toISOString(), "1950-01-01T00:00:00.000Z");
   assert.equal(time(0x18, "99991231235959Z").toISOString(), "9999-12-31T23:59:59.000Z");
+  assert.equal(time(0x18, "20261127003756.059Z").toISOString(), "2026-11-27T00:37:56.059Z");
   for (
     const [tag, text] of [
       [0x17, "4912312359Z"],
       [0x17, "491231235959+0100"],
       [0x18, "20250231000000Z"],
-      [0x18, "20250101000000.5Z"],
+      [0x18, "20250101000000.50Z"],
+      [0x18, "20250101000000.Z"],
+      [0x17, "250101000000.5Z"],
       [0x18, "250101000000Z"],
     ] as const
   ) {
