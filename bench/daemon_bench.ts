@@ -290,6 +290,7 @@ for (let i = 0; i < 60; i++) {
     servingPublicKey: "0x",
     keyConfig: new Uint8Array([1]),
     endorse: () => Promise.reject(new Error("unused")),
+    models: [],
   });
   const t0 = performance.now();
   await verifyAttestation(attestationBundleFromJson(json), {

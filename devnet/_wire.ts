@@ -66,6 +66,9 @@ export const ProviderAd = z.object({
       context_length: z.number().int().min(1).max(2 ** 31 - 1),
       capabilities: z.array(Capability).optional(),
       embedding_dimensions: z.number().int().min(1).max(65_536).optional(),
+      weights_digest: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional().openapi({
+        description: "The digest of the weights served for the model (TEE tier: attested)",
+      }),
     }).strict(),
   ).min(1).max(256),
 }).strict().openapi("ProviderAd", { description: "A provider's ad as published (protocol §1)" });

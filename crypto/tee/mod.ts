@@ -17,6 +17,8 @@
  * - {@linkcode attestationReportData}, {@linkcode gpuNonce}: what a provider's enclave puts into
  *   its report and asks its GPUs to sign.
  * - {@linkcode verifyGpuEvidence}: one NVIDIA GPU's SPDM report and device chain on its own.
+ * - {@linkcode checkReceipt}, {@linkcode verifyReceiptRecord}: a reply's receipt against its
+ *   verdict, and a saved receipt re-verified offline down to the vendor roots.
  *
  * Every check, its order and the policy defaults are described in `docs/attestation.md`.
  *
@@ -131,6 +133,17 @@ export {
   verifyGpuEvidence,
   type VerifyGpuEvidenceOptions,
 } from "./nvidia/mod.ts";
+export {
+  checkReceipt,
+  type ExpectedReceipt,
+  type ReceiptRecord,
+  receiptRecordFromJson,
+  type ReceiptRecordJson,
+  receiptRecordToJson,
+  type ReceiptVerification,
+  verifyReceiptRecord,
+  type VerifyReceiptRecordOptions,
+} from "./verify_receipt.ts";
 export {
   parseSnpReport,
   type SnpReport,

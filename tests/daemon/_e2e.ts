@@ -172,7 +172,7 @@ export async function syntheticTee(
   const gpuPki = await createTestNvidiaPki({ now: new Date() });
   const pki = { ...intel, roots: { ...intel.roots, nvidia: gpuPki.roots.nvidia } };
   let first: unknown;
-  const attester: Attester = async ({ nonce, servingKey, keyConfig }) => {
+  const attester: Attester = async ({ nonce, servingKey, keyConfig, models }) => {
     if (options.replay && first) return first;
     const built = await buildTdxBundle({
       nonce,
@@ -182,6 +182,7 @@ export async function syntheticTee(
       servingKey: options.otherServingKey ?? servingKey as PrivateKeyAccount,
       endorsementSigner: options.endorsementSigner,
       keyConfig,
+      models,
     });
     first ??= built.json;
     return built.json;
