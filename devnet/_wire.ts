@@ -112,6 +112,10 @@ export const ModelList = z.object({
       embedding_dimensions: z.number().int().min(1).optional().openapi({
         description: "An embedding model's vector length (the smallest its providers give)",
       }),
+      weights_digests: z.array(z.string().regex(/^0x[0-9a-f]{64}$/)).optional().openapi({
+        description: "The weights digests the providers' ads name for the model, distinct, " +
+          "sorted (TEE tier: each attested by its provider's enclave)",
+      }),
     }).strict(),
   ),
 }).strict().openapi("ModelList");

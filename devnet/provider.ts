@@ -28,6 +28,7 @@ import {
   type GatewayKey,
   type KeyEndorsement,
   type OpenedHttpRequest,
+  type ReceiptSigningKey,
 } from "../crypto/mod.ts";
 import { openHttpRequestBytes } from "../crypto/ohttp/sealed_exchange.ts";
 import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
@@ -104,6 +105,13 @@ export interface DevnetProviderOptions {
   log?: (message: string) => void;
   /** How often a whole reply sends a space while the engine generates, in ms. @default {10000} */
   wholeKeepAliveMs?: number;
+  /**
+   * The key that signs a TEE provider's receipts; `null` signs none. Anything but the serving
+   * key makes daemons refuse its replies (`receipt_invalid`): tests use it to show that.
+   *
+   * @default {the serving key}
+   */
+  receiptKey?: ReceiptSigningKey | null;
   /**
    * The weights digest a TEE provider's ad names for a model (`0x` + 32 bytes).
    *
@@ -387,10 +395,13 @@ export class DevnetProvider {
         `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
       );
     }
-    const opened = this.ad.tier === "tee"
+    const receiptKey = this.#options.receiptKey === undefined
+      ? this.#options.servingKey
+      : this.#options.receiptKey;
+    const opened = this.ad.tier === "tee" && receiptKey
       ? withReceipts(await this.#open(bytes), {
         book: this.#receipts,
-        servingKey: this.#options.servingKey,
+        servingKey: receiptKey,
         log: this.#log,
       })
       : await this.#open(bytes);

@@ -150,8 +150,9 @@ export function editStream(
 
 /**
  * An Intel-shaped and an NVIDIA-shaped test PKI and an attester producing synthetic TDX
- * bundles with one GPU under them. `pki.roots` trusts both test roots; `measurementIds` are
- * the enclave's and the GPU's ids, to approve together.
+ * bundles with one GPU under them, binding the provider's models. `pki.roots` trusts both test
+ * roots; `measurementIds` are the enclave's and the GPU's ids, to approve together. Each option
+ * breaks one thing, for the tests of the daemon's refusals.
  */
 export async function syntheticTee(
   options: {
@@ -161,6 +162,14 @@ export async function syntheticTee(
     endorsementSigner?: PrivateKeyAccount;
     /** Answer every request with the first bundle produced (a replay). */
     replay?: boolean;
+    /** GPUs the enclave attaches. @default {1} */
+    gpus?: number;
+    /** The GPUs' evidence comes from a PKI whose root the daemon does not trust. */
+    untrustedGpu?: boolean;
+    /** The quote binds other models than the bundle names. */
+    bindOtherModels?: boolean;
+    /** The enclave attests (and binds) other weights than the ad names. */
+    otherWeights?: boolean;
   } = {},
 ): Promise<{
   pki: TestIntelPki;
@@ -170,19 +179,27 @@ export async function syntheticTee(
 }> {
   const intel = await createTestIntelPki({ now: new Date() });
   const gpuPki = await createTestNvidiaPki({ now: new Date() });
+  const evidencePki = options.untrustedGpu
+    ? await createTestNvidiaPki({ now: new Date() })
+    : gpuPki;
   const pki = { ...intel, roots: { ...intel.roots, nvidia: gpuPki.roots.nvidia } };
   let first: unknown;
   const attester: Attester = async ({ nonce, servingKey, keyConfig, models }) => {
     if (options.replay && first) return first;
+    const served = options.otherWeights
+      ? models.map((m) => ({ ...m, weightsDigest: new Uint8Array(32).fill(0x0e) }))
+      : models;
     const built = await buildTdxBundle({
       nonce,
       now: new Date(),
       pki,
-      gpuPki,
+      gpuPki: evidencePki,
+      gpus: options.gpus,
       servingKey: options.otherServingKey ?? servingKey as PrivateKeyAccount,
       endorsementSigner: options.endorsementSigner,
       keyConfig,
-      models,
+      models: served,
+      ...(options.bindOtherModels ? { boundModels: served.slice(1) } : {}),
     });
     first ??= built.json;
     return built.json;

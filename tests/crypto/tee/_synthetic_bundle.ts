@@ -123,6 +123,8 @@ export interface BundleOptions {
   reportData?: Uint8Array;
   /** Evidence the report data binds, instead of the bundle's own. */
   boundEvidence?: BoundEvidence;
+  /** Models the report data binds, instead of the bundle's (`models`). */
+  boundModels?: AttestedModel[];
   /** Nonce written into the bundle. @default {nonce} */
   bundleNonce?: Uint8Array;
   /** GPUs the bundle carries. @default {1} */
@@ -167,7 +169,8 @@ async function common(options: BundleOptions) {
     attestationReportData(
       options.nonce,
       servingPublicKey,
-      options.boundEvidence ?? { gpuReports: gpus.map((gpu) => gpu.report), models },
+      options.boundEvidence ??
+        { gpuReports: gpus.map((gpu) => gpu.report), models: options.boundModels ?? models },
     );
   const endorsement = await endorseKey(options.endorsementSigner ?? servingKey, {
     keyConfig: options.keyConfig ?? TEST_KEY_CONFIG,
