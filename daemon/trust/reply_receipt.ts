@@ -9,7 +9,7 @@
  */
 
 import { sha256 } from "@noble/hashes/sha2.js";
-import { type Address } from "viem";
+import type { Address } from "viem";
 import { checkReceipt, RECEIPT_TRAILER, ReceiptError, receiptFromJson } from "../../crypto/mod.ts";
 import { DaemonError } from "../core/mod.ts";
 import type { TeeAttestation } from "./provider_trust.ts";
