@@ -13,8 +13,13 @@
  * @module
  */
 
+import { NetError } from "../../errors.ts";
+
 /** Thrown for bytes that are not DER; callers wrap it in their own error. */
-export class DerError extends Error {}
+export class DerError extends NetError {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "DerError" as const;
+}
 
 /** One node: where its header, content and end are in `bytes`. */
 export interface DerNode {

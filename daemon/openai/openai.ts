@@ -255,7 +255,7 @@ export function openaiModelEntry(context: SurfaceContext, model: NetworkModel): 
       ...(model.embeddingDimensions === undefined
         ? {}
         : { embedding_dimensions: model.embeddingDimensions }),
-      weights_digests: [...(model.weightsDigests ?? [])],
+      ...(model.weightsDigests?.length ? { weights_digests: [...model.weightsDigests] } : {}),
     },
   };
 }

@@ -106,6 +106,17 @@ Deno.test("TEE tier: a reply's receipt is verified, served by its id and re-veri
     await Deno.remove(file);
     await Deno.remove(roots);
   }
+  // Embeddings in the TEE tier end with a receipt too.
+  const embedded = await fetch(`${url}/v1/embeddings`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "net/tee/devnet/embed", input: ["receipts for vectors"] }),
+  });
+  assert.equal(embedded.status, 200);
+  assert.equal((await embedded.json()).data.length, 1);
+  const vectorReceipt = await fetch(`${url}/v1/verdicts/${embedded.headers.get("x-net-receipt")}`);
+  assert.equal(vectorReceipt.status, 200);
+  assert.equal((await vectorReceipt.json()).receipt.model, "devnet/embed");
   // An unknown id, or one that is not an id.
   assert.equal((await fetch(`${url}/v1/verdicts/r${"0".repeat(32)}`)).status, 404);
   const bad = await fetch(`${url}/v1/verdicts/not-an-id`);
