@@ -199,16 +199,20 @@ export async function verifyAttestation(
   const { hardware, verify } = formatOf(bundle);
   requireApprovedSet(options.approved);
   consumeNonce(hardware, options.nonce, options.nonces, now);
-  const verified = await verify(hardware, { now, roots, policy });
-  const servingKey = checkBinding(hardware, options.nonce, verified.reportData);
-  requireApproved(options.approved, verified.measurementId);
-  const gpus = await verifyBundleGpus(hardware, {
+  // The GPUs are verified while the CPU evidence is (their checks run on WebCrypto's thread
+  // pool); their outcome is read only after the CPU's, the binding's and the measurement's.
+  const gpuCheck = verifyBundleGpus(hardware, {
     nonce: options.nonce,
     now,
     roots,
     policy,
     approved: options.approved,
   });
+  gpuCheck.catch(() => {}); // read below, or dropped with an earlier refusal
+  const verified = await verify(hardware, { now, roots, policy });
+  const servingKey = checkBinding(hardware, options.nonce, verified.reportData);
+  requireApproved(options.approved, verified.measurementId);
+  const gpus = await gpuCheck;
   await checkEndorsement(hardware.endorsement, servingKey, options, now);
 
   const endorsementExpiresAt = new Date(hardware.endorsement.expiresAt * 1000);

@@ -143,13 +143,26 @@ export async function verifyGpuEvidence(
   const report = parseReport(evidence.report, label);
   const anchors = resolveAnchors(options.roots ?? PINNED_ROOTS).nvidia;
   const chainLabel = `${label}'s certificate chain`;
-  const chain = await verifyChain(
-    parsePemChain(evidence.certificateChain, { check: "gpu_chain", label: chainLabel }),
-    { check: "gpu_chain", label: chainLabel, anchors, now, maxDepth: MAX_CHAIN_DEPTH },
-  );
+  const certs = parsePemChain(evidence.certificateChain, { check: "gpu_chain", label: chainLabel });
+  // The report's signature is checked while the chain is (both on WebCrypto's thread pool); its
+  // outcome is read only once the chain and the signing certificate have been judged.
+  const signed = reportSigned(report, certs[0]);
+  const chain = await verifyChain(certs, {
+    check: "gpu_chain",
+    label: chainLabel,
+    anchors,
+    now,
+    maxDepth: MAX_CHAIN_DEPTH,
+  });
   const signer = chain.path[0];
   const fwid = signerFwid(signer, label);
-  await verifyReportSignature(report, signer, label);
+  if (!await signed) {
+    refuse(
+      "untrusted",
+      "gpu_report_signature",
+      `${label}'s report signature does not verify with the key of "${signer.subjectCn}"`,
+    );
+  }
   if (!equalBytes(report.opaque.fwid, fwid)) {
     refuse(
       "untrusted",
@@ -236,23 +249,13 @@ function signerFwid(signer: Certificate, label: string): Uint8Array {
   return reading.fwid;
 }
 
-async function verifyReportSignature(
-  report: GpuReport,
-  signer: Certificate,
-  label: string,
-): Promise<void> {
-  const ok = signer.publicKey.kind === "ec" &&
-    await verifyEcdsa(signer.publicKey, report.signedRegion, report.signature, {
-      hash: "SHA-384",
-      format: "compact",
-    });
-  if (!ok) {
-    refuse(
-      "untrusted",
-      "gpu_report_signature",
-      `${label}'s report signature does not verify with the key of "${signer.subjectCn}"`,
-    );
-  }
+/** Whether the report is signed by the certificate's key (`false` for a non-EC key). */
+async function reportSigned(report: GpuReport, signer: Certificate | undefined): Promise<boolean> {
+  if (signer?.publicKey.kind !== "ec") return false;
+  return await verifyEcdsa(signer.publicKey, report.signedRegion, report.signature, {
+    hash: "SHA-384",
+    format: "compact",
+  });
 }
 
 function earliest(chain: ValidatedChain, other: Date): Date {
