@@ -264,7 +264,8 @@ function gpusFromJson(value: unknown): GpuEvidence[] {
     const chain = entry.certificate_chain;
     if (typeof chain !== "string" || chain.length === 0 || chain.length > MAX_GPU_CHAIN_LENGTH) {
       return malformed(
-        `GPU ${i}'s "certificate_chain" must be PEM text of at most ${MAX_GPU_CHAIN_LENGTH} characters`,
+        `GPU ${i}'s "certificate_chain" must be PEM text of at most ` +
+          `${MAX_GPU_CHAIN_LENGTH} characters`,
       );
     }
     return {

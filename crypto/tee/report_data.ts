@@ -8,7 +8,8 @@
  *         evidence_digest (32))
  * evidence_digest = SHA-256("net-consumer/tee-evidence/v1" ‖ 0x00 ‖
  *         gpu_count (u8) ‖ SHA-256(gpu_report) for each GPU, in the bundle's order ‖
- *         model_count (u16 BE) ‖ for each model, sorted by id: id_length (u8) ‖ id ‖ weights_digest (32))
+ *         model_count (u16 BE) ‖
+ *         for each model, sorted by id: id_length (u8) ‖ id ‖ weights_digest (32))
  * ```
  *
  * and each GPU must have signed `gpuNonce = SHA-256("net-consumer/tee-gpu-nonce/v1" ‖ 0x00 ‖
@@ -23,7 +24,8 @@
  * const nonce = new Uint8Array(32);
  * const servingPublicKey = new Uint8Array(65);
  * servingPublicKey[0] = 4;
- * const reportData = attestationReportData(nonce, servingPublicKey, { gpuReports: [], models: [] });
+ * const none = { gpuReports: [], models: [] };
+ * const reportData = attestationReportData(nonce, servingPublicKey, none);
  * console.assert(reportData.length === 64);
  * ```
  *
