@@ -9,5 +9,6 @@
  */
 
 export { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+export type { ReplyEndCheck, ReplyEnding } from "./sealed_reply.ts";
 export { REPLY_HEAD_LIMITS, sealRequest } from "./seal.ts";
-export type { RequestToSeal } from "./seal.ts";
+export type { RequestToSeal, SealedChat } from "./seal.ts";

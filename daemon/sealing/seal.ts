@@ -40,6 +40,14 @@ export interface RequestToSeal {
   readonly path: "/v1/chat/completions" | "/v1/embeddings";
 }
 
+/** A sealed request, with the content it carries (the JSON text sealed). */
+export interface SealedChat extends SealedHttpRequestBytes {
+  /** The inner request's content (the JSON text sealed), which a TEE receipt digests. */
+  readonly content: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+
 /**
  * Seals `request` to `keyConfig`, whole. With `pool`, the key will be sealed to again: a setup
  * prepared earlier is used when there is one, and the next is prepared meanwhile.
@@ -47,15 +55,17 @@ export interface RequestToSeal {
  * @throws {SealError} for an unusable key configuration.
  * @throws {BinaryHttpError} for a header that cannot be encoded.
  */
-export function sealRequest(
+export async function sealRequest(
   keyConfig: Uint8Array,
   request: RequestToSeal,
   options: { pool?: SetupPool } = {},
-): Promise<SealedHttpRequestBytes> {
-  return sealHttpRequestBytes(keyConfig, {
+): Promise<SealedChat> {
+  const content = encoder.encode(JSON.stringify(request.body));
+  const sealed = await sealHttpRequestBytes(keyConfig, {
     method: "POST",
     path: request.path,
-    headers: request.headers.map(([name, value]) => [name, value]),
-    body: request.body,
+    headers: [...request.headers, ["content-type", "application/json"]],
+    body: content,
   }, { ...REPLY_HEAD_LIMITS, pool: options.pool });
+  return { ...sealed, content };
 }
