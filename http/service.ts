@@ -47,6 +47,7 @@ import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import { TrieRouter } from "hono/router/trie-router";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { methodOf } from "./_method.ts";
 import { readJsonBody } from "./body.ts";
 import { HttpRequestError, MAX_HEADER_BYTES, MAX_URL_LENGTH } from "./errors.ts";
 import { describeIssue } from "./issues.ts";
@@ -228,20 +229,21 @@ export function createService(options: ServiceOptions): Service {
   };
   app.onError(render);
   app.notFound((c) => render(notFound(c), c));
-  app.use(requestId(), timing({ crossOrigin: false }), limitSizes);
+  app.use(requestId(), stampRequestId, timing({ crossOrigin: false }), limitSizes);
   for (const middleware of options.middleware ?? []) app.use(middleware);
   app.use((c, next) => {
     const allow = methodsOf(c.req.path);
     if (allow.length === 0) throw notFound(c);
-    if (c.req.method === "OPTIONS") {
+    const method = methodOf(c.req.raw);
+    if (method === "OPTIONS") {
       return Promise.resolve(
         c.body(null, 204, { allow: [...allow, "OPTIONS"].join(", ") }),
       );
     }
-    if (!allow.includes(c.req.method)) {
+    if (!allow.includes(method)) {
       throw new HttpRequestError(
         "method_not_allowed",
-        `Cannot ${c.req.method} ${shortPath(c.req.path)}: allowed ${allow.join(", ")}`,
+        `Cannot ${shortMethod(method)} ${shortPath(c.req.path)}: allowed ${allow.join(", ")}`,
         { allow },
       );
     }
@@ -299,14 +301,37 @@ const limitSizes: MiddlewareHandler = (c, next) => {
   return next();
 };
 
+/**
+ * The request id on every answer, not only on errors: hono's `requestId` sets its header before
+ * the handler runs, and an answer the handler builds itself (`new Response`) does not carry it.
+ */
+const stampRequestId: MiddlewareHandler = async (c, next) => {
+  await next();
+  const id = c.get("requestId");
+  if (!id || c.res.headers.get("x-request-id") === id) return;
+  try {
+    c.res.headers.set("x-request-id", id);
+  } catch {
+    // Immutable headers (a fetched answer passed on): a copy carries the id.
+    const copy = new Response(c.res.body, c.res);
+    copy.headers.set("x-request-id", id);
+    c.res = undefined;
+    c.res = copy;
+  }
+};
+
 function shortPath(path: string): string {
   return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+}
+
+function shortMethod(method: string): string {
+  return method.length > 20 ? `${method.slice(0, 20)}…` : method;
 }
 
 function notFound(c: Context): HttpRequestError {
   return new HttpRequestError(
     "not_found",
-    `Cannot ${c.req.method} ${shortPath(c.req.path)}: no such endpoint`,
+    `Cannot ${shortMethod(methodOf(c.req.raw))} ${shortPath(c.req.path)}: no such endpoint`,
   );
 }
 
