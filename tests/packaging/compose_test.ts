@@ -12,8 +12,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DAEMON_HELP, parseDaemonConfig } from "../../daemon/config.ts";
-import { createDaemon } from "../../daemon/daemon.ts";
+import { DAEMON_HELP, parseDaemonConfig } from "../../daemon/service/config.ts";
+import { createDaemon } from "../../daemon/service/daemon.ts";
 import { parseDevnetArgs } from "../../devnet/main.ts";
 import { DEVNET_PORTS, startDevnet } from "../../devnet/network.ts";
 import { INDEXER_HELP, parseIndexerConfig } from "../../indexer/config.ts";
