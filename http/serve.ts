@@ -214,9 +214,11 @@ async function answer(
   const late = bodyDeadline(req, res, { ms: call.bodyMs, gone });
   let request: Request;
   try {
-    request = requestFor(req.method ?? "GET", new URL(req.url ?? "/", call.base), {
-      headers: headersOf(req),
-      body: req.method === "GET" || req.method === "HEAD"
+    const method = req.method ?? "GET";
+    const url = req.url?.startsWith("/") ? call.base + req.url : new URL(req.url ?? "/", call.base);
+    request = requestFor(method, url, {
+      headers: headerPairs(req),
+      body: method === "GET" || method === "HEAD"
         ? null
         : ReadableStream.from(req as AsyncIterable<Uint8Array>),
       signal: gone.signal,
@@ -299,22 +301,34 @@ async function answerRaw(
   await writeRawAnswer(socket, response).catch(() => socket.destroy());
 }
 
-function headersOf(req: IncomingMessage): Headers {
-  const headers = new Headers();
+function headerPairs(req: IncomingMessage): [string, string][] {
+  const pairs: [string, string][] = [];
   const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i], raw[i + 1]);
-  return headers;
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i], raw[i + 1]]);
+  return pairs;
 }
 
-/** The client's address and the end of its exchange, as `Deno.serve` describes them. */
+function headersOf(req: IncomingMessage): Headers {
+  return new Headers(headerPairs(req));
+}
+
+/**
+ * The client's address and the end of its exchange, as `Deno.serve` describes them; `completed`
+ * is made only when a handler asks for it.
+ */
 function clientInfo(socket: Socket, res?: ServerResponse): Deno.ServeHandlerInfo<Deno.NetAddr> {
-  const completed = new Promise<void>((resolve) => (res ?? socket).once("close", () => resolve()));
+  let completed: Promise<void> | undefined;
+  const target = res ?? socket;
   return {
     remoteAddr: {
       transport: "tcp",
       hostname: socket.remoteAddress ?? "",
       port: socket.remotePort ?? 0,
     },
-    completed,
+    get completed() {
+      return completed ??= target.closed
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => target.once("close", () => resolve()));
+    },
   };
 }
