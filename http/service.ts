@@ -8,7 +8,8 @@
  *
  * Every request passes, in order: request id and timing; the service's own middleware (Host and
  * Origin rules, CORS, ...); the route table (unknown path → 404, `OPTIONS` → 204 with `Allow`,
- * other methods → 405); validation of path parameters, query and JSON body; the handler. Any
+ * other methods → 405); validation of path parameters, query and JSON body (whose
+ * `Content-Type` must be JSON: else 415); the handler. Any
  * error thrown on the way, including the layer's own {@linkcode HttpRequestError}, goes to the
  * service's `renderError`.
  *
@@ -145,6 +146,24 @@ function isJson(mediaType: string | undefined): boolean {
   return mediaType === undefined || /^application\/(.+\+)?json$/.test(mediaType);
 }
 
+/**
+ * A JSON body must say so: `application/json` or `application/<x>+json`, any parameters. Text,
+ * a form (what `curl -d` sends) or no type at all is refused before the body is read.
+ *
+ * @throws {HttpRequestError} `unsupported_media_type` (415) naming the type found.
+ */
+function checkJsonType(header: string | undefined): void {
+  const type = header?.split(";")[0].trim().toLowerCase();
+  if (type !== undefined && isJson(type)) return;
+  throw new HttpRequestError(
+    "unsupported_media_type",
+    `Cannot read the request: its Content-Type is ${
+      type ? JSON.stringify(type.slice(0, 100)) : "missing"
+    }; expected application/json`,
+    { hints: ["With curl, add -H 'Content-Type: application/json' (-d sends a form type)."] },
+  );
+}
+
 function documented(route: Route, common: Readonly<Record<number, ResponseSpec>>) {
   const responses = Object.fromEntries(
     Object.entries({ ...common, ...route.responses }).map(([status, spec]) => [status, {
@@ -258,6 +277,7 @@ export function createService(options: ServiceOptions): Service {
       const query = route.query ? parse(route.query, queryObject(c.req.url), "query") : undefined;
       let body: unknown = undefined;
       if (readsJson) {
+        checkJsonType(c.req.header("content-type"));
         const raw = await readJsonBody(c.req.raw, { maxBytes, tooLargeHint: options.tooLargeHint });
         body = parse(route.body!.schema, raw, "request");
       }

@@ -28,7 +28,8 @@ import { NetError } from "../../errors.ts";
  * is required and none or a wrong one was sent), `too_many_auth_failures` (429: this address
  * sent too many wrong keys; wait `Retry-After`), `forbidden_host` (403),
  * `forbidden_origin` (403), `not_found` (404), `method_not_allowed` (405), `request_too_large`
- * (413), `url_too_long` (414), `headers_too_large` (431), `internal_error` (500).
+ * (413), `url_too_long` (414), `unsupported_media_type` (415: a body that is not JSON),
+ * `headers_too_large` (431), `internal_error` (500).
  *
  * Raised by the network backend: `model_not_found` (404: the network offers no such model);
  * the refusals of trust, which a retry cannot fix (403: the provider could not be verified;
@@ -49,6 +50,7 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   method_not_allowed: 405,
   request_too_large: 413,
   url_too_long: 414,
+  unsupported_media_type: 415,
   too_many_auth_failures: 429,
   headers_too_large: 431,
   internal_error: 500,
@@ -78,6 +80,7 @@ export type DaemonErrorCode =
   | "method_not_allowed"
   | "request_too_large"
   | "url_too_long"
+  | "unsupported_media_type"
   | "too_many_auth_failures"
   | "headers_too_large"
   | "internal_error"

@@ -87,6 +87,7 @@ const LAYER_CODES: Readonly<Record<HttpFailure, DaemonErrorCode>> = {
   method_not_allowed: "method_not_allowed",
   invalid_request: "invalid_request_error",
   request_too_large: "request_too_large",
+  unsupported_media_type: "unsupported_media_type",
   url_too_long: "url_too_long",
   headers_too_large: "headers_too_large",
 };

@@ -123,7 +123,8 @@ export function serveCompletions(
     model: call.requestedModel,
   };
   const what = `completion ${JSON.stringify(call.requestedModel)}`;
-  return serveReply(context, { ...served, what }, {
+  const capabilities = { listing: "GET /v1/models", fields: { format: "response_format" } };
+  return serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const choice = { text: whole.content, index: 0, logprobs: null };

@@ -29,7 +29,6 @@ import {
 import {
   aggregateReply,
   type CancelNote,
-  checkLogprobs,
   endedByCancel,
   eventStreamHeaders,
   findModel,
@@ -114,14 +113,11 @@ export async function serveOpenAIChat(
   served: { call: OpenAIChatCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
-  if (call.request.body.logprobs === true || call.request.body.top_logprobs != null) {
-    const listing = "GET /v1/models";
-    await checkLogprobs(context, { ...call, listing }, served.request);
-  }
   const id = randomId(context, "chatcmpl-");
   const created = Math.floor(context.clock().getTime() / 1000);
   const what = `chat ${JSON.stringify(call.requestedModel)}`;
-  return await serveReply(context, { ...served, what }, {
+  const capabilities = { listing: "GET /v1/models", fields: { format: "response_format" } };
+  return await serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const completion: ChatCompletion = {

@@ -286,7 +286,11 @@ export function serveResponses(
   const shape = new ResponseShape(context, call);
   return serveReply(
     context,
-    { ...served, what: `response ${JSON.stringify(call.requestedModel)}` },
+    {
+      ...served,
+      what: `response ${JSON.stringify(call.requestedModel)}`,
+      capabilities: { listing: "GET /v1/models", fields: { format: "text.format" } },
+    },
     {
       async whole(events, reply) {
         const whole = await aggregateReply(context, events);

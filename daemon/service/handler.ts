@@ -84,6 +84,14 @@ export interface DaemonHandlerOptions {
    */
   hostnames?: readonly string[];
   /**
+   * With `apiKey`: a request that presents a key is served whatever its `Host` (the key is
+   * checked instead). For a daemon bound beyond loopback, where other hosts reach it by names
+   * no allowlist foresees; a request without a key is held to the Host rule as always.
+   *
+   * @default {false}
+   */
+  anyHostWithKey?: boolean;
+  /**
    * Origins allowed to call the daemon from a browser page, as patterns (`*`, `null`,
    * `scheme://host[:port]` with `*` wildcards, e.g. `http://localhost:*`). Requests with
    * any other `Origin` are refused with 403.
@@ -260,7 +268,12 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   // Metrics first: the refusals of the rules after it are counted too.
   const middleware = [
     metrics.middleware(),
-    hygiene({ port, hostnames: options.hostnames, origins }),
+    hygiene({
+      port,
+      hostnames: options.hostnames,
+      origins,
+      anyHostWithKey: options.anyHostWithKey === true && options.apiKey !== undefined,
+    }),
   ];
   if (options.apiKey !== undefined) {
     middleware.push(apiKeyAuth({

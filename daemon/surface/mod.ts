@@ -11,7 +11,8 @@
 export { randomId } from "./context.ts";
 export type { SurfaceContext } from "./context.ts";
 export { EMBEDDINGS_DESCRIPTION, embeddingsResponse, runEmbed } from "./embeddings.ts";
-export { checkLogprobs, findModel, listNetworkModels } from "./models.ts";
+export { capabilitiesNeeded, checkCapabilities, findModel, listNetworkModels } from "./models.ts";
+export type { CapabilityFields } from "./models.ts";
 export {
   endedByCancel,
   eventStreamHeaders,

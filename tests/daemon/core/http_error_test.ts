@@ -31,6 +31,7 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     method_not_allowed: 405,
     request_too_large: 413,
     url_too_long: 414,
+    unsupported_media_type: 415,
     too_many_auth_failures: 429,
     headers_too_large: 431,
     internal_error: 500,

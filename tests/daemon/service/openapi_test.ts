@@ -228,7 +228,11 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
     answer(
       path,
       "post",
-      await fetch(`${stranded.url}${path}`, { method: "POST", body: JSON.stringify(body) }),
+      await fetch(`${stranded.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
     );
   expect(await orphan("/v1/chat/completions", { model: MODEL, messages }), 503);
   expect(await orphan("/api/chat", { model: MODEL, messages }), 503);
