@@ -86,10 +86,14 @@ const TOOL_CALL = z.strictObject({
 
 const TOOL_CALL_DELTA = z.strictObject({
   index: COUNT,
-  id: z.string().optional(),
+  id: z.string().optional().openapi({ description: "On a call's first fragment." }),
+  type: z.literal("function").optional().openapi({ description: "On a call's first fragment." }),
   function: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() })
     .optional(),
-}).openapi("ToolCallDelta");
+}).openapi("ToolCallDelta", {
+  description: "A piece of a tool call: the first of each `index` has `id`, `type`, and the " +
+    "function's `name` and `arguments` (empty when none yet); the others a piece of `arguments`.",
+});
 
 const COMPLETION_ID = z.string().regex(/^chatcmpl-/);
 

@@ -24,6 +24,7 @@ import {
   type ForwardedChatBody,
   type NetworkModel,
   parseModelId,
+  type ToolCallDelta,
   streamErrorText,
 } from "../core/mod.ts";
 import {
@@ -184,6 +185,23 @@ async function* sseEvents(
         ? open
         : `,"logprobs":null,"finish_reason":${JSON.stringify(finishReason)}}]${usage}}\n\n`
     }`;
+  // A tool call's first fragment carries what OpenAI's does — `id`, `type: "function"`, the
+  // function's `name` and `arguments` (empty when none yet) — whatever the provider sent, so
+  // clients that assemble calls (the SDKs' stream helpers) find every field; the rest carry
+  // their pieces.
+  const started = new Set<number>();
+  const toolDelta = (delta: ToolCallDelta): ToolCallDelta => {
+    if (started.has(delta.index)) {
+      return delta.function ? { index: delta.index, function: delta.function } : delta;
+    }
+    started.add(delta.index);
+    return {
+      index: delta.index,
+      id: delta.id ?? randomId(context, "call_"),
+      type: "function",
+      function: { name: delta.function?.name ?? "", arguments: delta.function?.arguments ?? "" },
+    };
+  };
   try {
     yield chunk({ role: "assistant", content: "" });
     for await (const event of events) {
@@ -198,7 +216,7 @@ async function* sseEvents(
           yield chunk({ reasoning_content: event.text });
           break;
         case "tool_call":
-          yield chunk({ tool_calls: [event.delta] });
+          yield chunk({ tool_calls: [toolDelta(event.delta)] });
           break;
         case "logprobs":
           yield `${prefix}{},"logprobs":${
