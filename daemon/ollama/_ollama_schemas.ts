@@ -12,7 +12,7 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, TIER, TIME } from "../surface/mod.ts";
+import { COUNT, OLLAMA_SAMPLING, REQUESTED_MODEL, TIER, TIME } from "../surface/mod.ts";
 
 /** The roles of an Ollama chat message. */
 export const OLLAMA_ROLES = ["system", "user", "assistant", "tool"] as const;
@@ -42,19 +42,8 @@ export const OLLAMA_MESSAGE = z.looseObject({
 /** A message of `/api/chat`, validated. */
 export type OllamaMessage = z.output<typeof OLLAMA_MESSAGE>;
 
-const NUMBER = z.number().nullable().optional();
-const INTEGER = z.number().int().nullable().optional();
-
-/** The `options` the daemon translates (others are accepted and ignored). */
-export const OLLAMA_OPTIONS = z.looseObject({
-  temperature: NUMBER,
-  top_p: NUMBER,
-  presence_penalty: NUMBER,
-  frequency_penalty: NUMBER,
-  seed: INTEGER,
-  num_predict: INTEGER,
-  stop: z.union([z.string(), z.array(z.string())]).nullable().optional(),
-}).openapi("OllamaOptions");
+/** The `options` the daemon translates or checks (others are accepted and ignored). */
+export const OLLAMA_OPTIONS = z.looseObject(OLLAMA_SAMPLING).openapi("OllamaOptions");
 
 const COMMON = {
   model: REQUESTED_MODEL,

@@ -4,15 +4,15 @@
  * answers with come from the same schemas.
  *
  * Requests are checked strictly where a client can be wrong in a way a provider would not
- * notice or would be confused by (a message's `role` and `content`), and loosely elsewhere:
- * fields the daemon does not know (`temperature`, `tools`, `response_format`, …) are forwarded
- * to the provider as they are.
+ * notice or would be confused by (a message's `role` and `content`, the sampling parameters'
+ * types and ranges: `surface/sampling.ts`), and loosely elsewhere: fields the daemon does not
+ * know (`tools`, vendor options, …) are forwarded to the provider as they are.
  *
  * @module
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, DECIMAL, REQUESTED_MODEL, TIER, USAGE } from "../surface/mod.ts";
+import { COUNT, DECIMAL, OPENAI_SAMPLING, REQUESTED_MODEL, TIER, USAGE } from "../surface/mod.ts";
 
 /** The roles of an OpenAI chat message. */
 export const OPENAI_ROLES = [
@@ -67,6 +67,7 @@ export const OPENAI_CHAT_REQUEST = z.looseObject({
     description: "From a model with the `logprobs` capability (else a 400).",
   }),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
+  ...OPENAI_SAMPLING,
 }).openapi("ChatCompletionRequest", {
   description: "The OpenAI request; other fields are forwarded to the provider as they are.",
   required: ["model", "messages"],

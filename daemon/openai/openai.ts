@@ -24,8 +24,8 @@ import {
   type ForwardedChatBody,
   type NetworkModel,
   parseModelId,
-  type ToolCallDelta,
   streamErrorText,
+  type ToolCallDelta,
 } from "../core/mod.ts";
 import {
   aggregateReply,

@@ -44,3 +44,10 @@ export {
   wholeOrStreamed,
 } from "./schemas.ts";
 export { validate } from "./validate.ts";
+export {
+  ANTHROPIC_SAMPLING,
+  MAX_STOP_SEQUENCES,
+  OLLAMA_SAMPLING,
+  OPENAI_SAMPLING,
+  RESPONSES_SAMPLING,
+} from "./sampling.ts";
