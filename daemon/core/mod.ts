@@ -36,6 +36,7 @@ export {
   withTimeout,
 } from "./deadlines.ts";
 export {
+  anthropicErrorType,
   dialectOf,
   errorResponse,
   publicMessage,

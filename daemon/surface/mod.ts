@@ -27,6 +27,7 @@ export { providerError } from "./reply_events.ts";
 export type { ReplyEvent, TokenLogprob } from "./reply_events.ts";
 export {
   answers,
+  ANTHROPIC_ERROR,
   COUNT,
   DECIMAL,
   embeddingInputs,
