@@ -12,7 +12,12 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { ANTHROPIC_SAMPLING, COUNT, REQUESTED_MODEL } from "../surface/mod.ts";
+import {
+  ANTHROPIC_SAMPLING,
+  COUNT,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+} from "../surface/mod.ts";
 
 /** A content block: an object with its `type` (checked block by block when translated). */
 const BLOCK = z.looseObject({ type: z.string().min(1) }).openapi("AnthropicContentBlock", {
@@ -58,6 +63,7 @@ const CONVERSATION = {
   system: z.union([z.string(), z.array(TEXT_BLOCK)]).optional(),
   tools: z.array(TOOL).optional(),
   tool_choice: TOOL_CHOICE.optional(),
+  provider: PROVIDER_PREFERENCES.optional(),
 };
 
 /** The body of `POST /v1/messages`. */

@@ -28,6 +28,7 @@ import {
   type ForwardedChatBody,
   parseModelId,
 } from "../core/mod.ts";
+import { routed } from "../surface/mod.ts";
 import type { CountTokensBody, MessagesBody } from "./_schemas.ts";
 
 /** A validated Messages request, translated. */
@@ -281,7 +282,10 @@ export function anthropicCall(body: MessagesBody): AnthropicCall {
   const stream = body.stream ?? false;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+      body.provider,
+    ),
     stream,
     stopSequences: body.stop_sequences ?? [],
     promptEstimate: estimateTokens(messages, tools.tools),

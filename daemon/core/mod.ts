@@ -20,6 +20,7 @@ export type {
   ForwardedChatBody,
   ModelPrices,
   NetworkModel,
+  RoutingPreferences,
   ServedBy,
   Tier,
   ToolCallDelta,

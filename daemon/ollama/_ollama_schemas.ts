@@ -12,7 +12,14 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, OLLAMA_SAMPLING, REQUESTED_MODEL, TIER, TIME } from "../surface/mod.ts";
+import {
+  COUNT,
+  OLLAMA_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  TIER,
+  TIME,
+} from "../surface/mod.ts";
 
 /** The roles of an Ollama chat message. */
 export const OLLAMA_ROLES = ["system", "user", "assistant", "tool"] as const;
@@ -52,6 +59,7 @@ const COMMON = {
     description: '`0` (or `"0s"`, …) with an empty prompt or `messages` unloads.',
   }),
   options: z.union([OLLAMA_OPTIONS, z.null()]).optional(),
+  provider: PROVIDER_PREFERENCES.optional(),
   format: z.union([z.literal("json"), z.literal(""), z.looseObject({})]).nullable().optional()
     .openapi({ description: '`"json"`, or a JSON schema object.' }),
   think: z.union([z.boolean(), z.enum(["low", "medium", "high"])]).nullable().optional(),

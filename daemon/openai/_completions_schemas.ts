@@ -6,7 +6,13 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, OPENAI_SAMPLING, REQUESTED_MODEL, USAGE } from "../surface/mod.ts";
+import {
+  COUNT,
+  OPENAI_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  USAGE,
+} from "../surface/mod.ts";
 
 /** The body of `POST /v1/completions`. */
 export const COMPLETIONS_REQUEST = z.looseObject({
@@ -22,6 +28,7 @@ export const COMPLETIONS_REQUEST = z.looseObject({
   suffix: z.string().nullable().optional(),
   logprobs: z.number().int().nullable().optional(),
   ...OPENAI_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
 }).openapi("CompletionRequest", {
   description: "The legacy OpenAI request; other fields (`temperature`, `stop`, …) are " +
     "forwarded to the provider as they are.",

@@ -12,7 +12,15 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, DECIMAL, OPENAI_SAMPLING, REQUESTED_MODEL, TIER, USAGE } from "../surface/mod.ts";
+import {
+  COUNT,
+  DECIMAL,
+  OPENAI_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  TIER,
+  USAGE,
+} from "../surface/mod.ts";
 
 /** The roles of an OpenAI chat message. */
 export const OPENAI_ROLES = [
@@ -68,6 +76,7 @@ export const OPENAI_CHAT_REQUEST = z.looseObject({
   }),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   ...OPENAI_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
 }).openapi("ChatCompletionRequest", {
   description: "The OpenAI request; other fields are forwarded to the provider as they are.",
   required: ["model", "messages"],

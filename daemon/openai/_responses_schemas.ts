@@ -6,7 +6,12 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, RESPONSES_SAMPLING } from "../surface/mod.ts";
+import {
+  COUNT,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  RESPONSES_SAMPLING,
+} from "../surface/mod.ts";
 
 const PART = z.looseObject({ type: z.string().min(1) }).openapi("ResponseInputPart", {
   description: "`input_text` / `output_text` (`text`), `input_image` (`image_url`).",
@@ -39,6 +44,7 @@ export const RESPONSES_REQUEST = z.looseObject({
   input: z.union([z.string().min(1), z.array(ITEM).min(1)]),
   instructions: z.string().nullable().optional(),
   ...RESPONSES_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
   tools: z.array(TOOL).optional(),
   tool_choice: z.union([
     z.enum(["auto", "none", "required"]),

@@ -37,9 +37,11 @@ import {
   listNetworkModels,
   randomId,
   type ReplyEvent,
+  routed,
   serveReply,
   type SurfaceContext,
   validate,
+  withoutPreferences,
 } from "../surface/mod.ts";
 import {
   type ChatCompletion,
@@ -86,7 +88,10 @@ export function openAIChatCall(body: OpenAIChatBody): OpenAIChatCall {
   delete forwarded.n;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: withoutPreferences(forwarded), whole: !stream },
+      body.provider,
+    ),
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
   };

@@ -30,6 +30,7 @@ import {
   eventStreamHeaders,
   jsonHeaders,
   randomId,
+  routed,
   serveReply,
   type SurfaceContext,
 } from "../surface/mod.ts";
@@ -214,7 +215,10 @@ export function responsesCall(body: ResponsesBody): ResponsesCall {
   };
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !body.stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: forwarded, whole: !body.stream },
+      body.provider,
+    ),
     stream: body.stream ?? false,
     body,
   };

@@ -52,3 +52,5 @@ export {
   OPENAI_SAMPLING,
   RESPONSES_SAMPLING,
 } from "./sampling.ts";
+export { PROVIDER_PREFERENCES, routed, withoutPreferences } from "./preferences.ts";
+export type { ProviderPreferences } from "./preferences.ts";

@@ -28,6 +28,7 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     forbidden_origin: 403,
     not_found: 404,
     model_not_found: 404,
+    no_matching_provider: 404,
     method_not_allowed: 405,
     request_too_large: 413,
     url_too_long: 414,
