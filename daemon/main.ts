@@ -1,6 +1,6 @@
 /**
  * The consumer daemon: `deno run -A daemon/main.ts` (or `deno task daemon`). Serves the
- * OpenAI and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
+ * OpenAI, Anthropic and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
  * to a provider of the network. `--help` lists the options; see `docs/daemon.md`.
  *
  * Every line goes through the structured logger (`io/log.ts`) in the format of `--log-format`
