@@ -32,7 +32,11 @@
  *   renderError: (error) => Response.json({ error: String(error) }, { status: 400 }),
  * });
  * const ok = await service.fetch(
- *   new Request("http://127.0.0.1/echo", { method: "POST", body: '{"word":"hi"}' }),
+ *   new Request("http://127.0.0.1/echo", {
+ *     method: "POST",
+ *     headers: { "content-type": "application/json" },
+ *     body: '{"word":"hi"}',
+ *   }),
  * );
  * console.assert((await ok.json()).word === "hi");
  * const doc = service.document();
