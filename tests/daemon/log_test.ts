@@ -35,6 +35,7 @@ async function chatsWithMarker(url: string, marker: string): Promise<string> {
   assert.equal(refused.status, 403, refused.body);
   const invalid = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({
       model: "net/verified/devnet/echo",
       messages: [{ role: marker, content }],

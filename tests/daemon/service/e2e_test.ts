@@ -72,7 +72,7 @@ Deno.test("openai SDK: models, chat, streaming and usage through the real networ
   // The serving key abbreviated in ASCII (`0x07c5...`), never a `…` made `?`.
   assert.match(
     response.headers.get("x-net-verdict") ?? "",
-    /^endorsed-key by 0x[0-9a-f]{8}\.\.\., /,
+    /^endorsed-key by 0x[0-9a-f]{10}\.\.\., /,
   );
 
   const stream = await client.chat.completions.create({
