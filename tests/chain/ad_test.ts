@@ -389,3 +389,20 @@ Deno.test("docs/protocol.md lists every capability, and only those, with its kin
     assert.ok(said.includes(`\`${name}\``), `${name} is listed under ${kind}`);
   }
 });
+
+Deno.test("a model's weights digest: optional, 32 bytes of hex, committed as published", () => {
+  const model = AD.models[0];
+  const digest = `0x${"Ab".repeat(32)}`;
+  const ad = { ...AD, models: [{ ...model, weights_digest: digest }] };
+  const parsed = parseAd(JSON.stringify(ad));
+  assert.equal(parsed.models[0].weights_digest, digest, "kept as published (case too)");
+  assert.notEqual(adCommitment(parsed), COMMITMENT, "the digest is committed");
+  for (const bad of [null, 7, "0x12", `0x${"zz".repeat(32)}`, "ab".repeat(32)]) {
+    refused(
+      { ...AD, models: [{ ...model, weights_digest: bad }] },
+      "invalid_field",
+      "models[0].weights_digest",
+      "64 hex digits",
+    );
+  }
+});
