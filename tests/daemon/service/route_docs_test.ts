@@ -1,7 +1,7 @@
 /**
  * The route lists people read are checked against the route table: the endpoint table of
- * `docs/daemon.md` and the tables in the module docs of `daemon/openai/routes.ts` and
- * `daemon/ollama/routes.ts` list exactly the operations the daemon's service declares (as its
+ * `docs/daemon.md` and the tables in the module docs of the dialects' `routes.ts` (`openai/`,
+ * `ollama/`, `anthropic/`) list exactly the operations the daemon's service declares (as its
  * generated document has them), so a route added or removed without its row fails here.
  */
 
@@ -67,12 +67,13 @@ Deno.test("route docs: docs/daemon.md's endpoint table lists every operation, an
   assert.deepEqual(tableRows(section), OPERATIONS.map((o) => o.operation).sort());
 });
 
-for (
-  const [dialect, file] of [["openai", "daemon/openai/routes.ts"], [
-    "ollama",
-    "daemon/ollama/routes.ts",
-  ]]
-) {
+const DIALECTS = [
+  ["openai", "daemon/openai/routes.ts"],
+  ["ollama", "daemon/ollama/routes.ts"],
+  ["anthropic", "daemon/anthropic/routes.ts"],
+];
+
+for (const [dialect, file] of DIALECTS) {
   Deno.test(`route docs: ${file}'s table lists the ${dialect} dialect's operations`, async () => {
     const declared = OPERATIONS.filter((o) => o.tags.includes(dialect)).map((o) => o.operation);
     assert.ok(declared.length > 0, `no operation tagged ${dialect}`);
