@@ -8,6 +8,7 @@ import { PGlite } from "@electric-sql/pglite";
 import type { StoreLocation } from "../../../indexer/store/mod.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { assertConfirmed } from "./_helpers.ts";
+import { freshDataDir } from "../_stores.ts";
 import { spawnChild } from "./_spawn.ts";
 import { open, rejectsWith, storeSuite, type SuiteBackend } from "./_suite.ts";
 
@@ -17,25 +18,13 @@ function dataDirOf(location: StoreLocation): string {
 }
 
 /**
- * Fresh data directories under one temporary root, removed at the end. PGlite's `initdb` takes
- * seconds, so the suite's fresh stores start from a copy of one PGlite data directory made
- * once (exactly what the store itself makes on first start); the creation itself is tested on
- * its own below.
+ * Fresh data directories (`../_stores.ts`): PGlite's `initdb` takes seconds, so the suite's
+ * fresh stores start from a copy of one PGlite data directory made once per test file (exactly
+ * what the store itself makes on first start); the creation itself is tested on its own below.
  */
-async function embeddedBackend(): Promise<SuiteBackend & AsyncDisposable> {
-  const root = await Deno.makeTempDir({ prefix: "net-store-" });
-  const template = `${root}/template`;
-  await (await PGlite.create(template)).close();
-  let n = 0;
+function embeddedBackend(): SuiteBackend & AsyncDisposable {
   return {
-    async fresh() {
-      const dataDir = `${root}/store-${++n}`;
-      await Deno.mkdir(dataDir, { mode: 0o700 });
-      const copy = await new Deno.Command("cp", { args: ["-a", template, `${dataDir}/pgdata`] })
-        .output();
-      if (!copy.success) throw new Error(new TextDecoder().decode(copy.stderr));
-      return { dataDir };
-    },
+    fresh: async () => ({ dataDir: await freshDataDir() }),
     async raw(location, statement) {
       const db = await PGlite.create(`${dataDirOf(location)}/pgdata`);
       try {
@@ -44,17 +33,18 @@ async function embeddedBackend(): Promise<SuiteBackend & AsyncDisposable> {
         await db.close();
       }
     },
-    [Symbol.asyncDispose]: () => Deno.remove(root, { recursive: true }),
+    // The directories go with the others when the test file ends.
+    [Symbol.asyncDispose]: () => Promise.resolve(),
   };
 }
 
 Deno.test("embedded store: the shared store suite", async (t) => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   await storeSuite(t, backend);
 });
 
 Deno.test("embedded store: a missing data directory is created, mode 0700", async () => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   const { dataDir } = await backend.fresh() as { dataDir: string };
   const nested = `${dataDir}-new/a/b`;
   await using store = await open({ dataDir: nested });
@@ -69,7 +59,7 @@ Deno.test("embedded store: a missing data directory is created, mode 0700", asyn
 });
 
 Deno.test("embedded store: one process per data directory, released when it dies", async () => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   const location = await backend.fresh();
   {
     await using child = spawnChild("hold", location);
@@ -91,7 +81,7 @@ Deno.test("embedded store: one process per data directory, released when it dies
 });
 
 Deno.test("embedded store: corrupt files are a clear error, rebuilt only when asked", async (t) => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   const damage: [string, (dir: string) => Promise<void>, RegExp][] = [
     [
       "pg_control overwritten",
@@ -135,7 +125,7 @@ Deno.test("embedded store: corrupt files are a clear error, rebuilt only when as
 });
 
 Deno.test("embedded store: a data directory that is a file, and a half-made store", async () => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   const { dataDir } = await backend.fresh() as { dataDir: string };
   await Deno.remove(dataDir, { recursive: true });
   await Deno.writeTextFile(dataDir, "not a directory");
@@ -153,7 +143,7 @@ Deno.test("embedded store: a data directory that is a file, and a half-made stor
 });
 
 Deno.test("embedded store: the WAL stays bounded however much is committed", async () => {
-  await using backend = await embeddedBackend();
+  await using backend = embeddedBackend();
   // A store the store made itself (not the suite's template): its WAL settings are the store's.
   const dir = `${dataDirOf(await backend.fresh())}-own`;
   const wide = new SyntheticChain({

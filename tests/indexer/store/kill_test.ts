@@ -1,20 +1,25 @@
 /**
- * `kill -9` of a writing process at random points, 22 times per backend: after each kill the
+ * `kill -9` of a writing process at random points, 15 times per backend: after each kill the
  * store reopens and its confirmed figures equal an independent recount of exactly the blocks
  * its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
  * the writer reported as committed is missing — no loss, no double count. A last commit then
  * folds the whole window and the totals equal a recount of everything scanned.
+ *
+ * Four kills in five land in the commit loop, chosen by progress (after 1 to 4 commits, then
+ * within the next ones), so the store moves on by whole commits whatever the machine's speed;
+ * every fifth lands anywhere from start-up on.
  */
 
 import assert from "node:assert/strict";
 import type { HistoryStore, StoreLocation } from "../../../indexer/store/mod.ts";
 import { startPostgres } from "../../_postgres.ts";
+import { waitFor } from "../../_wait.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { assertConfirmed } from "./_helpers.ts";
 import { spawnChild } from "./_spawn.ts";
 import { open } from "./_suite.ts";
 
-const KILLS = 22;
+const KILLS = 15;
 const CONFIRMATIONS = 6;
 const SEED = 21;
 /** The child's chain (`_child.ts`): the same seed and settlements per block. */
@@ -52,8 +57,8 @@ async function killRepeatedly(
     // Mostly while it commits; every fifth kill anywhere from start-up on.
     if (run % 5 === 0) await sleep(Math.random() * 1500);
     else {
-      await child.waitFor(/^committed /);
-      await sleep(Math.random() * 400);
+      await child.waitFor(/^committed /, 1 + Math.floor(Math.random() * 4));
+      await sleep(Math.random() * 50);
     }
     await child.kill();
     const printed = child.lines.filter((l) => l.startsWith("committed ")).map((l) =>
@@ -73,8 +78,8 @@ async function killRepeatedly(
     );
     committed = next;
   }
-  assert.ok(midRun >= (KILLS * 3) / 4, `only ${midRun} of ${KILLS} kills landed after a commit`);
-  assert.ok(committed > 200n, `the writers only got to block ${committed}`);
+  assert.ok(midRun >= (KILLS * 4) / 5, `only ${midRun} of ${KILLS} kills landed after a commit`);
+  assert.ok(committed > 100n, `the writers never committed (the store is at ${committed})`);
   await using store = await open(location, { confirmations: CONFIRMATIONS });
   await takeLock(store);
   const { cursor } = await store.state();
@@ -101,9 +106,10 @@ Deno.test("kill -9 of the writer never loses or double-counts a chunk: PostgreSQ
   await using server = await startPostgres();
   const databaseUrl = await server.createDatabase();
   await killRepeatedly({ databaseUrl }, async (store) => {
-    for (let i = 0; !(await store.tryBecomeWriter()); i++) {
-      assert.ok(i < 300, "the killed writer's lock was never released");
-      await sleep(50);
-    }
+    await waitFor(
+      "the killed writer's lock to be released",
+      async () => (await store.tryBecomeWriter()) || undefined,
+      { everyMs: 50 },
+    );
   });
 });
