@@ -1,7 +1,8 @@
 /**
- * The test runner behind `deno task test`: the unit tests, then the documentation examples
- * (`deno task test:doc`), always both — a failure in one never hides the other — and a failure in either fails the
- * run. At the end it prints what each half gave and the slowest test files.
+ * The test runner behind `deno task test`: the unit tests and the documentation examples
+ * (`deno task test:doc`, run beside them, their output shown after), always both — a failure in
+ * one never hides the other — and a failure in either fails the run. At the end it prints what
+ * each half gave and the slowest test files.
  *
  * The unit tests run in one `deno test --parallel` process: each test file runs in its own
  * thread, `NET_TEST_JOBS` files at a time (default 4: most files wait on anvil, PostgreSQL,
@@ -30,19 +31,22 @@ export const JOBS_ENV = "NET_TEST_JOBS";
 export const DEFAULT_JOBS = 4;
 
 /**
- * Files that take longest (seconds on a quiet machine, measured with this runner): started
- * first, so that the run does not wait for one of them at its end. A file missing here only
- * starts in its alphabetical place; a listed file that no longer exists fails the run.
+ * The files that take longest (the runner's own list of the slowest files, longest first):
+ * started first, so that the run does not wait for one of them at its end. A file missing here
+ * only starts in its alphabetical place; a listed file that no longer exists fails the run.
  */
 export const SLOW_FIRST: readonly string[] = [
-  "tests/indexer/store/kill_test.ts",
   "tests/indexer/history_kill_test.ts",
-  "tests/indexer/store/embedded_test.ts",
-  "tests/packaging/publish_test.ts",
-  "tests/indexer/store/postgres_test.ts",
   "tests/indexer/history_volume_test.ts",
-  "tests/indexer/dashboard/page_test.ts",
-  "tests/devnet/demo_test.ts",
+  "tests/indexer/store/embedded_test.ts",
+  "tests/indexer/store/kill_embedded_test.ts",
+  "tests/indexer/store/embedded_files_test.ts",
+  "tests/indexer/history_test.ts",
+  "tests/indexer/main_test.ts",
+  "tests/tools/test_test.ts",
+  "tests/chain/settlements_test.ts",
+  "tests/indexer/refresher_test.ts",
+  "tests/tools/contracts_test.ts",
 ];
 
 const TEST_FILE = /(^|[_.])test\.(ts|tsx|mts|js|mjs|jsx)$/;
@@ -110,21 +114,55 @@ export function fileSeconds(junit: string): Map<string, number> {
   return seconds;
 }
 
-async function run(args: string[], env: Record<string, string> = {}): Promise<number> {
+/** A finished half: its exit code, how long it took, and its output when it was held back. */
+interface Half {
+  code: number;
+  seconds: number;
+  output?: Uint8Array;
+}
+
+/**
+ * Runs `deno <args>`; its output goes straight through, or is held (both streams, in the order
+ * they came) and returned, to be shown after the other half's.
+ */
+async function run(
+  args: string[],
+  options: { env?: Record<string, string>; hold?: boolean } = {},
+): Promise<Half> {
+  const started = performance.now();
+  const stream = options.hold ? "piped" : "inherit";
   const child = new Deno.Command(Deno.execPath(), {
     args,
-    env,
+    env: options.env ?? {},
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: stream,
+    stderr: stream,
   }).spawn();
-  return (await child.status).code;
+  const chunks: Uint8Array[] = [];
+  const collect = async (readable: ReadableStream<Uint8Array>) => {
+    for await (const chunk of readable) chunks.push(chunk);
+  };
+  const reading = options.hold
+    ? Promise.all([collect(child.stdout), collect(child.stderr)])
+    : Promise.resolve();
+  const { code } = await child.status;
+  await reading;
+  const seconds = (performance.now() - started) / 1000;
+  if (!options.hold) return { code, seconds };
+  const output = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    output.set(chunk, at);
+    at += chunk.length;
+  }
+  return { code, seconds, output };
 }
 
 /**
  * Runs the tests of the project in the working directory (all of `tests/`, or the files and
  * directories in `args`; `--no-doc` skips the doc tests); returns the exit code, 0 when both
- * halves passed.
+ * halves passed. The doc tests run beside the unit tests (mostly type checking, while the unit
+ * tests mostly wait on their servers); their output is shown after the unit tests'.
  */
 export async function main(args: readonly string[]): Promise<number> {
   const doc = !args.includes("--no-doc");
@@ -135,25 +173,28 @@ export async function main(args: readonly string[]): Promise<number> {
   const order = runOrder(files, { all: paths.length === 0 });
   const parallel = jobs((name) => Deno.env.get(name));
   const report = await Deno.makeTempFile({ prefix: "net-test-", suffix: ".xml" });
-  const started = performance.now();
   try {
+    const docs = doc ? run(["task", "test:doc"], { hold: true }) : undefined;
     const unit = await run(
       ["test", "-A", "--parallel", `--junit-path=${report}`, ...order],
-      { DENO_JOBS: String(parallel) },
+      { env: { DENO_JOBS: String(parallel) } },
     );
-    const unitSecs = (performance.now() - started) / 1000;
-    const docCode = doc ? await run(["task", "test:doc"]) : 0;
-    const docSecs = (performance.now() - started) / 1000 - unitSecs;
+    const docHalf = await docs;
+    if (docHalf?.output) {
+      console.log("\n--- doc tests (deno task test:doc) ---");
+      await Deno.stdout.write(docHalf.output);
+    }
     const slowest = [...fileSeconds(await Deno.readTextFile(report).catch(() => ""))]
       .sort((a, b) => b[1] - a[1]).slice(0, 10);
     console.log(`\nslowest test files (${order.length} files, ${parallel} at a time):`);
     for (const [file, secs] of slowest) console.log(`  ${secs.toFixed(1).padStart(7)} s  ${file}`);
-    const verdict = (code: number) => code === 0 ? "passed" : `FAILED (exit code ${code})`;
-    console.log(`unit tests: ${verdict(unit)} in ${unitSecs.toFixed(0)} s`);
-    console.log(
-      doc ? `doc tests: ${verdict(docCode)} in ${docSecs.toFixed(0)} s` : "doc tests: not run",
-    );
-    return unit === 0 && docCode === 0 ? 0 : 1;
+    const verdict = (half: Half) =>
+      `${half.code === 0 ? "passed" : `FAILED (exit code ${half.code})`} in ${
+        half.seconds.toFixed(0)
+      } s`;
+    console.log(`unit tests: ${verdict(unit)}`);
+    console.log(docHalf ? `doc tests: ${verdict(docHalf)}` : "doc tests: not run");
+    return unit.code === 0 && (docHalf?.code ?? 0) === 0 ? 0 : 1;
   } finally {
     await Deno.remove(report).catch(() => {});
   }

@@ -14,6 +14,8 @@ import {
   runOrder,
   SLOW_FIRST,
 } from "../../tools/test.ts";
+import { CHROMIUM_ENV } from "../_browser.ts";
+import { POSTGRES_BIN_ENV } from "../_postgres.ts";
 
 const RUNNER = fileURLToPath(new URL("../../tools/test.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -64,35 +66,33 @@ async function runner(dir: string): Promise<{ code: number; out: string }> {
   return { code: output.code, out: decode(output.stdout) + decode(output.stderr) };
 }
 
-Deno.test("deno task test: both halves always run, and either one failing fails the run", async (t) => {
+Deno.test("deno task test: both halves always run, and either one failing fails the run", async () => {
   const cases = [
     [true, true, 0, /unit tests: passed/, /doc tests: passed/],
     [false, true, 1, /unit tests: FAILED \(exit code 1\)/, /doc tests: passed/],
     [true, false, 1, /unit tests: passed/, /doc tests: FAILED \(exit code 1\)/],
     [false, false, 1, /unit tests: FAILED/, /doc tests: FAILED/],
   ] as const;
-  for (const [unit, doc, code, unitLine, docLine] of cases) {
-    await t.step(
-      `unit ${unit ? "passing" : "failing"}, doc ${doc ? "passing" : "failing"}`,
-      async () => {
-        const dir = await project(unit, doc);
-        try {
-          const result = await runner(dir);
-          assert.equal(result.code, code, result.out);
-          assert.match(result.out, unitLine);
-          assert.match(result.out, docLine);
-          if (!unit) assert.match(result.out, /unit broke/);
-          if (!doc) assert.match(result.out, /doc broke/);
-          assert.match(
-            result.out,
-            /slowest test files \(1 files, \d+ at a time\):\n\s+[\d.]+ s {2}tests\/unit_test\.ts/,
-          );
-        } finally {
-          await Deno.remove(dir, { recursive: true });
-        }
-      },
-    );
-  }
+  // The four projects side by side: each is two small `deno test` runs.
+  await Promise.all(cases.map(async ([unit, doc, code, unitLine, docLine]) => {
+    const label = `unit ${unit ? "passing" : "failing"}, doc ${doc ? "passing" : "failing"}`;
+    const dir = await project(unit, doc);
+    try {
+      const result = await runner(dir);
+      assert.equal(result.code, code, `${label}:\n${result.out}`);
+      assert.match(result.out, unitLine, label);
+      assert.match(result.out, docLine, label);
+      if (!unit) assert.match(result.out, /unit broke/, label);
+      if (!doc) assert.match(result.out, /doc broke/, label);
+      assert.match(
+        result.out,
+        /slowest test files \(1 files, \d+ at a time\):\n\s+[\d.]+ s {2}tests\/unit_test\.ts/,
+        label,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }));
 });
 
 Deno.test("the slow files start first; every file listed as slow is a test file of the suite", () => {
@@ -139,4 +139,17 @@ Deno.test("the slowest files are summed from the JUnit report, steps counted onc
     </testsuite>
   </testsuites>`;
   assert.deepEqual([...fileSeconds(junit)], [["tests/a_test.ts", 3.5], ["tests/b_test.ts", 0.25]]);
+});
+
+Deno.test("docs/testing.md: its table of variables is the runner's and the fixtures'", async () => {
+  const text = await Deno.readTextFile(`${ROOT}docs/testing.md`);
+  const rows = [...text.matchAll(/^\| `(NET_[A-Z_]+)` +\| ([^|]*)\|/gm)].map((m) => [
+    m[1],
+    m[2].trim().replaceAll("`", ""),
+  ]);
+  assert.deepEqual(rows, [
+    [JOBS_ENV, String(DEFAULT_JOBS)],
+    [POSTGRES_BIN_ENV, ""],
+    [CHROMIUM_ENV, ""],
+  ]);
 });

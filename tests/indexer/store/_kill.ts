@@ -1,7 +1,7 @@
 /**
- * `kill -9` of a writing process at random points, 15 times per backend: after each kill the
- * store reopens and its confirmed figures equal an independent recount of exactly the blocks
- * its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
+ * `kill -9` of a writing process at random points, 15 times per backend (`kill_embedded_test.ts`,
+ * `kill_postgres_test.ts`): after each kill the store reopens and its confirmed figures equal an
+ * independent recount of exactly the blocks its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
  * the writer reported as committed is missing — no loss, no double count. A last commit then
  * folds the whole window and the totals equal a recount of everything scanned.
  *
@@ -12,14 +12,13 @@
 
 import assert from "node:assert/strict";
 import type { HistoryStore, StoreLocation } from "../../../indexer/store/mod.ts";
-import { startPostgres } from "../../_postgres.ts";
-import { waitFor } from "../../_wait.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { assertConfirmed } from "./_helpers.ts";
 import { spawnChild } from "./_spawn.ts";
 import { open } from "./_suite.ts";
 
-const KILLS = 15;
+/** Kills per backend. */
+export const KILLS = 15;
 const CONFIRMATIONS = 6;
 const SEED = 21;
 /** The child's chain (`_child.ts`): the same seed and settlements per block. */
@@ -41,7 +40,11 @@ async function verify(store: HistoryStore, label: string): Promise<bigint> {
   return cursor.nextBlock;
 }
 
-async function killRepeatedly(
+/**
+ * Kills a writer of the store at `location` {@linkcode KILLS} times, checking it after each
+ * kill; `takeLock` makes the last store opened the writer.
+ */
+export async function killRepeatedly(
   location: StoreLocation,
   takeLock: (s: HistoryStore) => Promise<void>,
 ) {
@@ -89,27 +92,3 @@ async function killRepeatedly(
   await assertConfirmed(store, chain.range(100n, cursor.nextBlock));
   assert.equal((await store.state()).window.blocks, 0);
 }
-
-Deno.test("kill -9 of the writer never loses or double-counts a chunk: embedded store", async () => {
-  const root = await Deno.makeTempDir({ prefix: "net-store-kill-" });
-  try {
-    await killRepeatedly(
-      { dataDir: `${root}/store` },
-      (store) => Promise.resolve(assert.ok(store.writer)),
-    );
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
-});
-
-Deno.test("kill -9 of the writer never loses or double-counts a chunk: PostgreSQL", async () => {
-  await using server = await startPostgres();
-  const databaseUrl = await server.createDatabase();
-  await killRepeatedly({ databaseUrl }, async (store) => {
-    await waitFor(
-      "the killed writer's lock to be released",
-      async () => (await store.tryBecomeWriter()) || undefined,
-      { everyMs: 50 },
-    );
-  });
-});
