@@ -47,6 +47,9 @@ async function rpc(url: string, method: string, params: unknown[] = []): Promise
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
+  if (response.status !== 200) {
+    throw new Error(`${method} answered ${response.status}: ${await response.text()}`);
+  }
   const body = await response.json();
   if (body.error) throw new Error(`${method} failed: ${JSON.stringify(body.error)}`);
   return body.result;

@@ -21,6 +21,7 @@ import {
   unexpectedErrors,
 } from "./_page.ts";
 import type { Page } from "playwright-core";
+import { okJson } from "../../_http.ts";
 
 /** Waits on the page's states, never against a budget a busy machine can exhaust. */
 const WAIT = { timeout: HANG_AFTER_MS };
@@ -111,7 +112,7 @@ Deno.test("a list without histories: the sparklines come from /providers/{addres
   assert.ok(details.every((path) => path.endsWith("?order=desc&limit=16")), details[0]);
   // The first provider's whole history, straight from the API (oldest first, paid epochs only).
   const first = addresses((await fake.truth()).providers)[0];
-  const detail = await (await fetch(`${fake.url}/providers/${first}?limit=1000`)).json();
+  const detail = await okJson(fetch(`${fake.url}/providers/${first}?limit=1000`));
   const paid = detail.settled.epochs as { epoch: string; amount: string }[];
   const latest = Number(paid.at(-1)!.epoch);
   const byEpoch = new Map(paid.map((e) => [Number(e.epoch), e.amount]));
