@@ -6,6 +6,7 @@ import { startAnvil } from "../../devnet/anvil.ts";
 import { parseDevnetArgs } from "../../devnet/main.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { closedPort, okJson, serve } from "../_http.ts";
+import { waitFor } from "../_wait.ts";
 
 async function refused(url: string): Promise<boolean> {
   try {
@@ -17,13 +18,9 @@ async function refused(url: string): Promise<boolean> {
   }
 }
 
-/** Polls `check` until it holds; fails with `what` after `ms` (a liveness bound, not a timing claim). */
-async function eventually(what: string, check: () => Promise<boolean>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Polls `check` until it holds (a wait on a state, `tests/_wait.ts`). */
+async function eventually(what: string, check: () => Promise<boolean>) {
+  await waitFor(what, async () => (await check()) || undefined);
 }
 
 Deno.test("the devnet serves both tiers, its gateways converge by gossip, and it stops cleanly", async () => {
