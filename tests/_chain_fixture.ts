@@ -36,6 +36,7 @@ import {
   type DevnetAccounts,
   type DevnetSigner,
 } from "../devnet/signer.ts";
+import { HANG_AFTER_MS } from "./_wait.ts";
 
 /** Options of {@linkcode startChainFixture}. */
 export interface ChainFixtureOptions extends PlanOptions {
@@ -96,7 +97,8 @@ export interface ChainFixture extends AsyncDisposable {
 
 /** Starts anvil, deploys, seeds; stops anvil again if any step fails. */
 export async function startChainFixture(options: ChainFixtureOptions = {}): Promise<ChainFixture> {
-  const anvil = await startAnvil(options.anvil);
+  // A busy machine may take long to start anvil: only a hang fails the start.
+  const anvil = await startAnvil({ readyTimeoutMs: HANG_AFTER_MS, ...options.anvil });
   try {
     const plan = planNetwork(options);
     const accounts = devAccounts();

@@ -11,6 +11,7 @@ import { createIndexerHandler } from "../../indexer/handler.ts";
 import { maxAgeSecs } from "../../indexer/_serving.ts";
 import { type IndexerState, initialState } from "../../indexer/state.ts";
 import { HAND, handHistory, handSettlements, handSnapshot } from "./_network.ts";
+import { okJson } from "../_http.ts";
 
 const takenAt = new Date("2030-03-17T05:15:00.000Z");
 const at = (ms: number) => new Date(takenAt.getTime() + ms);
@@ -155,7 +156,7 @@ Deno.test("the ETag changes with the snapshot, the history's figures and the que
   const unsynced = await etag("/stats");
   assert.notEqual(unsynced, first);
   assert.equal(
-    (await (await get("/stats")).json()).settlements.amount,
+    (await okJson(get("/stats"))).settlements.amount,
     null,
     "no figures before the history is synced",
   );

@@ -3,6 +3,7 @@ import { createIndexerHandler } from "../../indexer/handler.ts";
 import { type IndexerState, initialState } from "../../indexer/state.ts";
 import { modelsView, providersView, statsView } from "../../indexer/views.ts";
 import { handHistory, handSnapshot, handSync } from "./_network.ts";
+import { okJson } from "../_http.ts";
 
 const takenAt = new Date("2030-03-17T05:15:00.000Z");
 const later = (secs: number) => new Date(takenAt.getTime() + secs * 1000);
@@ -84,20 +85,20 @@ Deno.test("the data paths serve the snapshot's views, with CORS", async () => {
     assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
     assert.deepEqual(await response.json(), JSON.parse(JSON.stringify(view)), path);
     // Served again from the per-snapshot cache: the same bytes.
-    assert.deepEqual(await (await h.get(path)).json(), JSON.parse(JSON.stringify(view)));
+    assert.deepEqual(await okJson(h.get(path)), JSON.parse(JSON.stringify(view)));
   }
 });
 
 Deno.test("a new snapshot is served as soon as the state holds it", async () => {
   const h = handler(servingState());
-  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4242");
+  assert.equal((await okJson(h.get("/stats"))).snapshot.block_number, "4242");
   const next = servingState();
   next.snapshot = {
     ...next.snapshot!,
     chain: { ...next.snapshot!.chain, block: { ...next.snapshot!.chain.block, number: 4243n } },
   };
   h.set(next);
-  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4243");
+  assert.equal((await okJson(h.get("/stats"))).snapshot.block_number, "4243");
 });
 
 Deno.test("before the first snapshot: 503 no_snapshot, /health says starting", async () => {

@@ -15,7 +15,7 @@ import { createIndexerHandler, createIndexerService } from "../../indexer/handle
 import { Refresher } from "../../indexer/refresher.ts";
 import { initialState } from "../../indexer/state.ts";
 import { statsView } from "../../indexer/views.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
 import { answer, OpenApiChecker } from "../_openapi.ts";
 import { assertRoutesDocumented } from "../_routes.ts";
 import { handSnapshot, handSync } from "./_network.ts";
@@ -57,7 +57,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   const checker = new OpenApiChecker(INDEXER_OPENAPI);
   await using devnet = await startDevnet({ gateways: 1, tokenDelayMs: 0 });
   // Two more routers on chain: one serving a tampered and a malformed entry, one dead.
-  const real = await (await fetch(`${devnet.routers[0]}/v1/ads`)).json();
+  const real = await okJson(fetch(`${devnet.routers[0]}/v1/ads`));
   const tampered = structuredClone(real.ads[0]);
   tampered.ad.models[0].prices.input = "1";
   await using bad = serve(() =>

@@ -13,7 +13,7 @@ import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher, type RefresherOptions } from "../../indexer/refresher.ts";
 import { startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
 import { capacityOf, routerEntry, tokensPerSecOf } from "./_network.ts";
 import { freshDataDir } from "./_stores.ts";
 
@@ -788,7 +788,7 @@ Deno.test("with no confirmations, settlement figures from another fork than the 
   });
   const handle = createIndexerHandler({ state: () => refresher.state });
   const settlements = async () =>
-    (await (await handle(new Request("http://127.0.0.1:8088/stats"))).json()).settlements;
+    (await okJson(handle(new Request("http://127.0.0.1:8088/stats")))).settlements;
   await refresher.refresh();
   await refresher.syncHistory();
   assert.ok(refresher.state.snapshot, "an honest node gives a snapshot");
