@@ -27,6 +27,7 @@ import {
   chainMeasurements,
   fileMeasurements,
   type ProviderTrustOptions,
+  ReceiptLog,
   registryRecords,
   VerdictLog,
 } from "../trust/mod.ts";
@@ -82,6 +83,8 @@ export interface Daemon {
   resolver: GatewayResolver;
   /** The verification verdicts (served on `/v1/verdicts`). */
   verdicts: VerdictLog;
+  /** The verified receipts of TEE replies (served on `/v1/verdicts/{id}`). */
+  receipts: ReceiptLog;
   /** The network backend. */
   backend: NetworkBackend;
   /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
@@ -196,11 +199,13 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     log,
   });
   const verdicts = new VerdictLog();
+  const receipts = new ReceiptLog();
   const metrics = new DaemonMetrics();
   const backend = new NetworkBackend({
     resolver,
     trust,
     verdicts,
+    receipts,
     fetch: options.fetch,
     clock,
     attemptTimeoutMs: options.attemptTimeoutMs,
@@ -218,6 +223,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     backend,
     gateways: () => resolver.known.toJSON().gateways,
     verdicts,
+    receipts,
     version: VERSION,
     port: options.port,
     hostnames: config.allowedHosts,
@@ -239,6 +245,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     apiKey,
     resolver,
     verdicts,
+    receipts,
     backend,
     metrics,
     start: () => {

@@ -127,7 +127,8 @@ export function errorResponses(
       "`forbidden_host` or `forbidden_origin`; or a refusal of trust, which a retry cannot fix " +
         "(nothing was sent; the message is fixed per code): `attestation_mock`, " +
         "`attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, " +
-        "`attestation_failed`.",
+        "`attestation_binding_failed`, `gpu_not_attested`, `gpu_attestation_failed`, " +
+        "`gpu_measurement_not_approved`, `model_not_attested`, `attestation_failed`.",
     );
     out[422] = e("`provider_error` carrying the provider's own 422 (a request it refused).");
     out[429] = e("`provider_error` carrying the provider's own 429 (it is too busy).");
@@ -144,6 +145,10 @@ export const SERVED_HEADERS = z.object({
   "x-net-gateway": z.string().openapi({ description: "The gateway that relayed it." }),
   "x-net-verdict": z.string().openapi({
     description: "Why it was trusted, e.g. `endorsed-key by 0x07c5…, on-chain trust root`.",
+  }),
+  "x-net-receipt": z.string().optional().openapi({
+    description: "TEE tier: the reply's id; `GET /v1/verdicts/{id}` serves its verified " +
+      "receipt once the reply has ended.",
   }),
 });
 
