@@ -18,7 +18,7 @@ import { type ChainClient, checkNetworkContracts, createChainClient } from "../.
 import { NonceBook, type TrustRoots } from "../../crypto/tee/mod.ts";
 import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
-import type { DaemonConfig, EvmConfig } from "./config.ts";
+import { type DaemonConfig, type EvmConfig, isLoopbackBind } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
 import { DaemonMetrics } from "./metrics.ts";
@@ -227,6 +227,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     version: VERSION,
     port: options.port,
     hostnames: config.allowedHosts,
+    anyHostWithKey: !isLoopbackBind(config.bind),
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.maxBodyBytes,
     apiKey: config.auth.required || options.apiKey !== undefined
