@@ -10,18 +10,11 @@
  */
 
 import assert from "node:assert/strict";
+import { freeHostPort } from "../../packaging/host_port.ts";
 import { IMAGE, ImageRun, imageTestPlan } from "./_image.ts";
 
 /** Time allowed to each container to come up on a busy machine. */
 const START_MS = 240_000;
-
-/** A free loopback port (the containers use the host's network). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** GETs `url` until `accept` takes its 200 body, or throws with the last answer at the deadline. */
 async function until<T>(
@@ -72,7 +65,7 @@ Deno.test({
     const files = { "/tmp/network.json": read.stdout };
 
     await t.step("an indexer container reads the devnet: /stats 200 with its numbers", async () => {
-      const port = freePort();
+      const port = freeHostPort();
       await run.start("indexer", {
         command: ["indexer", "--network", "/tmp/network.json"],
         env: { NET_STATS_BIND: `127.0.0.1:${port}`, NET_STATS_REFRESH_SECS: "3" },
@@ -95,7 +88,7 @@ Deno.test({
     });
 
     await t.step("a daemon container serves a sealed chat through the devnet", async () => {
-      const port = freePort();
+      const port = freeHostPort();
       await run.start("daemon", {
         command: ["daemon", "--network", "/tmp/network.json"],
         env: { NET_DAEMON_BIND: `127.0.0.1:${port}` },
