@@ -104,6 +104,14 @@ export interface DevnetOptions {
   /** Path of the anvil binary. @default {anvilBinary()} */
   anvilBinary?: string;
   /**
+   * Start anvil in its own process group ({@linkcode AnvilOptions.detached}): a Ctrl-C in the
+   * terminal then reaches only the program, which stops the chain last, after everything that
+   * reads it. For programs that stop the devnet on SIGINT (`deno task demo|devnet`).
+   *
+   * @default {false}
+   */
+  detachChain?: boolean;
+  /**
    * Use this existing dev chain (an anvil, or any node with anvil's funded test accounts and
    * `evm_mine`) instead of starting anvil. The chain is left running on stop. On a chain that
    * is not fresh the contract addresses differ from a fresh deployment's.
@@ -159,7 +167,13 @@ export interface Devnet extends AsyncDisposable {
   readonly profilePath: string | null;
   /** Settles the usage served so far, now (the background loop does it periodically). */
   settleNow(): Promise<void>;
-  /** Stops everything; idempotent. */
+  /**
+   * Stops the background work (blocks, settlements, emission, gateway refresh) and waits for
+   * the rounds under way; the servers and the chain keep running. A program that started
+   * others on this devnet calls it first, stops them, then {@linkcode Devnet.stop}.
+   */
+  stopBackground(): Promise<void>;
+  /** Stops everything (the background work first, the chain last); idempotent. */
   stop(): Promise<void>;
 }
 
@@ -262,9 +276,11 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   const log = options.log ?? (() => {});
   const teardown = new Teardown(log);
   const loops = new Loops(log);
-  const stop = () => {
-    loops.stop();
-    return teardown.run();
+  // The background work first (no round may touch a chain or server being stopped), then
+  // everything started, last first: the chain after what uses it.
+  const stop = async () => {
+    await loops.stop();
+    await teardown.run();
   };
   try {
     // 1. The chain: our own anvil, or an existing dev chain; the contracts.
@@ -278,6 +294,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         hostname,
         publicHost,
         anvilBinary: options.anvilBinary,
+        detached: options.detachChain,
       },
       teardown,
       log,
@@ -354,6 +371,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       profile,
       profilePath,
       settleNow,
+      stopBackground: () => loops.stop(),
       stop,
       [Symbol.asyncDispose]: stop,
     };

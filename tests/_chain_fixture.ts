@@ -1,7 +1,7 @@
 /**
- * The real-chain test fixture: a fresh anvil (binary, or a container when a Docker engine is
- * reachable), the contracts deployed, a network seeded from a deterministic plan, and the
- * expected truth computed from that plan. It is `AsyncDisposable`: `await using` stops anvil
+ * The real-chain test fixture: a fresh anvil (the pinned binary; the project's image runs the
+ * same chain in a container, `tests/packaging/image_test.ts`), the contracts deployed, a
+ * network seeded from a deterministic plan, and the expected truth computed from that plan. It is `AsyncDisposable`: `await using` stops anvil
  * when the test ends, passed or failed.
  *
  * @example

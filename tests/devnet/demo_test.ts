@@ -214,6 +214,8 @@ Deno.test({
         embeddings.data.map((d: { embedding: number[] }) => d.embedding.length),
         [dimensions, dimensions],
       );
+      // Two different texts: two different vectors.
+      assert.notDeepEqual(embeddings.data[0].embedding, embeddings.data[1].embedding);
       assert.match(find("/v1/responses")[0].out, /"object":"response"/);
       assert.match(find("/v1/responses")[0].out, /Hello from the Responses API/);
       if (npm) {
