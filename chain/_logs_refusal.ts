@@ -82,8 +82,8 @@ const RANGE_WORDS =
 const RESULT_WORDS =
   /more than [\d,]+ (?:results|logs)|max(?:imum)? results|too many (?:results|logs)|response size|response (?:is )?too (?:large|big)|body exceeded|log response|logs matched by query exceeds|query timeout|timed? ?out|took too long|query returned more|\blimit exceeded\b/i;
 const RATE_WORDS =
-  /rate.?limit|too many requests|requests per second|exceeded (?:the|your) (?:quota|capacity|daily)|quota exceeded|capacity limit|cu limit|compute units|throughput/i;
-const RATE_CODES: ReadonlySet<number> = new Set([-32029, -32016, 429]);
+  /rate.?limit|too many requests|request limit reached|requests per second|exceeded (?:the|your) (?:quota|capacity|daily)|quota exceeded|capacity limit|cu limit|compute units|throughput/i;
+const RATE_CODES: ReadonlySet<number> = new Set([-32029, -32016, -32007, 429]);
 const TOO_MUCH_NAMES: ReadonlySet<string> = new Set(["ResponseBodyTooLargeError", "TimeoutError"]);
 
 /** A number in a provider's words: `10,000`, `10.000`, `2K`. */

@@ -11,7 +11,7 @@
 import { type Address, encodeEventTopics, type Hex, numberToHex } from "viem";
 import { abbreviate } from "../errors.ts";
 import { escrowAbi } from "./abi.ts";
-import type { ChainClient } from "./client.ts";
+import { type ChainClient, rpcPoolOf } from "./client.ts";
 import { SettlementScanError } from "./errors.ts";
 import { type LogsRefusal, readLogsRefusal } from "./_logs_refusal.ts";
 import type { SettlementScanStats } from "./settlements.ts";
@@ -50,6 +50,12 @@ export interface SettledRange {
   to: bigint;
   /** The events, in the order the endpoint returned them. */
   events: SettledEvent[];
+  /**
+   * With `withBlockHash`: the hash of block `to` on the endpoint that answered the logs (lower
+   * case), asked in the same JSON-RPC batch — so the logs come from an endpoint that had
+   * reached `to`, and the hash is of the same chain as they are.
+   */
+  toHash?: Hex;
 }
 
 /** A log as `eth_getLogs` returns it. */
@@ -166,6 +172,14 @@ export interface SettlementLogReaderOptions {
    */
   retries?: number;
   /**
+   * Ask the hash of each chunk's last block of the same endpoint, in the same batch as its
+   * logs (`SettledRange.toHash`); an endpoint that has not reached that block yet counts as a
+   * failure of the chunk. Needs a client of `createChainClient`.
+   *
+   * @default {false}
+   */
+  withBlockHash?: boolean;
+  /**
    * Aborts the reading between requests (and a wait before one).
    *
    * @default {undefined}
@@ -232,6 +246,7 @@ export class SettlementLogReader {
   readonly #maxChunk: number;
   readonly #retries: number;
   readonly #signal: AbortSignal | undefined;
+  readonly #withBlockHash: boolean;
   /** The smallest chunk that was too much lately: growth stops below it for a while. */
   #tooMuch = Infinity;
   #sinceTooMuch = 0;
@@ -248,6 +263,7 @@ export class SettlementLogReader {
     this.chunk = Math.max(1, Math.min(options.chunkSize ?? 2_000, this.#maxChunk));
     this.#retries = options.retries ?? 2;
     this.#signal = options.signal;
+    this.#withBlockHash = options.withBlockHash ?? false;
   }
 
   /**
@@ -263,11 +279,12 @@ export class SettlementLogReader {
     while (from <= end) {
       this.#signal?.throwIfAborted();
       const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
-      const logs = await this.#getLogs(from, to);
-      if (logs === undefined) {
+      const answer = await this.#getLogs(from, to);
+      if (answer === undefined) {
         streak = 0;
         continue;
       }
+      const { logs, toHash } = answer;
       if (!Array.isArray(logs)) {
         throw new SettlementScanError(
           "invalid_log",
@@ -277,7 +294,7 @@ export class SettlementLogReader {
       }
       const events = logs.map((log) => decodeSettled(log, this.#escrow, from, to));
       this.stats.logs += events.length;
-      yield { from, to, events };
+      yield toHash === undefined ? { from, to, events } : { from, to, events, toHash };
       from = to + 1n;
       if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
       const ceiling = Math.min(this.#maxChunk, this.#limit, this.#tooMuch - 1);
@@ -288,22 +305,17 @@ export class SettlementLogReader {
     }
   }
 
-  /** The logs of one chunk, or `undefined` when it failed and the chunk was split. */
-  async #getLogs(from: bigint, to: bigint): Promise<RawLog[] | undefined> {
+  /** One chunk's logs (and its last block's hash), or `undefined` when it was split. */
+  async #getLogs(
+    from: bigint,
+    to: bigint,
+  ): Promise<{ logs: RawLog[]; toHash?: Hex } | undefined> {
     for (let attempt = 0;; attempt++) {
       this.stats.getLogsRequests++;
       try {
-        const logs = await this.#client.request({
-          method: "eth_getLogs",
-          params: [{
-            address: this.#escrow,
-            topics: [SETTLED_TOPIC],
-            fromBlock: numberToHex(from),
-            toBlock: numberToHex(to),
-          }],
-        }, { retryCount: 0 }) as unknown as RawLog[];
+        const answer = await this.#request(from, to);
         this.#failures = 0;
-        return logs;
+        return answer;
       } catch (cause) {
         this.#signal?.throwIfAborted();
         const refusal = readLogsRefusal(cause, from, to);
@@ -326,6 +338,36 @@ export class SettlementLogReader {
         throw floorFailure(from, refusal, cause);
       }
     }
+  }
+
+  async #request(from: bigint, to: bigint): Promise<{ logs: RawLog[]; toHash?: Hex }> {
+    const getLogs = {
+      method: "eth_getLogs" as const,
+      params: [{
+        address: this.#escrow,
+        topics: [SETTLED_TOPIC],
+        fromBlock: numberToHex(from),
+        toBlock: numberToHex(to),
+      }] as [{ address: Address; topics: Hex[]; fromBlock: Hex; toBlock: Hex }],
+    };
+    if (!this.#withBlockHash) {
+      const logs = await this.#client.request(getLogs, { retryCount: 0 });
+      return { logs: logs as unknown as RawLog[] };
+    }
+    const pool = rpcPoolOf(this.#client);
+    if (!pool) throw new TypeError("withBlockHash needs a client of createChainClient");
+    const [logs, block] = await pool.onOne([
+      getLogs,
+      { method: "eth_getBlockByNumber", params: [numberToHex(to), false] },
+    ], this.#signal);
+    const hash = (block as { hash?: unknown } | null)?.hash;
+    if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
+      throw new Error(
+        `the endpoint that answered the logs of blocks ${from}–${to} has no block ${to} yet ` +
+          "(it is behind the others)",
+      );
+    }
+    return { logs: logs as RawLog[], toHash: hash.toLowerCase() as Hex };
   }
 
   /** Waits before the next request: the endpoint's `Retry-After`, or a doubling delay. */

@@ -19,8 +19,9 @@
  * | `/openapi.json`        | the generated OpenAPI 3.1 document of these endpoints                 |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
- * what is unreachable) before the first snapshot, after a failed refresh, and when the
- * snapshot is older than `staleAfterSecs` — never an older snapshot. **Cache-safe**: their 200s
+ * what is unreachable) before the first snapshot and once the snapshot is older than
+ * `staleAfterSecs` (with the failed refresh's code when refreshes fail) — never an older
+ * snapshot; a failed refresh alone keeps the fresh snapshot served (`/health` says `degraded`). **Cache-safe**: their 200s
  * carry a strong `ETag` (`If-None-Match` → 304) and `Cache-Control: public, max-age=N` with N
  * never past the snapshot's freshness bound (`_serving.ts`); everything else is `no-store`.
  * Every answer carries `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers
@@ -64,7 +65,6 @@ import {
   EpochsQuery,
   EpochsSchema,
   ErrorSchema,
-  HealthSchema,
   MAX_LIST_PAGE,
   ModelsQuery,
   ModelsSchema,
@@ -76,6 +76,9 @@ import {
   RetryAfterHeaders,
   StatsSchema,
 } from "./_schemas.ts";
+import { HealthSchema } from "./_schemas_health.ts";
+import { healthView } from "./views_health.ts";
+import type { RpcEndpointStatus } from "../chain/client.ts";
 import { IndexerRequestError } from "./errors.ts";
 import { errorResponse, retryAfter } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
@@ -83,14 +86,7 @@ import type { IndexerState } from "./state.ts";
 import type { BlockHash, SettlementBucket } from "./store/mod.ts";
 import { DASHBOARD_PATHS, dashboardRoutes } from "./dashboard/mod.ts";
 import { IndexerMetrics } from "./metrics.ts";
-import {
-  healthView,
-  type ListPage,
-  modelsView,
-  providersView,
-  statsView,
-  type ViewOptions,
-} from "./views.ts";
+import { type ListPage, modelsView, providersView, statsView, type ViewOptions } from "./views.ts";
 import { type EpochPage, epochsView, providerDetailView } from "./views_history.ts";
 
 /** One provider's whole history as the store holds it, read at one confirmed block. */
@@ -131,6 +127,13 @@ export interface IndexerHandlerOptions {
    */
   readProviderHistory?: (address: string) => Promise<ProviderHistoryAnswer | null>;
   /**
+   * Every RPC endpoint's state, for `/health`'s `rpc` and `problems` (e.g.
+   * `() => refresher.rpcStatus()`).
+   *
+   * @default {undefined} (no endpoint shown)
+   */
+  rpc?: () => readonly RpcEndpointStatus[];
+  /**
    * The metrics `GET /metrics` exposes (the refresher records into the same ones); the service
    * adds its request metrics and reads the state gauges from `state`.
    *
@@ -140,9 +143,11 @@ export interface IndexerHandlerOptions {
 }
 
 const UNAVAILABLE = {
-  description: "No fresh snapshot: before the first refresh (`no_snapshot`), after a failed " +
-    "refresh (`chain_unreachable`, `chain_error`, `routers_unreachable`, `internal`) or when " +
-    "the snapshot is older than the freshness bound (`stale`). Never stale data.",
+  description: "No fresh snapshot: before the first refresh (`no_snapshot`), after failed " +
+    "refreshes once the last snapshot is past its freshness bound (`chain_unreachable`, " +
+    "`rpc_rate_limited`, `rpc_error`, `chain_error`, `routers_unreachable`, `internal`), or " +
+    "when the snapshot is older than the bound while the loop is stuck (`stale`). Never stale " +
+    "data.",
   headers: RetryAfterHeaders,
   content: json(ErrorSchema),
 };
@@ -234,7 +239,8 @@ function ok(description: string, schema: z.ZodType) {
   return {
     200: { description, headers: CACHE_HEADERS, content: json(schema) },
     304: {
-      description: "Not modified: `If-None-Match` names the current body's ETag.",
+      description: "Not modified: `If-None-Match` names the current body's ETag (while " +
+        "`max-age` is above 0; in the snapshot's last second the whole body is sent).",
       headers: CACHE_HEADERS,
     },
     503: UNAVAILABLE,
@@ -423,7 +429,9 @@ function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
       const now = clock();
       const refused = refusal(state, now);
       const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
-      const health = JSON.stringify(healthView(state, now, refused, sync));
+      const health = JSON.stringify(
+        healthView(state, now, refused, sync, options.rpc?.() ?? []),
+      );
       if (!refused) return jsonResponse(health, 200);
       return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
     },

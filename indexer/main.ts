@@ -70,7 +70,7 @@ async function checkAtStart(
   log: Logger,
 ): Promise<boolean> {
   try {
-    const chain = await createChainClient(config.rpcUrl, {
+    const chain = await createChainClient(config.rpcUrls, {
       ...client,
       timeoutMs: 5_000,
       retryCount: 0,
@@ -136,7 +136,8 @@ export async function main(
     ? { databaseUrl: config.databaseUrl }
     : { dataDir: config.dataDir ?? defaultDataDir() };
   const refresher = new Refresher({
-    rpcUrl: config.rpcUrl,
+    rpcUrl: config.rpcUrls,
+    ...(config.rpcMaxRps === null ? {} : { rpcMaxRps: config.rpcMaxRps }),
     contracts: config.contracts,
     refreshSecs: config.refreshSecs,
     staleAfterSecs: config.staleAfterSecs,
@@ -157,6 +158,7 @@ export async function main(
   });
   const handler = createIndexerHandler({
     state: () => refresher.state,
+    rpc: () => refresher.rpcStatus(),
     readProviderHistory: (address) => refresher.readProviderHistory(address),
     log: log.err.errorLogger(),
     metrics,

@@ -7,8 +7,10 @@
  * only reads {@linkcode Refresher.state}.
  *
  * - **Single flight**: a `refresh()` while one runs returns the running one.
- * - **Never stale**: a failed refresh clears the snapshot (the handler then answers 503 with
- *   the failure); the next successful refresh serves again. The history never fails a
+ * - **Fresh, never stale**: a failed refresh keeps the last snapshot, which is served while it
+ *   is within its freshness bound (`staleAfterSecs`) — so a refresh that fails now and then
+ *   (an endpoint's 429, a 502, a reorg under a read) costs no 503 — and never after it: then
+ *   the handler answers 503 with the failure; the next successful refresh serves again. The history never fails a
  *   refresh: its problems are shown on `/health`, and its figures are `null` meanwhile.
  * - **Caught up together**: when the history was in step with the last snapshot, a new
  *   snapshot waits (at most {@linkcode CATCH_UP_MS}) for the history to reach its block, so
@@ -41,7 +43,14 @@
  * @module
  */
 
-import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
+import {
+  type ChainClient,
+  type ChainClientOptions,
+  createChainClient,
+  RpcEndpoints,
+  type RpcEndpointStatus,
+  rpcFailureKind,
+} from "../chain/client.ts";
 import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
 import type { NetworkState } from "../chain/types.ts";
@@ -58,6 +67,7 @@ import { sleep, storeOpener } from "./_history_store.ts";
 import { checkNumber, type RefresherOptions } from "./refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded } from "./views.ts";
+import { rpcCode } from "./_rpc_codes.ts";
 
 /** How long a new snapshot waits for a history that was in step with the last one, ms. */
 export const CATCH_UP_MS = 2_000;
@@ -70,6 +80,7 @@ export class Refresher implements AsyncDisposable {
   readonly #clock: () => Date;
   readonly #log: LogSink;
   readonly #rpcOrigin: string;
+  readonly #endpoints: RpcEndpoints;
   readonly #history: History;
   readonly #adCache = new AdCache();
   readonly #pollMs: number;
@@ -81,6 +92,10 @@ export class Refresher implements AsyncDisposable {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running = false;
   #loop: Promise<void> | undefined;
+  /** Whether the last line logged said nothing fresh is served. */
+  #notServing = false;
+  /** Logs `not serving` when the last snapshot passes its bound while refreshes fail. */
+  #outageTimer: ReturnType<typeof setTimeout> | undefined;
   #historyLoop: Promise<void> | undefined;
 
   /**
@@ -95,16 +110,23 @@ export class Refresher implements AsyncDisposable {
     checkNumber("routerTimeoutMs", options.routerTimeoutMs, 1, 600_000);
     checkNumber("confirmations", options.confirmations, 0, 1_000_000);
     checkNumber("historyPollMs", options.historyPollMs, 1, 86_400_000);
-    let origin: string;
     try {
-      origin = new URL(options.rpcUrl).origin;
-    } catch {
+      this.#endpoints = new RpcEndpoints(
+        typeof options.rpcUrl === "string" ? [options.rpcUrl] : options.rpcUrl,
+        { maxRps: options.rpcMaxRps, clock: options.clock },
+      );
+    } catch (error) {
+      if (!(error instanceof ChainConfigError)) throw error;
       throw new RangeError(
-        `Cannot create the refresher: rpcUrl ${JSON.stringify(options.rpcUrl)} is not a URL`,
+        `Cannot create the refresher: ${
+          error.shortMessage.replace("Cannot create chain client: ", "")
+        }`,
       );
     }
     this.#options = options;
-    this.#rpcOrigin = origin;
+    this.#rpcOrigin = this.#endpoints.list.length === 1
+      ? this.#endpoints.list[0].label.replace(/\/…$/, "")
+      : this.#endpoints.list.map((e) => e.label).join(", ");
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.error(message));
     const refreshSecs = options.refreshSecs ?? 30;
@@ -124,7 +146,7 @@ export class Refresher implements AsyncDisposable {
   #createHistory(options: RefresherOptions): History {
     const confirmations = options.confirmations ?? 12;
     return new History({
-      rpcUrl: options.rpcUrl,
+      rpcUrl: this.#endpoints,
       client: this.#clientOptions("history"),
       escrow: options.contracts.escrow,
       scanFromBlock: options.scanFromBlock ?? 0n,
@@ -151,6 +173,11 @@ export class Refresher implements AsyncDisposable {
   /** The current state; replaced as a whole by each refresh and each move of the history. */
   get state(): IndexerState {
     return this.#state;
+  }
+
+  /** Every RPC endpoint's state (`/health`'s `rpc`), in the order given. */
+  rpcStatus(): RpcEndpointStatus[] {
+    return this.#endpoints.status();
   }
 
   /** The settlement history's state. */
@@ -232,6 +259,7 @@ export class Refresher implements AsyncDisposable {
   async stop(): Promise<void> {
     this.#running = false;
     clearTimeout(this.#timer);
+    clearTimeout(this.#outageTimer);
     this.#abort.abort();
     await this.#loop?.catch(() => {});
     await this.#historyLoop?.catch(() => {});
@@ -266,6 +294,7 @@ export class Refresher implements AsyncDisposable {
         failing: false,
         refreshing: false,
       };
+      clearTimeout(this.#outageTimer);
       this.#options.metrics?.refreshed({ ok: true, seconds: seconds() });
       if (before.failing || before.lastSnapshotAt === null) this.#logServing(snapshot, before);
     } catch (error) {
@@ -285,30 +314,68 @@ export class Refresher implements AsyncDisposable {
       const message = this.#redact(
         failure.details ? `${failure.shortMessage} (${failure.details})` : failure.shortMessage,
       );
+      // The last snapshot is kept: it is served while it is within its freshness bound.
       this.#state = {
         ...this.#state,
-        snapshot: null,
         lastAttemptAt: takenAt,
         lastError: { code: failure.reason, message, at: takenAt },
         failing: true,
         refreshing: false,
       };
-      if (!before.failing || before.lastError?.message !== message) {
-        this.#log(`indexer: not serving: ${message}`, {
-          level: "warn",
-          fields: { code: failure.reason },
-        });
-      }
+      this.#logFailure(failure.reason, message, before);
     }
     return this.#state;
+  }
+
+  /**
+   * One line per change: a failed refresh while the last snapshot is still served (`refresh
+   * failed`), or once nothing fresh is left (`not serving`).
+   */
+  #logFailure(code: string, message: string, before: IndexerState): void {
+    const snapshot = this.#state.snapshot;
+    const until = snapshot
+      ? new Date(snapshot.takenAt.getTime() + this.#state.staleAfterSecs * 1000)
+      : null;
+    const left = until === null ? 0 : until.getTime() - this.#clock().getTime();
+    const changed = !before.failing || before.lastError?.message !== message;
+    if (left > 0 && changed) {
+      this.#log(
+        `indexer: refresh failed (still serving the snapshot of block ${
+          snapshot!.chain.block.number
+        } until ${until!.toISOString()}): ${message}`,
+        { level: "warn", fields: { code } },
+      );
+    } else if (left <= 0 && (changed || !this.#notServing)) {
+      if (changed) this.#notServing = false; // a new reason is worth its own line
+      this.#logNotServing();
+    }
+    // When the bound passes before a refresh succeeds, say so then.
+    clearTimeout(this.#outageTimer);
+    if (left > 0 && this.#running) {
+      this.#outageTimer = setTimeout(() => {
+        if (this.#state.failing && this.#state.snapshot === snapshot) this.#logNotServing();
+      }, left + 1);
+    }
+  }
+
+  #logNotServing(): void {
+    const error = this.#state.lastError;
+    if (!error || this.#notServing) return;
+    this.#notServing = true;
+    this.#log(`indexer: not serving: ${error.message}`, {
+      level: "warn",
+      fields: { code: error.code },
+    });
   }
 
   #logServing(snapshot: Snapshot, before: IndexerState): void {
     const bonded = snapshot.chain.providers.filter((p) => p.bonded).length;
     const reachable = snapshot.routers.filter((r) => r.reachable).length;
+    const again = this.#notServing;
+    this.#notServing = false;
     this.#log(
-      `indexer: serving${
-        before.failing ? " again" : ""
+      `indexer: ${
+        before.failing && !again ? "refreshing again" : `serving${again ? " again" : ""}`
       }: snapshot at block ${snapshot.chain.block.number}, ${snapshot.live.length} live-verified of ${bonded} bonded providers, ` +
         `${reachable}/${snapshot.routers.length} routers reachable`,
       { level: "info" },
@@ -364,7 +431,7 @@ export class Refresher implements AsyncDisposable {
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
     const options = this.#clientOptions("snapshot") ?? {};
-    const client = await createChainClient(this.#options.rpcUrl, {
+    const client = await createChainClient(this.#endpoints, {
       ...options,
       chainId: options.chainId ?? this.#chainId,
     });
@@ -399,23 +466,23 @@ export class Refresher implements AsyncDisposable {
     if (error instanceof ContractCheckError) {
       return new SnapshotError("chain_error", error.shortMessage, { cause: error });
     }
-    if (error instanceof ChainConfigError) {
-      return error.reason === "unreachable"
-        ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {
-          cause: error,
-        })
-        : new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
-          cause: error,
-        });
+    if (
+      (error instanceof ChainConfigError && error.reason === "unreachable") ||
+      (error instanceof ChainReadError && error.reason === "rpc")
+    ) {
+      const kind = rpcFailureKind(error);
+      const code = rpcCode(kind);
+      const what = code === "rpc_rate_limited"
+        ? "rate-limits us"
+        : code === "rpc_error"
+        ? "answered with an error"
+        : "is unreachable";
+      return new SnapshotError(code, `${where} ${what}: ${error.shortMessage}`, { cause: error });
     }
-    if (error instanceof ChainReadError) {
-      return error.reason === "rpc"
-        ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {
-          cause: error,
-        })
-        : new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
-          cause: error,
-        });
+    if (error instanceof ChainConfigError || error instanceof ChainReadError) {
+      return new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
+        cause: error,
+      });
     }
     const text = error instanceof NetError
       ? error.shortMessage
@@ -428,10 +495,8 @@ export class Refresher implements AsyncDisposable {
     });
   }
 
-  /** Reduces the RPC URL (which may carry an API key in its path) to its origin. */
+  /** Reduces the RPC URLs (which may carry an API key in their path) to their origin. */
   #redact(message: string): string {
-    const url = this.#options.rpcUrl;
-    if (url === this.#rpcOrigin || url === `${this.#rpcOrigin}/`) return message;
-    return message.replaceAll(url, `${this.#rpcOrigin}/…`);
+    return this.#endpoints.redact(message);
   }
 }

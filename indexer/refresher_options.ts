@@ -15,8 +15,17 @@ import type { ViewOptions } from "./views.ts";
 
 /** Options of {@linkcode Refresher}. */
 export interface RefresherOptions {
-  /** The JSON-RPC endpoint (http: or https:). */
-  rpcUrl: string;
+  /**
+   * The JSON-RPC endpoint (http: or https:), or several: reads are spread over them and fail
+   * over (`createChainClient`); the snapshot and the history share their budgets and waits.
+   */
+  rpcUrl: string | readonly string[];
+  /**
+   * Most JSON-RPC calls per second to each endpoint (a batch counts each call).
+   *
+   * @default {undefined} (no budget)
+   */
+  rpcMaxRps?: number;
   /** The four contract addresses. */
   contracts: ChainContracts;
   /**

@@ -34,6 +34,8 @@ export interface FaultPlan {
   maxCallsPerSecond?: number;
   /** Every request is answered 503 (the endpoint is down). @default {false} */
   down?: boolean;
+  /** The next this-many requests are answered 429 (with `retryAfterSecs`). @default {0} */
+  rateLimitNext?: number;
   /** Methods the faults apply to (default: all). */
   methods?: readonly string[];
 }
@@ -56,6 +58,8 @@ export interface FaultStats {
   refused: number;
   /** Most calls seen within one second. */
   peakCallsPerSecond: number;
+  /** When each request arrived (`performance.now()`) and whether it was answered 429. */
+  arrivals: { at: number; status: number }[];
 }
 
 /** One `eth_getLogs` call as the proxy saw it. */
@@ -118,6 +122,7 @@ export function startFaultProxy(
     slow: 0,
     refused: 0,
     peakCallsPerSecond: 0,
+    arrivals: [],
   };
   let second = 0;
   let inSecond = 0;
@@ -184,6 +189,12 @@ export function startFaultProxy(
     proxy.plan.methods === undefined || calls.some((c) => proxy.plan.methods!.includes(c.method));
 
   const handler = async (request: Request): Promise<Response> => {
+    const at = performance.now();
+    const response = await handle(request);
+    stats.arrivals.push({ at, status: response.status });
+    return response;
+  };
+  const handle = async (request: Request): Promise<Response> => {
     stats.requests++;
     const body = await request.json() as Call | Call[];
     const calls = Array.isArray(body) ? body : [body];
@@ -207,6 +218,15 @@ export function startFaultProxy(
         { jsonrpc: "2.0", id: null, error: { code: -32005, message: "rate limit exceeded" } },
         { status: 429, headers: { "retry-after": "1" } },
       );
+    }
+    if ((plan.rateLimitNext ?? 0) > 0) {
+      plan.rateLimitNext!--;
+      stats.rateLimited++;
+      const after = "retryAfterSecs" in plan ? plan.retryAfterSecs : 1;
+      return new Response("Too Many Requests", {
+        status: 429,
+        headers: after === undefined ? {} : { "retry-after": String(after) },
+      });
     }
     if (faulted(calls)) {
       const dice = next();

@@ -72,6 +72,9 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
       args: [`0x${String(i + 1).repeat(40)}`, url],
     });
   }
+  // The clock moves only when the test says (the freshness bound is 60 s).
+  let now = new Date();
+  const clock = () => now;
   const refresher = new Refresher({
     rpcUrl: devnet.rpcUrl,
     contracts: devnet.contracts,
@@ -80,11 +83,14 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     routerTimeoutMs: 2000,
     client: { retryCount: 0, timeoutMs: 2000 },
     log: () => {},
+    clock,
   });
   await using _refresher = refresher;
   await using server = serve(createIndexerHandler({
     state: () => refresher.state,
     readProviderHistory: (address) => refresher.readProviderHistory(address),
+    rpc: () => refresher.rpcStatus(),
+    clock,
   }));
   const get = async (path: string, init?: RequestInit) => {
     const response = await fetch(`${server.url}${path}`, init);
@@ -130,9 +136,20 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.equal(post.status, 405);
   checker.check(post, "MethodNotAllowed");
 
-  // The chain goes away: the next refresh fails, the data endpoints answer 503 with the
-  // reason, /health 503 with last_error.
+  // The chain goes away: the next refresh fails; the snapshot is still fresh, so the data
+  // endpoints answer 200 and /health says degraded, naming the problem.
   await devnet.stop();
+  now = new Date(now.getTime() + 30_000);
+  await refresher.refresh();
+  const degraded = await get("/health");
+  assert.equal(degraded.status, 200);
+  const problems = JSON.parse(degraded.body);
+  assert.equal(problems.status, "degraded");
+  assert.ok(problems.problems.some((p: { code: string }) => p.code === "chain_unreachable"));
+  checker.check(degraded);
+  assert.equal((await get("/stats")).status, 200);
+  // Past the freshness bound: the data endpoints answer 503 with the reason, /health 503.
+  now = new Date(now.getTime() + 31_000);
   await refresher.refresh();
   for (const path of ["/stats", "/models", "/providers", "/epochs", someone]) {
     const down = await get(path);
