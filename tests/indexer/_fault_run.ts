@@ -31,6 +31,8 @@ export interface FaultRunOptions {
   pollMs?: number;
   /** Seed of the faults. @default {7} */
   seed?: number;
+  /** Whether the faults are injected at all (`false`: the same run, as a baseline). @default {true} */
+  faults?: boolean;
 }
 
 /** One `/stats` answer. */
@@ -150,7 +152,7 @@ export async function runFaultMix(options: FaultRunOptions): Promise<FaultRunRes
   await until("the first snapshot", async () => (await ask("/stats")).status === 200);
 
   // ---- The faults, the moving chain, and /stats asked all along. ----
-  faulty.plan = plan;
+  if (options.faults !== false) faulty.plan = plan;
   const providers = chain.expected.state.providers.map((p) => p.address);
   const kept: SentSettlement[] = [];
   let seed = 100;

@@ -109,7 +109,9 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
       await health.body?.cancel();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    assert.equal((await health.json()).status, "ok");
+    const ready = await health.json();
+    // `degraded` when a request failed on a busy machine meanwhile; serving either way.
+    assert.ok(ready.serving && ["ok", "degraded"].includes(ready.status), ready.status);
     const stats = await fetch(`${url}/stats`);
     assert.equal(stats.headers.get("access-control-allow-origin"), "*");
     const body = await stats.json();
@@ -119,7 +121,13 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     let settlements = body.settlements;
     while (!settlements.synced) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      settlements = (await (await fetch(`${url}/stats`)).json()).settlements;
+      // A refresh slower than the 2 s bound on a busy machine is a 503 meanwhile: ask again.
+      const again = await fetch(`${url}/stats`);
+      if (again.status !== 200) {
+        await again.body?.cancel();
+        continue;
+      }
+      settlements = (await again.json()).settlements;
     }
     const total = chain.expected.settlements.reduce((sum, b) => sum + b.settlements, 0);
     assert.equal(settlements.count, total);
