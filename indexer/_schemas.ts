@@ -78,6 +78,7 @@ export const ERROR_CODES = [
   "headers_too_large",
   "no_snapshot",
   "stale",
+  "too_many_streams",
   "chain_unreachable",
   "rpc_rate_limited",
   "rpc_error",
@@ -319,6 +320,45 @@ const ProviderEpochSchema = z.object({
 }).strict().openapi("ProviderEpoch");
 
 /** The `/providers/{address}` body. */
+/** The trust fields of `/providers/{address}` (`views_trust.ts`). */
+export const ProviderTrustSchema = z.object({
+  verification: z.object({
+    ad_commitment: z.enum(["verified", "rejected", "not_seen"]).describe(
+      "`verified`: a router serves an ad whose keccak256(JCS(ad)) equals the on-chain " +
+        "commitment; `rejected`: its entry failed verification (`reason`); `not_seen`: no " +
+        "router lists it now.",
+    ),
+    reason: nullable(RejectionReasonSchema),
+    message: nullable(z.string()),
+    routers: count("Routers serving a verified entry for it."),
+  }).strict(),
+  tee: nullable(
+    z.object({
+      evidence: nullable(
+        z.object({
+          status: z.enum(["verified", "refused", "not_offered", "unreachable"]).describe(
+            "What the indexer's last check of its attestation found (`verified`: the quote " +
+              "chains to the vendor roots, its measurement is approved, and it attests the " +
+              "Registry's serving key).",
+          ),
+          checked_at: time("When it was checked."),
+          age_secs: count("How long ago, seconds."),
+          format: nullable(z.enum(["tdx", "sev-snp"])),
+          measurement: nullable(z.string().describe("The attested measurement id.")),
+          tcb_status: nullable(z.string().describe("From the collateral; `unknown` without.")),
+          expires_at: nullable(time("When a verified outcome stops being valid.")),
+          message: nullable(z.string().describe("Why it is not `verified`.")),
+        }).strict(),
+      ).describe("Null until the indexer has checked it (it is checked once live-verified)."),
+      approved_measurements: count("Measurements the Registry approves (network-wide)."),
+      gpu: z.null().describe(
+        "GPU evidence (the TEE tier's machine attestation): not verified by this indexer yet, " +
+          "always null; the field is where it will be.",
+      ),
+    }).strict(),
+  ).describe("For a TEE-tier provider; null for the verified tier."),
+}).strict().openapi("ProviderTrust");
+
 export const ProviderDetailSchema = z.object({
   provider: Address,
   registry: nullable(
@@ -353,6 +393,8 @@ export const ProviderDetailSchema = z.object({
     ),
     next_cursor: nextCursor,
   }).strict(),
+  verification: ProviderTrustSchema.shape.verification,
+  tee: ProviderTrustSchema.shape.tee,
   history: HistorySchema,
   snapshot: SnapshotSchema,
 }).strict().openapi("ProviderDetail");

@@ -71,7 +71,9 @@ export type IndexerRequestFailure =
   /** The last snapshot is older than its freshness bound (the refresh loop is stuck). */
   | "stale"
   /** `/providers/{address}`: neither the Registry nor the settlement history knows it (404). */
-  | "unknown_provider";
+  | "unknown_provider"
+  /** `/events`: as many change streams are open as the indexer serves (503). */
+  | "too_many_streams";
 
 /** Options of {@linkcode IndexerRequestError}. */
 export interface IndexerRequestErrorOptions extends NetErrorOptions {

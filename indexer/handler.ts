@@ -14,7 +14,8 @@
  * | `/providers`           | `{"providers": [...], "next_cursor", "history"}` (paginated, filters) |
  * | `/providers/{address}` | one provider, live or not, with its per-epoch history (paginated)     |
  * | `/epochs`              | per epoch: settled volume and emission reward (paginated)             |
- * | `/health`              | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/health`              | readiness, `problems` by code, the RPC endpoints (200 serving, else 503) |
+ * | `/events`              | the change stream (server-sent events, `Last-Event-ID` replays)        |
  * | `/metrics`             | Prometheus metrics (`metrics.ts`)                                     |
  * | `/openapi.json`        | the generated OpenAPI 3.1 document of these endpoints                 |
  *
@@ -49,7 +50,7 @@ import { VERSION } from "../version.ts";
 import { httpMetrics, metricsRoute } from "../http/metrics.ts";
 import { z } from "../http/mod.ts";
 import type { HistorySync } from "./_history_data.ts";
-import { everyAnswer, jsonResponse } from "./_response.ts";
+import { everyAnswer } from "./_response.ts";
 import {
   assertServing,
   BodyCache,
@@ -57,7 +58,6 @@ import {
   cacheableAnswer,
   historySync,
   maxAgeSecs,
-  refusal,
 } from "./_serving.ts";
 import {
   AllowHeaders,
@@ -76,11 +76,12 @@ import {
   RetryAfterHeaders,
   StatsSchema,
 } from "./_schemas.ts";
-import { HealthSchema } from "./_schemas_health.ts";
-import { healthView } from "./views_health.ts";
+import { IndexerEvents } from "./events.ts";
+import { eventsRoute, healthRoute } from "./_routes_live.ts";
+import type { TeeEvidence } from "./tee_evidence.ts";
 import type { RpcEndpointStatus } from "../chain/client.ts";
 import { IndexerRequestError } from "./errors.ts";
-import { errorResponse, retryAfter } from "./http_error.ts";
+import { errorResponse } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
 import type { BlockHash, SettlementBucket } from "./store/mod.ts";
@@ -126,6 +127,19 @@ export interface IndexerHandlerOptions {
    * @default {undefined} (the history of one provider is never available)
    */
   readProviderHistory?: (address: string) => Promise<ProviderHistoryAnswer | null>;
+  /**
+   * The change stream `GET /events` serves (the refresher's `events`).
+   *
+   * @default {a stream nothing is published to}
+   */
+  events?: IndexerEvents;
+  /**
+   * The last TEE evidence check of a provider, for `/providers/{address}`'s `tee` (e.g.
+   * `(address) => refresher.teeEvidence(address)`).
+   *
+   * @default {undefined} (never checked)
+   */
+  teeEvidence?: (address: string) => TeeEvidence | undefined;
   /**
    * Every RPC endpoint's state, for `/health`'s `rpc` and `problems` (e.g.
    * `() => refresher.rpcStatus()`).
@@ -399,41 +413,10 @@ function providerRoute({ options, serving, viewOptions, clock }: RouteContext): 
         detailSync.synced ? read : null,
         epochPage(query),
         viewOptions,
+        { tee: options.teeEvidence?.(address), now: clock() },
       );
       const maxAge = maxAgeSecs(snapshot, state.staleAfterSecs, clock());
       return await cacheableAnswer(c.req.raw, bodyOf(body), maxAge);
-    },
-  });
-}
-
-/** `/health`: readiness, and the history's state. */
-function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
-  return defineRoute({
-    method: "get",
-    path: "/health",
-    summary: "Readiness",
-    description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
-      "when not. The body is the same shape either way; `live: true` says the process is up. " +
-      "The settlement history's state (its role, how far it is, a block it cannot read, its " +
-      "failures) is shown in `settlements` and never turns this into a 503.",
-    responses: {
-      200: { description: "Serving fresh data.", content: json(HealthSchema) },
-      503: {
-        description: "Not serving now; the body says why.",
-        headers: RetryAfterHeaders,
-        content: json(HealthSchema),
-      },
-    },
-    handler: () => {
-      const state = options.state();
-      const now = clock();
-      const refused = refusal(state, now);
-      const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
-      const health = JSON.stringify(
-        healthView(state, now, refused, sync, options.rpc?.() ?? []),
-      );
-      if (!refused) return jsonResponse(health, 200);
-      return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
     },
   });
 }
@@ -449,7 +432,8 @@ function indexerRoutes(options: IndexerHandlerOptions, metrics: IndexerMetrics):
     providers,
     providerRoute(context),
     epochs,
-    healthRoute(context),
+    healthRoute(options, context.clock, context.viewOptions),
+    eventsRoute(options.events ?? new IndexerEvents()),
     metricsRoute(metrics.registry),
   ];
 }

@@ -49,12 +49,10 @@ import {
   createChainClient,
   RpcEndpoints,
   type RpcEndpointStatus,
-  rpcFailureKind,
 } from "../chain/client.ts";
-import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
+import { ChainConfigError, ContractCheckError } from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
 import type { NetworkState } from "../chain/types.ts";
-import { NetError } from "../errors.ts";
 import type { LogSink } from "../io/log.ts";
 import { syncFor } from "./_history_data.ts";
 import { RouterAdsError, SnapshotError } from "./errors.ts";
@@ -67,7 +65,10 @@ import { sleep, storeOpener } from "./_history_store.ts";
 import { checkNumber, type RefresherOptions } from "./refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded } from "./views.ts";
-import { rpcCode } from "./_rpc_codes.ts";
+import { classifyRefreshFailure } from "./_refresh_failure.ts";
+import { RefreshLog } from "./_refresh_log.ts";
+import { type TeeEvidence, TeeEvidenceChecker } from "./tee_evidence.ts";
+import { stateEvents } from "./_state_events.ts";
 
 /** How long a new snapshot waits for a history that was in step with the last one, ms. */
 export const CATCH_UP_MS = 2_000;
@@ -83,6 +84,7 @@ export class Refresher implements AsyncDisposable {
   readonly #endpoints: RpcEndpoints;
   readonly #history: History;
   readonly #adCache = new AdCache();
+  readonly #tee: TeeEvidenceChecker | undefined;
   readonly #pollMs: number;
   #client: ChainClient | undefined;
   #chainId: number | undefined;
@@ -92,10 +94,8 @@ export class Refresher implements AsyncDisposable {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running = false;
   #loop: Promise<void> | undefined;
-  /** Whether the last line logged said nothing fresh is served. */
-  #notServing = false;
-  /** Logs `not serving` when the last snapshot passes its bound while refreshes fail. */
-  #outageTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The lines about serving and not serving. */
+  readonly #lines: RefreshLog;
   #historyLoop: Promise<void> | undefined;
 
   /**
@@ -129,9 +129,21 @@ export class Refresher implements AsyncDisposable {
       : this.#endpoints.list.map((e) => e.label).join(", ");
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.error(message));
+    this.#lines = new RefreshLog(this.#log, this.#clock, () => this.#state);
     const refreshSecs = options.refreshSecs ?? 30;
     this.#pollMs = options.historyPollMs ?? Math.min(2_000, refreshSecs * 1000);
     this.#history = this.#createHistory(options);
+    this.#tee = options.tee === false ? undefined : new TeeEvidenceChecker({
+      clock: options.clock,
+      ...options.tee,
+      onChange: (evidence) => {
+        options.events?.publish("tee_evidence", {
+          provider: evidence.provider,
+          status: evidence.status,
+          message: evidence.message,
+        });
+      },
+    });
     this.#state = {
       ...initialState(refreshSecs, options.staleAfterSecs ?? 2 * refreshSecs),
       history: this.#history.state,
@@ -139,7 +151,7 @@ export class Refresher implements AsyncDisposable {
     this.#history.subscribe((history) => {
       const rescans = history.rescans.count - this.#state.history.rescans.count;
       if (rescans > 0) options.metrics?.historyRescanned(rescans);
-      this.#state = { ...this.#state, history };
+      this.#setState({ ...this.#state, history });
     });
   }
 
@@ -170,9 +182,33 @@ export class Refresher implements AsyncDisposable {
     return { ...options, fetch: metrics.rpcFetch(client, options?.fetch) };
   }
 
+  /** Replaces the state and publishes what changed (`events`). */
+  #setState(next: IndexerState): void {
+    const before = this.#state;
+    this.#state = next;
+    const events = this.#options.events;
+    if (events) {
+      for (const { type, data } of stateEvents(before, next)) events.publish(type, data);
+    }
+  }
+
   /** The current state; replaced as a whole by each refresh and each move of the history. */
   get state(): IndexerState {
     return this.#state;
+  }
+
+  /**
+   * Checks the TEE-tier providers' evidence of the served snapshot now (the loop does it after
+   * each snapshot) and resolves when done; nothing without a snapshot.
+   */
+  async checkTeeEvidence(): Promise<void> {
+    const snapshot = this.#state.snapshot;
+    if (snapshot) await this.#tee?.check(snapshot, this.#abort.signal);
+  }
+
+  /** The last TEE evidence check of a provider, or `undefined` (`/providers/{address}`). */
+  teeEvidence(address: string): TeeEvidence | undefined {
+    return this.#tee?.get(address);
   }
 
   /** Every RPC endpoint's state (`/health`'s `rpc`), in the order given. */
@@ -208,7 +244,7 @@ export class Refresher implements AsyncDisposable {
    */
   refresh(): Promise<IndexerState> {
     if (!this.#inflight) {
-      this.#state = { ...this.#state, refreshing: true };
+      this.#setState({ ...this.#state, refreshing: true });
       this.#inflight = this.#run().finally(() => {
         this.#inflight = undefined;
       });
@@ -230,10 +266,10 @@ export class Refresher implements AsyncDisposable {
       await this.refresh();
       if (!this.#running) return;
       const delay = Math.max(0, period - (performance.now() - started));
-      this.#state = {
+      this.#setState({
         ...this.#state,
         nextRefreshAt: new Date(this.#clock().getTime() + delay),
-      };
+      });
       this.#timer = setTimeout(() => {
         this.#loop = tick();
       }, delay);
@@ -259,14 +295,15 @@ export class Refresher implements AsyncDisposable {
   async stop(): Promise<void> {
     this.#running = false;
     clearTimeout(this.#timer);
-    clearTimeout(this.#outageTimer);
+    this.#lines.stop();
     this.#abort.abort();
     await this.#loop?.catch(() => {});
     await this.#historyLoop?.catch(() => {});
     await this.#inflight?.catch(() => {});
+    await this.#tee?.idle();
     await this.#history.stop();
     this.#abort = new AbortController();
-    this.#state = { ...this.#state, nextRefreshAt: null };
+    this.#setState({ ...this.#state, nextRefreshAt: null });
   }
 
   /** Same as {@linkcode Refresher.stop}. */
@@ -286,23 +323,25 @@ export class Refresher implements AsyncDisposable {
       signal.throwIfAborted();
       await this.#catchUp(before.snapshot, snapshot, signal);
       signal.throwIfAborted();
-      this.#state = {
+      this.#setState({
         ...this.#state,
         snapshot,
         lastSnapshotAt: takenAt,
         lastAttemptAt: takenAt,
         failing: false,
         refreshing: false,
-      };
-      clearTimeout(this.#outageTimer);
+      });
+      this.#lines.stop();
+      // TEE-tier providers' evidence, checked beside the loop (never delays a snapshot).
+      if (this.#running) void this.#tee?.check(snapshot, signal);
       this.#options.metrics?.refreshed({ ok: true, seconds: seconds() });
-      if (before.failing || before.lastSnapshotAt === null) this.#logServing(snapshot, before);
+      if (before.failing || before.lastSnapshotAt === null) this.#lines.serving(snapshot, before);
     } catch (error) {
       const failure = signal.aborted
         ? new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped")
         : this.#classify(error);
       if (failure.reason === "aborted") {
-        this.#state = { ...this.#state, refreshing: false };
+        this.#setState({ ...this.#state, refreshing: false });
         return this.#state;
       }
       this.#options.metrics?.refreshed({ ok: false, code: failure.reason, seconds: seconds() });
@@ -315,71 +354,16 @@ export class Refresher implements AsyncDisposable {
         failure.details ? `${failure.shortMessage} (${failure.details})` : failure.shortMessage,
       );
       // The last snapshot is kept: it is served while it is within its freshness bound.
-      this.#state = {
+      this.#setState({
         ...this.#state,
         lastAttemptAt: takenAt,
         lastError: { code: failure.reason, message, at: takenAt },
         failing: true,
         refreshing: false,
-      };
-      this.#logFailure(failure.reason, message, before);
+      });
+      this.#lines.failure(failure.reason, message, before, this.#running);
     }
     return this.#state;
-  }
-
-  /**
-   * One line per change: a failed refresh while the last snapshot is still served (`refresh
-   * failed`), or once nothing fresh is left (`not serving`).
-   */
-  #logFailure(code: string, message: string, before: IndexerState): void {
-    const snapshot = this.#state.snapshot;
-    const until = snapshot
-      ? new Date(snapshot.takenAt.getTime() + this.#state.staleAfterSecs * 1000)
-      : null;
-    const left = until === null ? 0 : until.getTime() - this.#clock().getTime();
-    const changed = !before.failing || before.lastError?.message !== message;
-    if (left > 0 && changed) {
-      this.#log(
-        `indexer: refresh failed (still serving the snapshot of block ${
-          snapshot!.chain.block.number
-        } until ${until!.toISOString()}): ${message}`,
-        { level: "warn", fields: { code } },
-      );
-    } else if (left <= 0 && (changed || !this.#notServing)) {
-      if (changed) this.#notServing = false; // a new reason is worth its own line
-      this.#logNotServing();
-    }
-    // When the bound passes before a refresh succeeds, say so then.
-    clearTimeout(this.#outageTimer);
-    if (left > 0 && this.#running) {
-      this.#outageTimer = setTimeout(() => {
-        if (this.#state.failing && this.#state.snapshot === snapshot) this.#logNotServing();
-      }, left + 1);
-    }
-  }
-
-  #logNotServing(): void {
-    const error = this.#state.lastError;
-    if (!error || this.#notServing) return;
-    this.#notServing = true;
-    this.#log(`indexer: not serving: ${error.message}`, {
-      level: "warn",
-      fields: { code: error.code },
-    });
-  }
-
-  #logServing(snapshot: Snapshot, before: IndexerState): void {
-    const bonded = snapshot.chain.providers.filter((p) => p.bonded).length;
-    const reachable = snapshot.routers.filter((r) => r.reachable).length;
-    const again = this.#notServing;
-    this.#notServing = false;
-    this.#log(
-      `indexer: ${
-        before.failing && !again ? "refreshing again" : `serving${again ? " again" : ""}`
-      }: snapshot at block ${snapshot.chain.block.number}, ${snapshot.live.length} live-verified of ${bonded} bonded providers, ` +
-        `${reachable}/${snapshot.routers.length} routers reachable`,
-      { level: "info" },
-    );
   }
 
   /** Whether the history's figures may be served with `snapshot`. */
@@ -461,38 +445,7 @@ export class Refresher implements AsyncDisposable {
   }
 
   #classify(error: unknown): SnapshotError {
-    if (error instanceof SnapshotError) return error;
-    const where = `the chain at ${this.#rpcOrigin}`;
-    if (error instanceof ContractCheckError) {
-      return new SnapshotError("chain_error", error.shortMessage, { cause: error });
-    }
-    if (
-      (error instanceof ChainConfigError && error.reason === "unreachable") ||
-      (error instanceof ChainReadError && error.reason === "rpc")
-    ) {
-      const kind = rpcFailureKind(error);
-      const code = rpcCode(kind);
-      const what = code === "rpc_rate_limited"
-        ? "rate-limits us"
-        : code === "rpc_error"
-        ? "answered with an error"
-        : "is unreachable";
-      return new SnapshotError(code, `${where} ${what}: ${error.shortMessage}`, { cause: error });
-    }
-    if (error instanceof ChainConfigError || error instanceof ChainReadError) {
-      return new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
-        cause: error,
-      });
-    }
-    const text = error instanceof NetError
-      ? error.shortMessage
-      : error instanceof Error
-      ? error.message
-      : String(error);
-    this.#log("indexer: unexpected refresh failure", { level: "error", error });
-    return new SnapshotError("internal", `Cannot take a snapshot: unexpected failure: ${text}`, {
-      cause: error,
-    });
+    return classifyRefreshFailure(error, `the chain at ${this.#rpcOrigin}`, this.#log);
   }
 
   /** Reduces the RPC URLs (which may carry an API key in their path) to their origin. */
