@@ -236,8 +236,8 @@ Deno.test("unknown paths are 404, other methods 405, both with CORS", async () =
       await h.get(path),
       404,
       "not_found",
-      "GET /stats, /models, /providers, /providers/{address}, /epochs, /health, /metrics, " +
-        "/openapi.json and / (the dashboard page)",
+      "GET /stats, /models, /providers, /providers/{address}, /epochs, /health, /events, " +
+        "/metrics, /openapi.json and / (the dashboard page)",
     );
   }
   await error(await h.get("/nope", { method: "POST" }), 404, "not_found");

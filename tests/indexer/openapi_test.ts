@@ -13,6 +13,7 @@ import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.t
 import { DASHBOARD_PATHS, dashboardAsset } from "../../indexer/dashboard/mod.ts";
 import { createIndexerHandler, createIndexerService } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
+import { IndexerEvents } from "../../indexer/events.ts";
 import { initialState } from "../../indexer/state.ts";
 import { statsView } from "../../indexer/views.ts";
 import { closedPort, serve } from "../_http.ts";
@@ -72,6 +73,8 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
       args: [`0x${String(i + 1).repeat(40)}`, url],
     });
   }
+  // One change stream at most, so its 503 can be seen.
+  const events = new IndexerEvents({ maxStreams: 1 });
   // The clock moves only when the test says (the freshness bound is 60 s).
   let now = new Date();
   const clock = () => now;
@@ -84,12 +87,15 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     client: { retryCount: 0, timeoutMs: 2000 },
     log: () => {},
     clock,
+    events,
   });
   await using _refresher = refresher;
   await using server = serve(createIndexerHandler({
     state: () => refresher.state,
     readProviderHistory: (address) => refresher.readProviderHistory(address),
     rpc: () => refresher.rpcStatus(),
+    events,
+    teeEvidence: (address) => refresher.teeEvidence(address),
     clock,
   }));
   const get = async (path: string, init?: RequestInit) => {
@@ -120,6 +126,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.equal(report.settlements.synced, true);
   await checkHistoryAnswers(get, checker);
   assert.ok(JSON.parse((await get("/providers")).body).providers.length >= 3);
+  await checkEvents(server.url, checker);
   assert.deepEqual(
     JSON.parse((await get("/openapi.json")).body),
     JSON.parse(JSON.stringify(INDEXER_OPENAPI)),
@@ -183,6 +190,36 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     }
   }
 });
+
+/** `/events`: a stream's first events (replayed from 0), a second stream's 503, a bad id's 400. */
+async function checkEvents(url: string, checker: OpenApiChecker): Promise<void> {
+  const abort = new AbortController();
+  const response = await fetch(`${url}/events`, {
+    headers: { "last-event-id": "0" },
+    signal: abort.signal,
+  });
+  assert.equal(response.status, 200);
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  // `ready`, then the replayed snapshot and settlements events.
+  while ((text.match(/\n\n/g) ?? []).length < 3) text += (await reader.read()).value ?? "";
+  const full = text.slice(0, text.lastIndexOf("\n\n") + 2);
+  checker.check({
+    path: "/events",
+    method: "get",
+    status: 200,
+    headers: response.headers,
+    body: full,
+  });
+  const busy = await fetch(`${url}/events`);
+  checker.check(await answer("/events", "get", busy));
+  assert.equal(busy.status, 503);
+  abort.abort();
+  await reader.cancel().catch(() => {});
+  const bad = await fetch(`${url}/events?last_event_id=x`);
+  checker.check(await answer("/events", "get", bad));
+  assert.equal(bad.status, 400);
+}
 
 Deno.test("the checker refuses answers that break the document", () => {
   const checker = new OpenApiChecker(INDEXER_OPENAPI);
