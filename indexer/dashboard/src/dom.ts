@@ -71,6 +71,22 @@ export interface DomResizeObserver {
   disconnect(): void;
 }
 
+/** An `EventSource`, as far as the page uses it. */
+export interface DomEventSource {
+  /** 0 connecting, 1 open, 2 closed (not reconnected). */
+  readonly readyState: number;
+  /** Listens for an event of the stream (`event:` name), or `error`. */
+  addEventListener(type: string, listener: (event: { data?: string }) => void): void;
+  /** Closes it. */
+  close(): void;
+}
+
+/** The page's address, as far as it uses it. */
+export interface DomLocation {
+  /** The fragment, `#…` (or `""`). */
+  readonly hash: string;
+}
+
 /** The browser's globals the page uses. */
 export interface Browser {
   /** The document. */
@@ -79,6 +95,12 @@ export interface Browser {
   fetch: (input: string, init?: RequestInit) => Promise<Response>;
   /** `new ResizeObserver(callback)`. */
   observeResize: (callback: () => void) => DomResizeObserver;
+  /** `new EventSource(url)`, or `null` where there is none. */
+  events: (url: string) => DomEventSource | null;
+  /** `window.location`. */
+  location: DomLocation;
+  /** Listens for a window event (`hashchange`). */
+  onWindow: (type: string, listener: () => void) => void;
 }
 
 /** The browser's globals (only call in a browser). */
@@ -86,11 +108,17 @@ export function browser(): Browser {
   const g = globalThis as unknown as {
     document: DomDocument;
     ResizeObserver: new (callback: () => void) => DomResizeObserver;
+    EventSource?: new (url: string) => DomEventSource;
+    location: DomLocation;
+    addEventListener(type: string, listener: () => void): void;
   };
   return {
     document: g.document,
     fetch: (input, init) => globalThis.fetch(input, init),
     observeResize: (callback) => new g.ResizeObserver(callback),
+    events: (url) => (g.EventSource ? new g.EventSource(url) : null),
+    location: g.location,
+    onWindow: (type, listener) => g.addEventListener(type, listener),
   };
 }
 
