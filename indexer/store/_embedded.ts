@@ -93,6 +93,17 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   return file;
 }
 
+/** Whether `path` exists. */
+async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 /** A request without its `id` (the worker client numbers them). */
 type Request = WorkerRequest extends infer R ? R extends unknown ? Omit<R, "id"> : never : never;
 
@@ -214,14 +225,27 @@ export async function openEmbedded(
     lock.close();
   };
   const pgdata = join(dataDir, "pgdata");
+  const wipe = options.wipe ?? false;
+  // A new store is created in a worker of its own, which then ends: PostgreSQL's initdb
+  // touches hundreds of MiB of WebAssembly memory that would otherwise stay resident.
+  let opened: WorkerReply | { ok: false; error: Error; stage: undefined; reasons: string };
+  const missing = wipe || !(await pathExists(pgdata));
+  if (missing) {
+    const creator = new PgliteWorker();
+    opened = await creator.request({ op: "open", pgdata, wipe, createOnly: true })
+      .catch((error: Error) => ({ ok: false as const, error, stage: undefined, reasons: "" }));
+    creator.terminate();
+  } else opened = { id: 0, ok: true };
   const worker = new PgliteWorker();
   const fail = async (error: StoreError): Promise<never> => {
     worker.terminate();
     await release();
     throw error;
   };
-  const opened = await worker.request({ op: "open", pgdata, wipe: options.wipe ?? false })
-    .catch((error: Error) => ({ ok: false as const, error, stage: undefined, reasons: "" }));
+  if (opened.ok) {
+    opened = await worker.request({ op: "open", pgdata, wipe: false })
+      .catch((error: Error) => ({ ok: false as const, error, stage: undefined, reasons: "" }));
+  }
   if (!opened.ok) {
     const cause = opened.error instanceof Error ? opened.error : fromWire(opened.error);
     if (opened.stage === "start") {

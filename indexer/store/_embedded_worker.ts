@@ -77,8 +77,20 @@ async function createPgdata(pgdata: string): Promise<void> {
   // Keep 32–64 MiB of WAL after a checkpoint instead of 80 MiB–1 GiB (from the next start on).
   await db.query("ALTER SYSTEM SET min_wal_size = '32MB'");
   await db.query("ALTER SYSTEM SET max_wal_size = '64MB'");
+  await setMemory(db);
   await db.close();
   await Deno.rename(building, pgdata);
+}
+
+/**
+ * PostgreSQL's memory, set small (from the next start on): its shared buffers are resident for
+ * as long as the process runs, and the store's work — chunks of settlements written once, a few
+ * thousand buckets read — does not need 128 MiB of them (measured: 4 MiB costs no throughput
+ * and 40 MiB less resident memory).
+ */
+async function setMemory(db: PGlite): Promise<void> {
+  await db.query("ALTER SYSTEM SET shared_buffers = '4MB'");
+  await db.query("ALTER SYSTEM SET wal_buffers = '256kB'");
 }
 
 /** An open transaction: its handle, and how to end it. */
@@ -98,13 +110,21 @@ function database(): PGlite {
   return db;
 }
 
-async function open(pgdata: string, wipe: boolean): Promise<WorkerReply | undefined> {
+async function open(
+  pgdata: string,
+  wipe: boolean,
+  createOnly: boolean,
+): Promise<WorkerReply | undefined> {
   let stage: OpenStage = "create";
   try {
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
     if (!(await exists(pgdata))) await createPgdata(pgdata);
+    if (createOnly) return undefined;
     stage = "start";
     db = await startPglite(pgdata);
+    // Stores made before the memory settings get them (for their next start).
+    const [row] = await rows(db, "SHOW shared_buffers", []);
+    if (row?.shared_buffers !== "4MB") await setMemory(db);
     return undefined;
   } catch (error) {
     return { id: 0, ok: false, error: toWire(error), stage, reasons: reasonLines(tail) };
@@ -160,7 +180,7 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
   try {
     switch (request.op) {
       case "open": {
-        const failed = await open(request.pgdata, request.wipe);
+        const failed = await open(request.pgdata, request.wipe, request.createOnly ?? false);
         return failed ? { ...failed, id } : { id, ok: true };
       }
       case "query": {

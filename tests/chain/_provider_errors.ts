@@ -69,7 +69,7 @@ const grouped = (n: number) => n.toLocaleString("en-US");
 export const PROVIDER_REFUSALS: readonly ProviderRefusal[] = [
   {
     id: "alchemy-payg",
-    provider: "Alchemy (pay as you go): response size",
+    provider: "Alchemy (pay as you go)",
     source: "https://github.com/bancorprotocol/webapp/issues/523; ponder-sh/ponder " +
       "packages/utils/src/_test/alchemy.test.ts",
     seen: "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block " +
@@ -213,7 +213,7 @@ export const PROVIDER_REFUSALS: readonly ProviderRefusal[] = [
   },
   {
     id: "blast-paid",
-    provider: "Blast (paid plan): the words in `data`",
+    provider: "Blast (paid plan)",
     source: "erpc/erpc tests (a Blast answer replayed); ponder-sh/ponder getLogsRetryHelper " +
       "(blast paid)",
     seen: 'Invalid params; data: {"range":"the range 55074203 - 55124202 exceeds the range ' +
@@ -407,7 +407,7 @@ export const PROVIDER_REFUSALS: readonly ProviderRefusal[] = [
   },
   {
     id: "tenderly",
-    provider: "Tenderly: the words in `data.payload`",
+    provider: "Tenderly",
     source: "https://github.com/bobanetwork/boba_legacy/issues/827",
     seen: 'invalid params; data: {"error_id":"4ed94073-…","payload":"range 9009594 is bigger ' +
       'than range limit 2000"}',
@@ -439,7 +439,7 @@ export const PROVIDER_REFUSALS: readonly ProviderRefusal[] = [
   },
   {
     id: "geth-results",
-    provider: "geth and Erigon nodes (and providers in front of them): results",
+    provider: "geth and Erigon nodes: results",
     source: "https://github.com/aurora-is-near/aurora-relayer/pull/327; " +
       "https://github.com/0xPolygon/zkevm-node/issues/3136",
     seen: "query returned more than 10000 results",

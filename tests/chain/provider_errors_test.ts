@@ -189,3 +189,15 @@ Deno.test("a provider's words are read: kind, suggested range, named limit", () 
   );
   assert.equal(after.retryAfterMs, 3_000);
 });
+
+Deno.test("docs/indexer.md lists every provider of the table", async () => {
+  const docs = await Deno.readTextFile(new URL("../../docs/indexer.md", import.meta.url));
+  const section = docs.slice(
+    docs.indexOf("### The providers' `eth_getLogs` refusals"),
+    docs.indexOf("## The settlement history"),
+  );
+  const listed = section.split("\n").filter((line) => /^\| [^-]/.test(line)).slice(1).map((line) =>
+    line.split("|")[1].trim()
+  );
+  assert.deepEqual(listed.toSorted(), PROVIDER_REFUSALS.map((r) => r.provider).toSorted());
+});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createIndexerHandler } from "../../indexer/handler.ts";
+import { PROBLEM_CODES } from "../../indexer/_schemas_health.ts";
 import { type IndexerState, initialState } from "../../indexer/state.ts";
 import { modelsView, providersView, statsView } from "../../indexer/views.ts";
 import { handHistory, handSnapshot, handSync } from "./_network.ts";
@@ -436,4 +437,11 @@ Deno.test("a failed refresh keeps a fresh snapshot served (degraded); past its b
   const gone = await get("/health");
   assert.equal(gone.status, 503);
   assert.equal((await gone.json()).status, "unavailable");
+});
+
+Deno.test("docs/indexer.md's health codes are the code's, every one", async () => {
+  const docs = await Deno.readTextFile(new URL("../../docs/indexer.md", import.meta.url));
+  const section = docs.slice(docs.indexOf("#### Health codes"), docs.indexOf("### `GET /events`"));
+  const listed = [...section.matchAll(/^\| `([a-z_]+)` /gm)].map((m) => m[1]);
+  assert.deepEqual(listed.toSorted(), [...PROBLEM_CODES].toSorted());
 });
