@@ -49,20 +49,36 @@ export const MODEL_KINDS: readonly ModelKind[] = Object.freeze(["chat", "embeddi
  *
  * - `tools`: function calling (`tools`, `tool_calls`) — chat;
  * - `vision`: image inputs — chat;
- * - `json_mode`: `response_format` `json_object` / `json_schema` — chat;
+ * - `json_mode`: JSON mode, `response_format` `json_object` (the reply is one JSON object) —
+ *   chat;
+ * - `structured_outputs`: the reply is valid for a given JSON Schema (`response_format`
+ *   `json_schema`, Ollama's `format` schema, the Responses API's `text.format`) — chat;
  * - `logprobs`: token log probabilities (`logprobs`, `top_logprobs`) — chat;
  * - `dimensions`: shorter vectors on request (the `dimensions` parameter) — embedding.
  */
-export type ModelCapability = "tools" | "vision" | "json_mode" | "logprobs" | "dimensions";
+export type ModelCapability =
+  | "tools"
+  | "vision"
+  | "json_mode"
+  | "structured_outputs"
+  | "logprobs"
+  | "dimensions";
 
 /** Every capability, and the kind it belongs to. */
 export const MODEL_CAPABILITIES: Readonly<Record<ModelCapability, ModelKind>> = Object.freeze({
   tools: "chat",
   vision: "chat",
   json_mode: "chat",
+  structured_outputs: "chat",
   logprobs: "chat",
   dimensions: "embedding",
 });
+
+/** Every capability's name, in the order of {@linkcode MODEL_CAPABILITIES}. */
+export const MODEL_CAPABILITY_NAMES: readonly [ModelCapability, ...ModelCapability[]] = Object
+  .freeze(
+    Object.keys(MODEL_CAPABILITIES) as [ModelCapability, ...ModelCapability[]],
+  );
 
 /** Most dimensions an embedding model may declare. */
 export const MAX_EMBEDDING_DIMENSIONS = 65_536;
@@ -87,6 +103,12 @@ export interface AdModel {
   capabilities?: ModelCapability[];
   /** An embedding model's vector length, 1 ≤ n ≤ 65,536; only (and always) for that kind. */
   embedding_dimensions?: number;
+  /**
+   * The digest of the weights the provider serves for this model (`0x` and 64 hex digits, e.g.
+   * the dm-verity root hash of its weights volume). The TEE tier attests it (`docs/protocol.md`
+   * §6): a TEE provider's enclave binds the same digest into its quote.
+   */
+  weights_digest?: string;
 }
 
 /** A model entry's kind: `chat` when the entry does not say. */
@@ -236,7 +258,7 @@ function endpoint(value: unknown, field: string): string {
 }
 
 /** The optional fields of a model entry (absent ones stay absent: the commitment is unchanged). */
-const OPTIONAL_MODEL_FIELDS = ["kind", "capabilities", "embedding_dimensions"];
+const OPTIONAL_MODEL_FIELDS = ["kind", "capabilities", "embedding_dimensions", "weights_digest"];
 
 function kindOf(value: unknown, field: string): ModelKind {
   if (!MODEL_KINDS.includes(value as ModelKind)) {
@@ -319,6 +341,13 @@ function model(value: unknown, field: string): AdModel {
     entry.embedding_dimensions = dimensions;
   } else if ("embedding_dimensions" in record) {
     fail(`${field}.embedding_dimensions`, dimensions, "nothing (only embedding models have it)");
+  }
+  if ("weights_digest" in record) {
+    const digest = record.weights_digest;
+    if (typeof digest !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(digest)) {
+      fail(`${field}.weights_digest`, digest, "0x and 64 hex digits (a 32-byte digest)");
+    }
+    entry.weights_digest = digest;
   }
   return entry;
 }

@@ -16,6 +16,7 @@ import { devKey } from "./_onchain.ts";
 import { RouterDirectory } from "./directory.ts";
 import type { InferenceEngine } from "./engine.ts";
 import { createGatewayHandler } from "./gateway.ts";
+import type { ReceiptSigningKey } from "../crypto/mod.ts";
 import { type Attester, DevnetProvider } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
 
@@ -80,6 +81,8 @@ export interface ProvidersOptions {
   engine: (label: string) => InferenceEngine;
   /** Produces attestations for TEE provider `index`. */
   attester?: (index: number) => Attester;
+  /** The key that signs TEE provider `index`'s receipts (`null`: none). @default {its serving key} */
+  receiptKey?: (index: number) => ReceiptSigningKey | null | undefined;
 }
 
 /** Starts the live providers, verified ones first, each with deterministic keys. */
@@ -106,7 +109,8 @@ export async function startProviders(
       endpoint: server.url,
       engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`),
       key,
-      attester: tier === "tee" ? options.attester?.(teeIndex++) : undefined,
+      attester: tier === "tee" ? options.attester?.(teeIndex) : undefined,
+      receiptKey: tier === "tee" ? options.receiptKey?.(teeIndex++) : undefined,
       log: (m) => serve.log(m),
     });
     handle(provider.handler);

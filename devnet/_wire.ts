@@ -6,6 +6,7 @@
  * @module
  */
 
+import { MODEL_CAPABILITY_NAMES } from "../chain/ad.ts";
 import { z } from "../http/mod.ts";
 
 /** A string that must match `pattern`; a mismatch says `must be <says>` (the pattern is documented). */
@@ -35,7 +36,7 @@ export const Tier = z.enum(["verified", "tee"]);
 /** What a model does (`docs/protocol.md` §1); absent in an ad: `chat`. */
 export const ModelKind = z.enum(["chat", "embedding"]);
 /** What a model supports (`docs/protocol.md` §1). */
-export const Capability = z.enum(["tools", "vision", "json_mode", "logprobs", "dimensions"]);
+export const Capability = z.enum(MODEL_CAPABILITY_NAMES);
 
 const Hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/);
 const Amount = z.string().regex(/^(0|[1-9][0-9]{0,77})$/).openapi({
@@ -66,6 +67,9 @@ export const ProviderAd = z.object({
       context_length: z.number().int().min(1).max(2 ** 31 - 1),
       capabilities: z.array(Capability).optional(),
       embedding_dimensions: z.number().int().min(1).max(65_536).optional(),
+      weights_digest: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional().openapi({
+        description: "The digest of the weights served for the model (TEE tier: attested)",
+      }),
     }).strict(),
   ).min(1).max(256),
 }).strict().openapi("ProviderAd", { description: "A provider's ad as published (protocol §1)" });
@@ -109,6 +113,10 @@ export const ModelList = z.object({
       embedding_dimensions: z.number().int().min(1).optional().openapi({
         description: "An embedding model's vector length (the smallest its providers give)",
       }),
+      weights_digests: z.array(z.string().regex(/^0x[0-9a-f]{64}$/)).optional().openapi({
+        description: "The weights digests the providers' ads name for the model, distinct, " +
+          "sorted (TEE tier: each attested by its provider's enclave)",
+      }),
     }).strict(),
   ),
 }).strict().openapi("ModelList");
@@ -146,6 +154,17 @@ export const AttestationBundle = z.object({
   quote: Hex,
   collateral: z.record(z.string(), z.unknown()).nullable(),
   endorsement: KeyEndorsement,
+  gpus: z.array(
+    z.object({
+      report: Hex.openapi({ description: "The SPDM GET_MEASUREMENTS request and signed response" }),
+      certificate_chain: z.string().openapi({ description: "The GPU's device chain, PEM" }),
+    }).strict(),
+  ).optional().openapi({ description: "One entry per GPU (protocol §6)" }),
+  gpu_collateral: z.object({ ocsp: z.array(Hex), crls: z.array(Hex) }).strict().nullable()
+    .optional().openapi({ description: "NVIDIA OCSP answers and CRLs for the GPU chains" }),
+  models: z.array(
+    z.object({ id: z.string(), weights_digest: Hex }).strict(),
+  ).optional().openapi({ description: "The served models and their weights digests, by id" }),
 }).openapi("AttestationBundle", {
   description: "The attestation bundle (protocol §6); `mock` bundles are always refused",
 });

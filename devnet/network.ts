@@ -46,6 +46,7 @@ import {
 } from "./_servers.ts";
 import type { Deployment } from "./deploy.ts";
 import { EchoEngine, type InferenceEngine } from "./engine.ts";
+import type { ReceiptSigningKey } from "../crypto/mod.ts";
 import type { Attester } from "./provider.ts";
 import { UpstreamEngine } from "./upstream_engine.ts";
 
@@ -88,6 +89,11 @@ export interface DevnetOptions {
   refreshIntervalMs?: number;
   /** Produces attestations for TEE provider `index` (tests). @default {mock bundles} */
   attester?: (index: number) => Attester;
+  /**
+   * The key that signs TEE provider `index`'s receipts; `null` signs none (tests of a daemon
+   * refusing such replies). @default {its serving key}
+   */
+  receiptKey?: (index: number) => ReceiptSigningKey | null | undefined;
   /**
    * Directory for `devnet.env` and the network profile `network.json` (both written on start,
    * removed on stop).
@@ -288,6 +294,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       tee: options.teeProviders ?? 1,
       engine: engineFor(options),
       attester: options.attester,
+      receiptKey: options.receiptKey,
     }, serve);
     const routerUrls = startRouters(options.routers ?? 2, providers, serve).map((r) => r.url);
 

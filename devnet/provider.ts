@@ -6,7 +6,9 @@
  * - `GET /v1/key`: its HPKE key configuration, endorsed by its serving key.
  * - `GET /v1/attestation?nonce=…` (TEE tier): an attestation bundle. There is no TEE
  *   hardware here, so the default attester emits honest `mock` bundles, which daemons refuse;
- *   tests pass their own attester (synthetic quotes under a test root) through the options.
+ *   tests pass their own attester (synthetic quotes and GPU evidence under test roots) through
+ *   the options. A TEE provider's ad names each model's weights digest, and it signs a receipt
+ *   for every reply to a request sealed under one of its attestations (`provider_receipt.ts`).
  * - `POST /v1/relay`: opens the chunked-OHTTP request, refuses replays, runs inference, and
  *   seals the reply chunk by chunk as tokens are produced (`provider_chat.ts`).
  *
@@ -19,12 +21,14 @@ import { type Address, bytesToHex, type Hex, hexToBytes } from "viem";
 import type { LocalAccount } from "viem/accounts";
 import { adCommitment, type AdModel, type ProviderAd } from "../chain/mod.ts";
 import {
+  type AttestedModel,
   encodeKeyConfig,
   endorseKey,
   endorsementToJson,
   type GatewayKey,
   type KeyEndorsement,
   type OpenedHttpRequest,
+  type ReceiptSigningKey,
 } from "../crypto/mod.ts";
 import { openHttpRequestBytes } from "../crypto/ohttp/sealed_exchange.ts";
 import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
@@ -50,6 +54,12 @@ import {
   type Slot,
 } from "./provider_chat.ts";
 import { ReplayGuard } from "./replay_guard.ts";
+import {
+  attestedModels,
+  devnetWeightsDigest,
+  ReceiptBook,
+  withReceipts,
+} from "./provider_receipt.ts";
 
 export type { ModelPrices, ServedUsage } from "./provider_chat.ts";
 
@@ -63,6 +73,8 @@ export type Attester = (input: {
   servingPublicKey: Hex;
   keyConfig: Uint8Array;
   endorse: (nonce: Uint8Array) => Promise<KeyEndorsement>;
+  /** The models the enclave serves, with the weights digests its ad names, sorted by id. */
+  models: AttestedModel[];
 }) => Promise<unknown>;
 
 /** Options of {@linkcode DevnetProvider.create}. */
@@ -93,6 +105,19 @@ export interface DevnetProviderOptions {
   log?: (message: string) => void;
   /** How often a whole reply sends a space while the engine generates, in ms. @default {10000} */
   wholeKeepAliveMs?: number;
+  /**
+   * The key that signs a TEE provider's receipts; `null` signs none. Anything but the serving
+   * key makes daemons refuse its replies (`receipt_invalid`): tests use it to show that.
+   *
+   * @default {the serving key}
+   */
+  receiptKey?: ReceiptSigningKey | null;
+  /**
+   * The weights digest a TEE provider's ad names for a model (`0x` + 32 bytes).
+   *
+   * @default {devnetWeightsDigest: the dev models have no weights}
+   */
+  weightsDigest?: (model: string) => Hex;
 }
 
 /** The default attester: an honest `mock` bundle (no TEE hardware). Daemons refuse it. */
@@ -128,6 +153,7 @@ export class DevnetProvider {
   readonly #load: ProviderLoad;
   #endorsement: KeyEndorsement | undefined;
   readonly #replays = new ReplayGuard();
+  readonly #receipts = new ReceiptBook();
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
@@ -172,6 +198,9 @@ export class DevnetProvider {
       context_length: m.contextLength,
       ...(m.capabilities?.length ? { capabilities: [...m.capabilities] } : {}),
       ...(m.embeddingDimensions ? { embedding_dimensions: m.embeddingDimensions } : {}),
+      ...(options.tier === "tee"
+        ? { weights_digest: (options.weightsDigest ?? devnetWeightsDigest)(m.id) }
+        : {}),
     }));
     if (models.length === 0) {
       throw new Error(`Cannot start provider ${options.provider}: its engine serves no models`);
@@ -311,13 +340,17 @@ export class DevnetProvider {
       throw new ServiceError("not_tee", `Provider ${this.ad.provider} is in the verified tier`);
     }
     const attester = this.#options.attester ?? mockAttester;
-    return await attester({
-      nonce: hexToBytes(`0x${nonceHex}`),
+    const nonce = hexToBytes(`0x${nonceHex}`);
+    const bundle = await attester({
+      nonce,
       servingKey: this.#options.servingKey,
       servingPublicKey: this.#options.servingKey.publicKey,
       keyConfig: this.#keyConfig(),
       endorse: (nonce) => this.#endorse(nonce),
+      models: attestedModels(this.ad.models),
     });
+    this.#receipts.remember(nonce, bundle);
+    return bundle;
   }
 
   async #relay(req: Request): Promise<Response> {
@@ -362,7 +395,16 @@ export class DevnetProvider {
         `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
       );
     }
-    const opened = await this.#open(bytes);
+    const receiptKey = this.#options.receiptKey === undefined
+      ? this.#options.servingKey
+      : this.#options.receiptKey;
+    const opened = this.ad.tier === "tee" && receiptKey
+      ? withReceipts(await this.#open(bytes), {
+        book: this.#receipts,
+        servingKey: receiptKey,
+        log: this.#log,
+      })
+      : await this.#open(bytes);
     const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
     // Authenticated: now refuse what is stale or already served (header + enc identify it).
     const verdict = this.#replays.admit(

@@ -84,6 +84,14 @@ export interface NetworkModel {
   readonly supports?: readonly string[];
   /** An embedding model's vector length (the smallest its providers give). */
   readonly embeddingDimensions?: number;
+  /**
+   * The digests of the weights its providers' ads name (`0x` + 64 hex, distinct, sorted; at
+   * most 16). In the TEE tier the daemon seals only to a provider whose enclave attests the
+   * digest its ad names.
+   *
+   * @default {[]}
+   */
+  readonly weightsDigests?: readonly string[];
 }
 
 /**
@@ -141,9 +149,31 @@ export interface ForwardedChatBody {
   [field: string]: unknown;
 }
 
+/**
+ * Where a request may go and in which order, as its client asked (OpenRouter's `provider`
+ * object, plus the network's own `require_tier` and `min_stake`). The tier is settled by the
+ * surface ({@linkcode ChatRequest.tier}); the rest the backend honours when it chooses.
+ */
+export interface RoutingPreferences {
+  /** The order of preference: `price` (the default rule), `throughput` or `latency`. */
+  readonly sort?: "price" | "throughput" | "latency";
+  /** Providers (addresses, lower case) to try first, in this order. */
+  readonly order?: readonly string[];
+  /** Whether providers not in `order` may serve it. @default {true} */
+  readonly allowFallbacks?: boolean;
+  /** The only providers that may serve it (lower case). */
+  readonly only?: readonly string[];
+  /** Providers that must not serve it (lower case). */
+  readonly ignore?: readonly string[];
+  /** The highest prices per 1M tokens, in the ads' smallest unit. */
+  readonly maxPrice?: { readonly prompt?: bigint; readonly completion?: bigint };
+  /** The smallest stake (Staking, smallest unit) a provider must have on chain. */
+  readonly minStake?: bigint;
+}
+
 /** One chat request, ready to be sealed and sent. */
 export interface ChatRequest {
-  /** The tier the client asked for (`net/<tier>/…`). */
+  /** The tier to serve it in: the model id's, or higher when the client required it. */
   readonly tier: Tier;
   /** `maker/model`. */
   readonly model: string;
@@ -156,6 +186,8 @@ export interface ChatRequest {
    * @default {false}
    */
   readonly whole?: boolean;
+  /** The client's routing preferences. @default {none: the scheduler's own rule} */
+  readonly preferences?: RoutingPreferences;
 }
 
 /** Who served a reply, as the response headers and the verdict log report it. */
@@ -171,6 +203,11 @@ export interface ServedBy {
   readonly verdict: string;
   /** The gateway URL that relayed the sealed exchange. */
   readonly gateway: string;
+  /**
+   * TEE tier: the reply's id; its receipt, once verified, is served at `GET /v1/verdicts/{id}`
+   * (`x-net-receipt` header).
+   */
+  readonly receipt?: string;
 }
 
 /** Token counts of one reply. */

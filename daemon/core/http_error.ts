@@ -7,6 +7,12 @@
  *   has started, one SSE event `data: {"error":{…}}` (the OpenAI SDKs raise on it).
  * - Ollama (`/api/…`, `/`): status + `{"error":"…"}`; after a stream has started, one NDJSON
  *   line `{"error":"…"}`.
+ * - Anthropic (`/v1/messages…`): status + `{"type":"error","error":{"type","message"}}` with the
+ *   type Anthropic gives the status (`invalid_request_error`, `authentication_error`,
+ *   `permission_error`, `not_found_error`, `request_too_large`, `rate_limit_error`,
+ *   `api_error`, `overloaded_error`, `timeout_error`); after a stream has started, one
+ *   `event: error` with that body. The daemon's code is not part of Anthropic's shape: the
+ *   message says it.
  *
  * The HTTP layer's own refusals ({@linkcode HttpRequestError}: no such path, wrong method, a
  * request that fails its route's schema, size limits) become the matching codes, with `param`
@@ -38,11 +44,38 @@ import { CRYPTO_ERROR_CODES, DaemonError, type DaemonErrorCode } from "./daemon_
 import { ModelIdError } from "./model_id.ts";
 
 /** The API dialect of an endpoint: it decides the shape of bodies and errors. */
-export type Dialect = "openai" | "ollama";
+export type Dialect = "openai" | "ollama" | "anthropic";
 
-/** The dialect of a path: `/v1/…` speaks OpenAI, everything else Ollama. */
+/**
+ * The dialect of a path: `/v1/messages…` speaks Anthropic, the rest of `/v1/…` OpenAI,
+ * everything else Ollama.
+ */
 export function dialectOf(pathname: string): Dialect {
+  if (pathname === "/v1/messages" || pathname.startsWith("/v1/messages/")) return "anthropic";
   return pathname === "/v1" || pathname.startsWith("/v1/") ? "openai" : "ollama";
+}
+
+/** The error `type` Anthropic's API gives a status. */
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    case 504:
+      return "timeout_error";
+    default:
+      return status < 500 ? "invalid_request_error" : "api_error";
+  }
 }
 
 /** Receives errors the daemon could not classify, with a one-line context. */
@@ -73,8 +106,19 @@ const CRYPTO_MESSAGES: Readonly<Partial<Record<DaemonErrorCode, string>>> = {
     "The provider's key is not vouched for by its serving key or the chain; the request was not sent",
   tier_mismatch:
     "The provider is not registered in the tier that was asked for; the request was not sent",
+  attestation_binding_failed: "The provider's enclave does not vouch for its key, GPUs and " +
+    "models for this request; the request was not sent",
+  gpu_not_attested:
+    "The provider offered no attestation of the GPU that runs the model; the request was not sent",
+  gpu_attestation_failed:
+    "The provider's GPU attestation could not be verified; the request was not sent",
+  gpu_measurement_not_approved: "The provider's GPU firmware and driver are not in the " +
+    "approved set; the request was not sent",
+  model_not_attested: "The provider's enclave does not attest the model weights its ad " +
+    "names; the request was not sent",
   decryption_failed: "The provider's sealed reply could not be opened",
   stream_truncated: "The provider's sealed reply ended before its final chunk",
+  receipt_invalid: "The provider's receipt for this reply is missing or does not verify",
 };
 
 const INTERNAL_MESSAGE = "The daemon failed unexpectedly; the details are in its log";
@@ -87,6 +131,7 @@ const LAYER_CODES: Readonly<Record<HttpFailure, DaemonErrorCode>> = {
   method_not_allowed: "method_not_allowed",
   invalid_request: "invalid_request_error",
   request_too_large: "request_too_large",
+  unsupported_media_type: "unsupported_media_type",
   url_too_long: "url_too_long",
   headers_too_large: "headers_too_large",
 };
@@ -152,6 +197,9 @@ export function openaiErrorType(status: number): string {
 export function errorBody(error: DaemonError, dialect: Dialect): Record<string, unknown> {
   const message = publicMessage(error);
   if (dialect === "ollama") return { error: message };
+  if (dialect === "anthropic") {
+    return { type: "error", error: { type: anthropicErrorType(error.status), message } };
+  }
   return {
     error: {
       message,
@@ -192,7 +240,8 @@ export function errorResponse(
 
 /**
  * Renders any thrown value as the in-stream error of a reply that has already started: one SSE
- * event (`data: {"error":{…}}` and a blank line) for OpenAI, one NDJSON line for Ollama.
+ * event (`data: {"error":{…}}` and a blank line) for OpenAI, `event: error` for Anthropic, one
+ * NDJSON line for Ollama.
  */
 export function streamErrorText(
   error: unknown,
@@ -200,5 +249,6 @@ export function streamErrorText(
   options: RenderErrorOptions = {},
 ): string {
   const body = JSON.stringify(errorBody(toDaemonError(error, options), dialect));
+  if (dialect === "anthropic") return `event: error\ndata: ${body}\n\n`;
   return dialect === "openai" ? `data: ${body}\n\n` : `${body}\n`;
 }

@@ -20,6 +20,7 @@ export type {
   ForwardedChatBody,
   ModelPrices,
   NetworkModel,
+  RoutingPreferences,
   ServedBy,
   Tier,
   ToolCallDelta,
@@ -36,6 +37,7 @@ export {
   withTimeout,
 } from "./deadlines.ts";
 export {
+  anthropicErrorType,
   dialectOf,
   errorResponse,
   publicMessage,

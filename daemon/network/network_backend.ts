@@ -50,15 +50,19 @@ import {
 } from "../gateway/mod.ts";
 import {
   type ProviderTrustOptions,
+  receiptCheck,
+  ReceiptLog,
   TrustedKeyCache,
   trustProvider,
   type VerdictLog,
 } from "../trust/mod.ts";
+import { ATTESTATION_NONCE_HEADER } from "../../crypto/mod.ts";
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
 import { RequestSealer } from "../sealing/mod.ts";
 import type { BackendMetrics } from "./backend_metrics.ts";
+import { preferred, type StakeOf } from "./preferences.ts";
 import {
   best,
   classify,
@@ -78,6 +82,8 @@ export interface NetworkBackendOptions {
   trust: Omit<ProviderTrustOptions, "clock">;
   /** Where verdicts are recorded. */
   verdicts: VerdictLog;
+  /** Where the receipts of TEE replies are kept. @default {a fresh ReceiptLog} */
+  receipts?: ReceiptLog;
   /** The fetch implementation. @default {globalThis.fetch} */
   fetch?: typeof fetch;
   /** The clock. @default {() => new Date()} */
@@ -145,6 +151,7 @@ export class NetworkBackend implements ChatBackend {
   readonly #queue: RequestQueue;
   readonly #candidates: CandidateCache;
   readonly #sealer = new RequestSealer();
+  readonly #receipts: ReceiptLog;
   /** `tier|model` → when the network last offered it (clock ms). */
   readonly #known = new Map<string, number>();
   #models: { at: number; list: readonly NetworkModel[] } | undefined;
@@ -154,6 +161,7 @@ export class NetworkBackend implements ChatBackend {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#reputation = options.reputation ?? new ProviderReputation({ clock: this.#clock });
+    this.#receipts = options.receipts ?? new ReceiptLog();
     this.#scheduler = options.scheduler ?? new ProviderScheduler();
     const scheduler = this.#scheduler;
     this.#queue = new RequestQueue({
@@ -229,16 +237,34 @@ export class NetworkBackend implements ChatBackend {
     }
     checkModelKind(call.exchange.kind, model, candidates);
     this.#remember(tier, model);
+    // The client's routing preferences: who may serve it (a refusal names the one that
+    // excluded the last candidate), then the order the scheduler follows.
+    const preferences = "preferences" in request ? request.preferences : undefined;
+    const allowed = preferences
+      ? new Set(
+        (await preferred(candidates, request as ChatRequest, this.#stakeOf())).map((c) =>
+          c.provider
+        ),
+      )
+      : undefined;
     const failures: Failure[] = [];
     const excluded = new Set<string>();
     const limit = this.#options.maxProviderAttempts ?? Infinity;
     const score = (provider: string) => this.#reputation.score(provider);
     const take = (): Lease | undefined => {
-      const list = this.#candidates.peek(gateway.url, model, tier) ?? candidates;
+      const listed = this.#candidates.peek(gateway.url, model, tier) ?? candidates;
+      const list = allowed ? listed.filter((c) => allowed.has(c.provider)) : listed;
       if (failures.length >= limit || list.every((c) => excluded.has(c.provider))) {
         throw new Exhausted();
       }
-      const pick = this.#scheduler.pick(list, { model, exclude: excluded, score });
+      const pick = this.#scheduler.pick(list, {
+        model,
+        exclude: excluded,
+        score,
+        sort: preferences?.sort,
+        order: preferences?.order,
+        latency: (provider) => this.#reputation.latency(provider),
+      });
       return pick && this.#scheduler.acquire(pick);
     };
     let waited = false;
@@ -259,14 +285,17 @@ export class NetworkBackend implements ChatBackend {
       const { candidate } = lease;
       const metrics = this.#options.metrics;
       try {
+        const attempted = performance.now();
         const reply = await this.#attempt(gateway, { candidate, lease, request }, call);
         this.#reputation.record(candidate.provider, true);
+        this.#reputation.recordLatency(candidate.provider, performance.now() - attempted);
         metrics?.attempted(tier, "ok");
         return reply.finish({
           provider: candidate.provider,
           tier: candidate.tier,
           verdict: reply.verdict,
           gateway: gateway.url,
+          ...(reply.receipt ? { receipt: reply.receipt } : {}),
         });
       } catch (error) {
         if (error instanceof ProviderBusyError) {
@@ -290,6 +319,19 @@ export class NetworkBackend implements ChatBackend {
         failures.push(failure);
       }
     }
+  }
+
+  /** Reads a provider's stake on chain (cached), when the daemon reads a chain. */
+  #stakeOf(): StakeOf | undefined {
+    const registry = this.#options.trust.registry;
+    if (!registry) return undefined;
+    return async (provider) => {
+      try {
+        return (await registry(provider))?.stake;
+      } catch {
+        return undefined; // unreadable: it cannot show the stake asked for
+      }
+    };
   }
 
   /**
@@ -323,7 +365,7 @@ export class NetworkBackend implements ChatBackend {
     gateway: GatewayClient,
     chosen: { candidate: ProviderCandidate; lease: Lease; request: Sealable },
     call: { signal: AbortSignal; exchange: Exchange<R> },
-  ): Promise<{ finish: (served: ServedBy) => R; verdict: string }> {
+  ): Promise<{ finish: (served: ServedBy) => R; verdict: string; receipt?: string }> {
     const { candidate, request } = chosen;
     const { signal } = call;
     const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
@@ -343,6 +385,7 @@ export class NetworkBackend implements ChatBackend {
         ...this.#options.trust,
         clock: this.#clock,
         keyCache: this.#keys,
+        model: request.model,
       }, signal);
     } catch (error) {
       const refused = error instanceof DaemonError && TRUST_REFUSAL_CODES.has(error.code);
@@ -361,11 +404,26 @@ export class NetworkBackend implements ChatBackend {
     // Only now, with a key that passed every check, is the request sealed and sent.
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
+    // In the TEE tier the sealed request names the attestation it is sealed under, and the
+    // reply must end with the provider's receipt for it.
+    const attestation = trusted.attestation;
+    const headers: [string, string][] = [["date", this.#clock().toUTCString()]];
+    if (attestation) headers.push([ATTESTATION_NONCE_HEADER, hex(attestation.nonce)]);
     const sealed = await this.#sealer.seal(trusted.keyConfig, {
       body: call.exchange.body,
-      headers: [["date", this.#clock().toUTCString()]],
+      headers,
       path: call.exchange.path,
     }, { reuse: candidate.tier === "verified" });
+    const receipt = attestation ? this.#receipts.newId() : undefined;
+    const onEnd = attestation && receipt
+      ? receiptCheck(attestation, {
+        provider: candidate.provider,
+        model: request.model,
+        content: sealed.content,
+        id: receipt,
+        receipts: this.#receipts,
+      })
+      : undefined;
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
     const limit = this.#options.attemptTimeoutMs ?? 60_000;
@@ -389,13 +447,13 @@ export class NetworkBackend implements ChatBackend {
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
       const finish = await Promise.race([
-        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate),
+        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate, onEnd),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
-      return { finish, verdict: trusted.verdict };
+      return { finish, verdict: trusted.verdict, ...(receipt ? { receipt } : {}) };
     } catch (error) {
       attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
@@ -473,6 +531,10 @@ export class NetworkBackend implements ChatBackend {
       cause: unreachable,
     });
   }
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** A gateway that gave a request nothing usable, with the failure to report if none does better. */

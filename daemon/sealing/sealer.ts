@@ -42,6 +42,8 @@ export interface RequestSealerOptions {
 export interface SealedChat {
   /** The `message/ohttp-chunked-req` body to send. */
   readonly bytes: Uint8Array<ArrayBuffer>;
+  /** The inner request's content (the JSON text sealed), which a TEE receipt digests. */
+  readonly content: Uint8Array;
   /** Opens the reply (`message/ohttp-chunked-res`); see `SealedHttpRequest.openResponse`. */
   openResponse(sealed: ReadableStream<Uint8Array>): Promise<OpenedHttpResponse>;
 }
@@ -93,13 +95,14 @@ export class RequestSealer {
     },
     options: { reuse: boolean },
   ): Promise<SealedChat> {
+    const content = encoder.encode(JSON.stringify(request.body));
     const inner = encodeRequest({
       method: "POST",
       scheme: "https",
       authority: "",
       path: request.path ?? "/v1/chat/completions",
       headers: [...request.headers, ["content-type", "application/json"]],
-      content: encoder.encode(JSON.stringify(request.body)),
+      content,
     });
     const key = options.reuse ? hex(keyConfig) : undefined;
     const prepared = key === undefined ? undefined : this.#take(key);
@@ -110,6 +113,7 @@ export class RequestSealer {
     if (key !== undefined) setImmediate(() => this.#prepare(key, keyConfig));
     return {
       bytes,
+      content,
       async openResponse(sealed) {
         const response = await decodeResponseStream(exchange.openResponse(sealed));
         const trailers = response.trailers.then(toHeaders);

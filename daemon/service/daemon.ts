@@ -18,7 +18,7 @@ import { type ChainClient, checkNetworkContracts, createChainClient } from "../.
 import { NonceBook, type TrustRoots } from "../../crypto/tee/mod.ts";
 import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
-import type { DaemonConfig, EvmConfig } from "./config.ts";
+import { type DaemonConfig, type EvmConfig, isLoopbackBind } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
 import { DaemonMetrics } from "./metrics.ts";
@@ -27,6 +27,7 @@ import {
   chainMeasurements,
   fileMeasurements,
   type ProviderTrustOptions,
+  ReceiptLog,
   registryRecords,
   VerdictLog,
 } from "../trust/mod.ts";
@@ -82,6 +83,8 @@ export interface Daemon {
   resolver: GatewayResolver;
   /** The verification verdicts (served on `/v1/verdicts`). */
   verdicts: VerdictLog;
+  /** The verified receipts of TEE replies (served on `/v1/verdicts/{id}`). */
+  receipts: ReceiptLog;
   /** The network backend. */
   backend: NetworkBackend;
   /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
@@ -196,11 +199,13 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     log,
   });
   const verdicts = new VerdictLog();
+  const receipts = new ReceiptLog();
   const metrics = new DaemonMetrics();
   const backend = new NetworkBackend({
     resolver,
     trust,
     verdicts,
+    receipts,
     fetch: options.fetch,
     clock,
     attemptTimeoutMs: options.attemptTimeoutMs,
@@ -218,9 +223,11 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     backend,
     gateways: () => resolver.known.toJSON().gateways,
     verdicts,
+    receipts,
     version: VERSION,
     port: options.port,
     hostnames: config.allowedHosts,
+    anyHostWithKey: !isLoopbackBind(config.bind),
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.maxBodyBytes,
     apiKey: config.auth.required || options.apiKey !== undefined
@@ -239,6 +246,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     apiKey,
     resolver,
     verdicts,
+    receipts,
     backend,
     metrics,
     start: () => {

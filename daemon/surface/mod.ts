@@ -11,7 +11,8 @@
 export { randomId } from "./context.ts";
 export type { SurfaceContext } from "./context.ts";
 export { EMBEDDINGS_DESCRIPTION, embeddingsResponse, runEmbed } from "./embeddings.ts";
-export { checkLogprobs, findModel, listNetworkModels } from "./models.ts";
+export { capabilitiesNeeded, checkCapabilities, findModel, listNetworkModels } from "./models.ts";
+export type { CapabilityFields } from "./models.ts";
 export {
   endedByCancel,
   eventStreamHeaders,
@@ -26,6 +27,7 @@ export { providerError } from "./reply_events.ts";
 export type { ReplyEvent, TokenLogprob } from "./reply_events.ts";
 export {
   answers,
+  ANTHROPIC_ERROR,
   COUNT,
   DECIMAL,
   embeddingInputs,
@@ -43,3 +45,12 @@ export {
   wholeOrStreamed,
 } from "./schemas.ts";
 export { validate } from "./validate.ts";
+export {
+  ANTHROPIC_SAMPLING,
+  MAX_STOP_SEQUENCES,
+  OLLAMA_SAMPLING,
+  OPENAI_SAMPLING,
+  RESPONSES_SAMPLING,
+} from "./sampling.ts";
+export { PROVIDER_PREFERENCES, routed, withoutPreferences } from "./preferences.ts";
+export type { ProviderPreferences } from "./preferences.ts";

@@ -61,11 +61,31 @@ export const OPENAI_ERROR = z.strictObject({
   }),
 }).openapi("OpenAIError");
 
+/** An error under `/v1/messages`, Anthropic's shape. */
+export const ANTHROPIC_ERROR = z.strictObject({
+  type: z.literal("error"),
+  error: z.strictObject({
+    type: z.enum([
+      "invalid_request_error",
+      "authentication_error",
+      "permission_error",
+      "not_found_error",
+      "request_too_large",
+      "rate_limit_error",
+      "api_error",
+      "overloaded_error",
+      "timeout_error",
+    ]),
+    message: z.string(),
+  }),
+}).openapi("AnthropicError");
+
 /** An error outside `/v1`. */
 export const OLLAMA_ERROR = z.strictObject({ error: z.string() }).openapi("OllamaError");
 
 /** The error shape of a dialect. */
 export function errorSchema(dialect: Dialect): z.ZodType {
+  if (dialect === "anthropic") return ANTHROPIC_ERROR;
   return dialect === "openai" ? OPENAI_ERROR : OLLAMA_ERROR;
 }
 
@@ -105,6 +125,9 @@ export function errorResponses(
     );
     out[404] = e("`model_not_found`: the network offers no such model in that tier.");
     out[413] = e("`request_too_large`: the body is over the limit (`--max-body-bytes`).");
+    out[415] = e(
+      "`unsupported_media_type`: the body's `Content-Type` is not JSON (text, a form, or none).",
+    );
   }
   if (kind !== "local") {
     out[502] = e(
@@ -127,7 +150,8 @@ export function errorResponses(
       "`forbidden_host` or `forbidden_origin`; or a refusal of trust, which a retry cannot fix " +
         "(nothing was sent; the message is fixed per code): `attestation_mock`, " +
         "`attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, " +
-        "`attestation_failed`.",
+        "`attestation_binding_failed`, `gpu_not_attested`, `gpu_attestation_failed`, " +
+        "`gpu_measurement_not_approved`, `model_not_attested`, `attestation_failed`.",
     );
     out[422] = e("`provider_error` carrying the provider's own 422 (a request it refused).");
     out[429] = e("`provider_error` carrying the provider's own 429 (it is too busy).");
@@ -144,6 +168,10 @@ export const SERVED_HEADERS = z.object({
   "x-net-gateway": z.string().openapi({ description: "The gateway that relayed it." }),
   "x-net-verdict": z.string().openapi({
     description: "Why it was trusted, e.g. `endorsed-key by 0x07c5…, on-chain trust root`.",
+  }),
+  "x-net-receipt": z.string().optional().openapi({
+    description: "TEE tier: the reply's id; `GET /v1/verdicts/{id}` serves its verified " +
+      "receipt once the reply has ended.",
   }),
 });
 

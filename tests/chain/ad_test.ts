@@ -9,6 +9,8 @@ import {
   canonicalAd,
   comparePrices,
   MAX_AD_BYTES,
+  MODEL_CAPABILITIES,
+  MODEL_CAPABILITY_NAMES,
   modelKind,
   parseAd,
   type ProviderAd,
@@ -279,7 +281,10 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
   assert.deepEqual(Object.keys(old.models[0]).sort(), ["context_length", "id", "prices"]);
   assert.equal(adCommitment(old), COMMITMENT);
 
-  const chat = withModel({ kind: "chat", capabilities: ["tools", "logprobs", "json_mode"] });
+  const chat = withModel({
+    kind: "chat",
+    capabilities: ["tools", "logprobs", "json_mode", "structured_outputs", "vision"],
+  });
   const embed = withModel({
     id: "devnet/embed",
     kind: "embedding",
@@ -324,6 +329,16 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
       "chat model",
     ],
     [
+      "structured outputs on an embedding model",
+      withModel({
+        kind: "embedding",
+        embedding_dimensions: 8,
+        capabilities: ["structured_outputs"],
+      }),
+      "models[0].capabilities[0]",
+      "embedding model",
+    ],
+    [
       "chat capability on an embedding model",
       withModel({ kind: "embedding", embedding_dimensions: 8, capabilities: ["tools"] }),
       "models[0].capabilities[0]",
@@ -358,5 +373,36 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
   for (const [label, value, field, text] of cases) {
     assert.doesNotThrow(() => JSON.stringify(value), label);
     refused(JSON.parse(JSON.stringify(value)), "invalid_field", field, text);
+  }
+});
+
+Deno.test("docs/protocol.md lists every capability, and only those, with its kind", async () => {
+  const text = await Deno.readTextFile(new URL("../../docs/protocol.md", import.meta.url));
+  const table = text.slice(text.indexOf("What each capability promises"));
+  const rows = table.slice(0, table.indexOf("\n\n", table.indexOf("|")))
+    .split("\n").filter((line) => /^\| `/.test(line))
+    .map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
+  assert.deepEqual(rows, [...MODEL_CAPABILITY_NAMES]);
+  const field = text.split("\n").find((line) => line.startsWith("| `models[].capabilities`"))!;
+  for (const [name, kind] of Object.entries(MODEL_CAPABILITIES)) {
+    const said = field.slice(field.indexOf(`${kind}:`));
+    assert.ok(said.includes(`\`${name}\``), `${name} is listed under ${kind}`);
+  }
+});
+
+Deno.test("a model's weights digest: optional, 32 bytes of hex, committed as published", () => {
+  const model = AD.models[0];
+  const digest = `0x${"Ab".repeat(32)}`;
+  const ad = { ...AD, models: [{ ...model, weights_digest: digest }] };
+  const parsed = parseAd(JSON.stringify(ad));
+  assert.equal(parsed.models[0].weights_digest, digest, "kept as published (case too)");
+  assert.notEqual(adCommitment(parsed), COMMITMENT, "the digest is committed");
+  for (const bad of [null, 7, "0x12", `0x${"zz".repeat(32)}`, "ab".repeat(32)]) {
+    refused(
+      { ...AD, models: [{ ...model, weights_digest: bad }] },
+      "invalid_field",
+      "models[0].weights_digest",
+      "64 hex digits",
+    );
   }
 });

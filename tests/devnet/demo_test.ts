@@ -188,8 +188,8 @@ Deno.test({
       assert.match(find("/api/chat")[0].out, /"done":true/);
       const embeddings = JSON.parse(find("/v1/embeddings")[0].out.replace(/\nHTTP \d+$/, ""));
       assert.deepEqual(embeddings.data.map((d: { embedding: number[] }) => d.embedding.length), [
-        4,
-        4,
+        8,
+        8,
       ]);
       assert.match(find("/v1/responses")[0].out, /"object":"response"/);
       assert.match(find("/v1/responses")[0].out, /Hello from the Responses API/);

@@ -24,8 +24,9 @@ const ENTRIES: Record<string, { file: string; symbols?: number }> = {
   "./ohttp": { file: "./crypto/ohttp/mod.ts", symbols: 44 },
   "./bhttp": { file: "./crypto/bhttp/mod.ts", symbols: 25 },
   "./endorsement": { file: "./crypto/endorsement.ts", symbols: 14 },
-  "./tee": { file: "./crypto/tee/mod.ts", symbols: 53 },
-  "./chain": { file: "./chain/mod.ts", symbols: 73 },
+  "./receipt": { file: "./crypto/receipt.ts", symbols: 15 },
+  "./tee": { file: "./crypto/tee/mod.ts", symbols: 83 },
+  "./chain": { file: "./chain/mod.ts", symbols: 78 },
   "./indexer": { file: "./indexer/mod.ts" },
   "./daemon": { file: "./daemon/mod.ts" },
 };
