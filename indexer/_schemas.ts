@@ -352,9 +352,15 @@ export const ProviderTrustSchema = z.object({
         }).strict(),
       ).describe("Null until the indexer has checked it (it is checked once live-verified)."),
       approved_measurements: count("Measurements the Registry approves (network-wide)."),
-      gpu: z.null().describe(
-        "GPU evidence (the TEE tier's machine attestation): not verified by this indexer yet, " +
-          "always null; the field is where it will be.",
+      gpu: nullable(
+        z.object({
+          count: count("GPUs the verified evidence attests."),
+          measurements: z.array(z.string()).describe("Each GPU's approved measurement id."),
+          drivers: z.array(z.string()).describe("Each GPU's driver version."),
+        }).strict(),
+      ).describe(
+        "The GPUs of the machine, verified with its evidence (NVIDIA reports to the pinned " +
+          "root, measurements approved, bound to the nonce); null unless `evidence` is verified.",
       ),
     }).strict(),
   ).describe("For a TEE-tier provider; null for the verified tier."),

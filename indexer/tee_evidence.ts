@@ -7,10 +7,12 @@
  * collateral, the measurement in the Registry's approved set, the binding to the nonce and the
  * serving key), then checks the attested serving key is the one the Registry lists.
  *
+ * `verifyAttestation` also verifies the bundle's GPUs (their reports to the pinned NVIDIA root,
+ * their measurements approved, bound to this nonce): a verified outcome lists them.
+ *
  * The outcome, its time and its expiry are kept per provider (`/providers/{address}`'s `tee`,
  * and a `tee_evidence` event when it changes) and checked again after `recheckSecs` or when it
- * expires. GPU evidence (the TEE tier's machine attestation, issue 23) has its own field in the
- * view, `null` until this indexer verifies it.
+ * expires.
  *
  * The provider's endpoint is attacker-controlled: the request has a timeout, a size limit, no
  * redirects, and its failure is an outcome (`unreachable`), never an error of the refresh.
@@ -56,6 +58,8 @@ export interface TeeEvidence {
   tcbStatus: string | null;
   /** When a verified outcome stops being valid, else `null`. */
   expiresAt: Date | null;
+  /** The GPUs a verified outcome attests (their measurement ids and driver versions), else `null`. */
+  gpus: readonly { measurementId: string; driverVersion: string }[] | null;
   /** Why it is not `verified`, in the checker's words, else `null`. */
   message: string | null;
 }
@@ -193,6 +197,7 @@ export class TeeEvidenceChecker {
       measurementId: null,
       tcbStatus: null,
       expiresAt: null,
+      gpus: null,
       message: null,
     };
     const nonce = this.#nonces.issue(checkedAt);
@@ -251,6 +256,10 @@ export class TeeEvidenceChecker {
         measurementId: verdict.measurementId,
         tcbStatus: verdict.tcbStatus,
         expiresAt: verdict.expiresAt,
+        gpus: verdict.gpus.map((gpu) => ({
+          measurementId: gpu.measurementId,
+          driverVersion: gpu.driverVersion,
+        })),
       };
     } catch (error) {
       const format = typeof (json as { format?: unknown })?.format === "string"

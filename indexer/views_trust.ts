@@ -60,7 +60,13 @@ export function providerTrustView(
         }
         : null,
       approved_measurements: snapshot.chain.approvedMeasurements.length,
-      gpu: null,
+      gpu: tee?.status === "verified" && tee.gpus
+        ? {
+          count: tee.gpus.length,
+          measurements: tee.gpus.map((g) => g.measurementId),
+          drivers: tee.gpus.map((g) => g.driverVersion),
+        }
+        : null,
     },
   };
 }

@@ -12,7 +12,9 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { initialState } from "../../indexer/state.ts";
 import { type TeeEvidence, TeeEvidenceChecker } from "../../indexer/tee_evidence.ts";
-import { buildTdxBundle, createTestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { createTestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { createTestNvidiaPki } from "../crypto/tee/_synthetic_nvidia.ts";
+import { buildTdxBundle } from "../crypto/tee/_synthetic_bundle.ts";
 import { closedPort, serve } from "../_http.ts";
 import { handHistory, handSnapshot } from "./_network.ts";
 
@@ -20,7 +22,9 @@ const TEE = "0x2222222222222222222222222222222222222222";
 
 Deno.test("TEE evidence: verified, refused, not offered, unreachable — and shown with its age", async () => {
   const now = new Date();
-  const pki = await createTestIntelPki({ now });
+  const intel = await createTestIntelPki({ now });
+  const gpuPki = await createTestNvidiaPki({ now });
+  const pki = { ...intel, roots: { ...intel.roots, nvidia: gpuPki.roots.nvidia } };
   const servingKey = privateKeyToAccount(generatePrivateKey());
   const otherKey = privateKeyToAccount(generatePrivateKey());
   let mode: "good" | "other_key" | "mock" | "missing" = "good";
@@ -33,18 +37,20 @@ Deno.test("TEE evidence: verified, refused, not offered, unreachable — and sho
       nonce: bytes,
       now: new Date(),
       pki,
+      gpuPki,
       servingKey: mode === "other_key" ? otherKey : servingKey,
     });
     return Response.json(built.json);
   });
-  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now, pki });
+  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now, pki, gpuPki });
+  const approved = [...probe.approvedIds] as `0x${string}`[];
 
   // The hand network's TEE provider, served from the endpoint above with the key above.
   const snapshot = handSnapshot(now);
   const live = snapshot.liveBy.get(TEE)!;
   live.state.trustRoot = servingKey.address;
   live.ad.endpoint = provider.url;
-  snapshot.chain.approvedMeasurements = [probe.measurementId as `0x${string}`];
+  snapshot.chain.approvedMeasurements = approved;
 
   const seen: TeeEvidence[] = [];
   let clock = now;
@@ -66,6 +72,7 @@ Deno.test("TEE evidence: verified, refused, not offered, unreachable — and sho
   assert.equal(verified.format, "tdx");
   assert.equal(verified.measurementId, probe.measurementId);
   assert.ok(verified.expiresAt && verified.expiresAt > now);
+  assert.deepEqual(verified.gpus?.map((g) => g.measurementId), [...probe.gpuMeasurementIds]);
   // Only the TEE-tier provider is asked; the verified-tier ones have no evidence to check.
   assert.equal(checker.get("0x1111111111111111111111111111111111111111"), undefined);
 
@@ -81,7 +88,7 @@ Deno.test("TEE evidence: verified, refused, not offered, unreachable — and sho
   const unapproved = await step("good");
   assert.equal(unapproved.status, "refused");
   assert.match(unapproved.message!, /measurement/);
-  snapshot.chain.approvedMeasurements = [probe.measurementId as `0x${string}`];
+  snapshot.chain.approvedMeasurements = approved;
 
   const missing = await step("missing");
   assert.equal(missing.status, "not_offered");
@@ -127,8 +134,9 @@ Deno.test("TEE evidence: verified, refused, not offered, unreachable — and sho
   assert.equal(body.verification.ad_commitment, "verified");
   assert.equal(body.tee.evidence.status, "verified");
   assert.equal(body.tee.evidence.age_secs, 42);
-  assert.equal(body.tee.gpu, null);
-  assert.equal(body.tee.approved_measurements, 1);
+  assert.deepEqual(body.tee.gpu.measurements, [...probe.gpuMeasurementIds]);
+  assert.equal(body.tee.gpu.count, probe.gpuMeasurementIds.length);
+  assert.equal(body.tee.approved_measurements, approved.length);
   const plain = await handle(
     new Request("http://127.0.0.1:8088/providers/0x1111111111111111111111111111111111111111"),
   );

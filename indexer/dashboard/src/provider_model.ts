@@ -55,6 +55,18 @@ function teeParts(detail: ProviderDetail): Part[] {
   return parts;
 }
 
+/** The GPU evidence figure's parts: the GPUs its verified evidence attests. */
+function gpuParts(detail: ProviderDetail): Part[] {
+  if (!detail.tee) return ["—"];
+  const gpu = detail.tee.gpu;
+  if (!gpu) return ["not verified (the TEE evidence is not)"];
+  if (gpu.count === 0) return ["none attested"];
+  return [
+    valueOf(detail, "tee.gpu.count", "count"),
+    ` GPU${gpu.count === 1 ? "" : "s"} verified (driver ${[...new Set(gpu.drivers)].join(", ")})`,
+  ];
+}
+
 /** The provider's figures. */
 export function providerFigures(detail: ProviderDetail): Figure[] {
   const v = (field: string, format: "count" | "tokens" | "text" | "address") =>
@@ -83,11 +95,7 @@ export function providerFigures(detail: ProviderDetail): Figure[] {
     },
     { key: "commitment", label: "Ad commitment", parts: commitment },
     { key: "tee", label: "TEE evidence", parts: teeParts(detail) },
-    {
-      key: "gpu",
-      label: "GPU evidence",
-      parts: [detail.tee ? "not verified by this indexer yet" : "—"],
-    },
+    { key: "gpu", label: "GPU evidence", parts: gpuParts(detail) },
     {
       key: "stake",
       label: "Stake (tokens)",

@@ -227,7 +227,7 @@ export interface ProviderDetail {
       message: string | null;
     } | null;
     approved_measurements: number;
-    gpu: null;
+    gpu: { count: number; measurements: string[]; drivers: string[] } | null;
   } | null;
   /** How far the settlement history is. */
   history: HistoryInfo;

@@ -130,6 +130,7 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
         measurementId: `0x${"ab".repeat(32)}`,
         tcbStatus: "UpToDate",
         expiresAt: new Date(TAKEN_AT.getTime() + 3_600_000),
+        gpus: [{ measurementId: `0x${"cd".repeat(32)}`, driverVersion: "550.90.07" }],
         message: null,
       };
     },

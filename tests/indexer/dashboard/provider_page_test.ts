@@ -95,7 +95,7 @@ Deno.test("a provider's page: trust, TEE evidence and its age, stake, settled vo
   );
   assert.equal(
     await page.textContent(`#provider-figures [data-figure="gpu"] dd`),
-    "not verified by this indexer yet",
+    "1 GPU verified (driver 550.90.07)",
   );
 
   // Back to the whole network; an unknown address says the indexer does not know it.
