@@ -41,6 +41,14 @@ export interface DomElement {
   replaceChildren(...nodes: (DomElement | string)[]): void;
   /** Listens for an event. */
   addEventListener(type: string, listener: (event: DomEvent) => void): void;
+  /** Reads an attribute (`null` when absent). */
+  getAttribute(name: string): string | null;
+  /** Whether `other` is this element or inside it. */
+  contains(other: DomElement | null): boolean;
+  /** The first element inside it matching `selector`, or `null`. */
+  querySelector(selector: string): DomElement | null;
+  /** Gives it the keyboard focus. */
+  focus(): void;
 }
 
 /** A button. */
@@ -61,6 +69,8 @@ export interface DomDocument {
   addEventListener(type: string, listener: () => void): void;
   /** Whether the page is in the background. */
   readonly hidden: boolean;
+  /** The element with the keyboard focus, or `null`. */
+  readonly activeElement: DomElement | null;
 }
 
 /** A `ResizeObserver`. */

@@ -57,6 +57,9 @@ import type {
   Stats,
 } from "./types.ts";
 
+/** `value` safe inside a double-quoted CSS attribute selector. */
+const CSS_ESCAPE = (value: string) => value.replace(/["\\]/g, "\\$&");
+
 /** Seconds between refreshes until `/health` has said. */
 const DEFAULT_REFRESH_SECS = 30;
 /** Rows per table page. */
@@ -406,9 +409,14 @@ class Dashboard {
       (p: Provider) => providerHistory(p) ?? this.#histories.get(p.provider) ?? null,
       synced,
     );
+    // A refresh replaces the rows: a row's link that had the keyboard focus keeps it.
+    const focused = doc.activeElement && table.body.contains(doc.activeElement)
+      ? doc.activeElement.getAttribute("href")
+      : null;
     table.body.replaceChildren(
       ...tableRows(doc, columns as never, page.rows as never[], table.key as never),
     );
+    if (focused) table.body.querySelector(`a[href="${CSS_ESCAPE(focused)}"]`)?.focus();
     renderPager(table.controls, page);
   }
 
