@@ -172,7 +172,7 @@ export async function runFaultMix(options: FaultRunOptions): Promise<FaultRunRes
         record.message = answer.body.error?.message;
         const snapshot = state.snapshot;
         const fresh = snapshot !== null &&
-          Date.now() - snapshot.takenAt.getTime() < state.staleAfterSecs * 1000 - 100;
+          Date.now() - snapshot.takenAt.getTime() < state.staleAfterSecs * 1000 - 250;
         if (fresh) unjustified.push(record);
       }
       answers.push(record);
