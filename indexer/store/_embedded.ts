@@ -95,6 +95,17 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   return file;
 }
 
+/** Whether `path` exists. */
+async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 function session(host: PgliteHost, db: number): SqlSession {
   const run = (tx?: number): SqlQuery => async (text, params = []) =>
     (await host.call({ op: "query", db, text, params: [...params] as SqlParam[], tx })).rows ??
@@ -171,9 +182,23 @@ export async function openEmbedded(
     lock.close();
   };
   const pgdata = join(dataDir, "pgdata");
+  const wipe = options.wipe ?? false;
+  const failed = (error: Error): WorkerReply => ({ id: 0, ok: false, error: toWire(error) });
+  // A new store is created in a worker of its own, which then ends: PostgreSQL's initdb
+  // touches hundreds of MiB of WebAssembly memory that would otherwise stay resident in the
+  // process's shared worker.
+  if (wipe || !(await pathExists(pgdata))) {
+    const creator = PgliteHost.once();
+    const created = await creator.request({ op: "open", pgdata, wipe, createOnly: true })
+      .catch(failed);
+    creator.terminate();
+    if (!created.ok) {
+      await release();
+      throw openFailure(dataDir, pgdata, created);
+    }
+  }
   const host = PgliteHost.shared();
-  const opened = await host.request({ op: "open", pgdata, wipe: options.wipe ?? false })
-    .catch((error: Error): WorkerReply => ({ id: 0, ok: false, error: toWire(error) }));
+  const opened = await host.request({ op: "open", pgdata, wipe: false }).catch(failed);
   if (!opened.ok || opened.db === undefined) {
     await release();
     throw openFailure(dataDir, pgdata, opened);

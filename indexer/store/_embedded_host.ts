@@ -28,6 +28,11 @@ export class PgliteHost {
     return PgliteHost.#shared;
   }
 
+  /** A worker of its own, for one job (creating a store), to `terminate` after it. */
+  static once(): PgliteHost {
+    return new PgliteHost();
+  }
+
   readonly #worker: Worker;
   readonly #waiting = new Map<number, (reply: WorkerReply) => void>();
   #next = 0;
@@ -72,6 +77,13 @@ export class PgliteHost {
     const reply = await this.request(request);
     if (!reply.ok) throw fromWire(reply.error);
     return reply;
+  }
+
+  /** Stops the worker; requests still waiting fail. */
+  terminate(): void {
+    if (this.#stopped) return;
+    this.#stop(new Error("the embedded store's worker was stopped"));
+    void this.#worker.terminate();
   }
 
   #stop(reason: Error): void {

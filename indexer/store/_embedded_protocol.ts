@@ -15,9 +15,11 @@ import type { SqlParam, SqlRow } from "./_sql.ts";
 export type WorkerRequest =
   /**
    * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
-   * deleted first when `wipe`).
+   * deleted first when `wipe`). With `createOnly`, only create it: creating (PostgreSQL's
+   * `initdb`) touches hundreds of MiB of WebAssembly memory that no later work needs, so it runs
+   * in a worker of its own that ends afterwards.
    */
-  | { id: number; op: "open"; pgdata: string; wipe: boolean }
+  | { id: number; op: "open"; pgdata: string; wipe: boolean; createOnly?: boolean }
   /** One statement on database `db`, inside its transaction `tx` when given. */
   | { id: number; op: "query"; db: number; text: string; params: SqlParam[]; tx?: number }
   /** Begin a transaction on database `db`; the reply's `tx` names it. */

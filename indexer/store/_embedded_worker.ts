@@ -73,8 +73,20 @@ async function createPgdata(pgdata: string, tail: Tail): Promise<void> {
   // Keep 32–64 MiB of WAL after a checkpoint instead of 80 MiB–1 GiB (from the next start on).
   await db.query("ALTER SYSTEM SET min_wal_size = '32MB'");
   await db.query("ALTER SYSTEM SET max_wal_size = '64MB'");
+  await setMemory(db);
   await db.close();
   await Deno.rename(building, pgdata);
+}
+
+/**
+ * PostgreSQL's memory, set small (from the next start on): its shared buffers are resident for
+ * as long as the process runs, and the store's work — chunks of settlements written once, a few
+ * thousand buckets read — does not need 128 MiB of them (measured: 4 MiB costs no throughput
+ * and 40 MiB less resident memory).
+ */
+async function setMemory(db: PGlite): Promise<void> {
+  await db.query("ALTER SYSTEM SET shared_buffers = '4MB'");
+  await db.query("ALTER SYSTEM SET wal_buffers = '256kB'");
 }
 
 /** An open transaction: its handle, and how to end it. */
@@ -97,15 +109,25 @@ function database(db: number): PGlite {
   return found;
 }
 
-async function open(id: number, pgdata: string, wipe: boolean): Promise<WorkerReply> {
+async function open(
+  id: number,
+  pgdata: string,
+  wipe: boolean,
+  createOnly: boolean,
+): Promise<WorkerReply> {
   let stage: OpenStage = "create";
   const tail = new Tail();
   try {
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
     if (!(await exists(pgdata))) await createPgdata(pgdata, tail);
+    if (createOnly) return { id, ok: true };
     stage = "start";
+    const started = await startPglite(pgdata, tail);
+    // Stores made before the memory settings get them (for their next start).
+    const [row] = await rows(started, "SHOW shared_buffers", []);
+    if (row?.shared_buffers !== "4MB") await setMemory(started);
     const db = ++nextDb;
-    databases.set(db, await startPglite(pgdata, tail));
+    databases.set(db, started);
     return { id, ok: true, db };
   } catch (error) {
     return { id, ok: false, error: toWire(error), stage, reasons: reasonLines(tail.lines) };
@@ -161,7 +183,7 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
   try {
     switch (request.op) {
       case "open":
-        return await open(id, request.pgdata, request.wipe);
+        return await open(id, request.pgdata, request.wipe, request.createOnly ?? false);
       case "query": {
         const target = request.tx === undefined
           ? database(request.db)

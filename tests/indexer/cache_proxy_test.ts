@@ -114,8 +114,9 @@ Deno.test("behind nginx: cached within max-age, revalidated by ETag, never past 
     );
   }
 
-  // The chain stops: the indexer cannot refresh and answers 503 (no-store) once its snapshot
-  // is gone; the cached copy may still be served until its max-age ends, never after the bound.
+  // The chain stops: the indexer cannot refresh and serves its last snapshot until its bound,
+  // then answers 503 (no-store); the cached copy may still be served until its max-age ends,
+  // never after the bound (a revalidation in the last second is not answered 304).
   await live.stopChain();
   let newest = Math.max(...seen.filter((g) => g.takenAt !== null).map((g) => g.takenAt!));
   // Asked until one request is sent after the bound of the newest snapshot seen: its answer is

@@ -230,15 +230,16 @@ Deno.test("against a real devnet: counters move with traffic and with an outage 
   }, { failed: indexer.failure });
   assert.ok(v("snapshot_age_seconds") >= 0 && v("snapshot_age_seconds") < 30);
 
-  // The chain stops: refreshes fail as chain_unreachable, the RPC errors are counted.
+  // The chain stops: refreshes fail as chain_unreachable, the RPC errors are counted; once the
+  // last snapshot is past its freshness bound, nothing is served.
   await live.stopChain();
-  const down = await until("a failed refresh", async () => {
+  const down = await until("a failed refresh, and the snapshot past its bound", async () => {
     const families = await scrape(get);
     const failed = sampleValue(families, "net_indexer_refreshes_total", {
       result: "failed",
       code: "chain_unreachable",
     });
-    return failed ? families : undefined;
+    return failed && sampleValue(families, "net_indexer_serving") === 0 ? families : undefined;
   });
   assert.ok(
     (sampleValue(down, "net_indexer_rpc_errors_total", { client: "snapshot", reason: "network" }) ??

@@ -32,7 +32,7 @@ const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 const WAIT = { timeout: HANG_AFTER_MS };
 /** Every path the page may ask for: its assets and the API's. */
 const KNOWN =
-  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|epochs\?order=desc&limit=100(&cursor=\d+)?|(models|providers)\?limit=25(&cursor=[^&]+)?|providers\/0x[0-9a-f]{40}\?order=desc&limit=16)$/;
+  /^\/(|dashboard\.(js|css|svg)\?v=[\w-]{16}|health|stats|events|epochs\?order=desc&limit=100(&cursor=\d+)?|(models|providers)\?limit=25(&cursor=[^&]+)?|providers\/0x[0-9a-f]{40}\?order=desc&limit=16)$/;
 
 /**
  * Compares the page with the API's answers it drew: the ones it received (the page and a
