@@ -27,7 +27,9 @@ export class ByteQueue {
   peek(index: number): number | undefined {
     if (index >= this.#length) return undefined;
     let i = index + this.#offset;
-    for (const chunk of this.#chunks) {
+    const chunks = this.#chunks;
+    for (let c = 0; c < chunks.length; c++) {
+      const chunk = chunks[c];
       if (i < chunk.length) return chunk[i];
       i -= chunk.length;
     }

@@ -35,7 +35,7 @@ export interface StreamedResponse {
   /** Header fields. */
   readonly headers: FieldLines;
   /**
-   * The content, as it arrives. It ends normally only after the whole message (trailers and
+   * The content, as it arrives (a piece may be a view of a chunk the input gave). It ends normally only after the whole message (trailers and
    * padding included) has been read and the input has ended; any error of the input (such
    * as an `OpenError` from the sealing layer) or of the message errors it.
    */
@@ -48,6 +48,8 @@ export interface StreamedResponse {
 }
 
 const ACTION = "decode binary HTTP response";
+/** No bytes (shared: never written to). */
+const NOTHING = new Uint8Array(0);
 
 /**
  * Decodes a response from a stream: resolves once the informational responses, the final
@@ -112,7 +114,7 @@ function headBound(limits: Limits): number {
 /** The input stream: the bytes at hand that no parse step has consumed, and whether it ended. */
 class Input {
   /** Bytes the current parse step has not consumed. */
-  pending: Uint8Array = new Uint8Array(0);
+  pending: Uint8Array = NOTHING;
   /** Whether the input has ended. */
   eof = false;
   readonly #reader: ByteReader;
@@ -123,7 +125,16 @@ class Input {
 
   /** Reads one more chunk into `pending`, or notes the end. */
   async read(): Promise<void> {
-    const { done, value } = await this.#reader.read();
+    this.accept(await this.#reader.read());
+  }
+
+  /** One read of the input, for {@linkcode accept}. */
+  readRaw(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    return this.#reader.read();
+  }
+
+  /** Takes one read's result into `pending`, or notes the end. */
+  accept({ done, value }: ReadableStreamReadResult<Uint8Array>): void {
     if (done) {
       this.eof = true;
       return;
@@ -140,7 +151,7 @@ class Input {
   /** Hands over every byte at hand. */
   takePending(): Uint8Array {
     const out = this.pending;
-    this.pending = new Uint8Array(0);
+    this.pending = NOTHING;
     return out;
   }
 
@@ -198,6 +209,7 @@ class ContentDecoder {
   /** Content bytes still to come in the current piece. */
   #left = 0;
   #chunkCount = 0;
+  #failed: { error: unknown } | undefined;
   #settle!: { resolve: (fields: FieldLines) => void; reject: (error: unknown) => void };
 
   constructor(input: Input, framing: Framing, limits: Limits) {
@@ -217,24 +229,45 @@ class ContentDecoder {
     }, { highWaterMark: 0 });
   }
 
-  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  /**
+   * One pull: synchronous while the bytes at hand last; otherwise one read of the input,
+   * chained (no async frame per layer), after which it goes on.
+   */
+  #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> | undefined {
     try {
-      // Synchronous while the bytes at hand last: one await per read of the input, not per step.
       while (true) {
         const next = this.#step(controller);
-        if (next === true) return;
-        if (next === READ) await this.#readQueued();
-        else if (next !== false) {
-          this.#close(controller, await next);
-          return;
+        if (next === true) return undefined;
+        if (next === READ) {
+          return this.#input.readRaw().then((step) => {
+            this.#received(step);
+            return this.#pull(controller);
+          }).catch((error) => this.#fail(error));
+        }
+        if (next !== false) {
+          return next.then((trailers) => this.#close(controller, trailers))
+            .catch((error) => this.#fail(error));
         }
       }
     } catch (error) {
-      this.#state = "done";
-      this.#settle.reject(error);
-      await this.#input.cancel(error);
-      throw error;
+      return this.#fail(error);
     }
+  }
+
+  /** Fails the body and the trailers with `error`, cancelling the input. */
+  async #fail(error: unknown): Promise<never> {
+    if (this.#failed) throw this.#failed.error; // already failed, deeper in the chain
+    this.#state = "done";
+    this.#failed = { error };
+    this.#settle.reject(error);
+    await this.#input.cancel(error);
+    throw error;
+  }
+
+  /** Takes what one read of the input brought into the queue (or notes its end). */
+  #received(step: ReadableStreamReadResult<Uint8Array>): void {
+    this.#input.accept(step);
+    this.#queue.push(this.#input.takePending());
   }
 
   /**
@@ -308,7 +341,9 @@ class ContentDecoder {
     if (this.#left === 0) {
       this.#state = this.#framing === "known-length" ? "trailers" : "chunk-length";
     }
-    controller.enqueue(piece.slice());
+    // The piece as it lies when nothing after it is queued (no later byte shares its array);
+    // else a copy of its own.
+    controller.enqueue(this.#queue.length === 0 ? piece : piece.slice());
     return true;
   }
 
@@ -327,7 +362,7 @@ class ContentDecoder {
     }
     while (true) {
       checkPaddingBytes(new Cursor(input.pending, 0, input.pending.length, true, ACTION));
-      input.pending = new Uint8Array(0);
+      input.pending = NOTHING;
       if (input.eof) return fields;
       await input.read();
     }
@@ -337,11 +372,6 @@ class ContentDecoder {
     this.#state = "done";
     this.#settle.resolve(trailers);
     controller.close();
-  }
-
-  async #readQueued(): Promise<void> {
-    await this.#input.read();
-    this.#queue.push(this.#input.takePending());
   }
 
   #varintFromQueue(): number | undefined {

@@ -25,7 +25,10 @@ export const SYNC_LIMIT = 2048;
 /** Bytes, now or once an asynchronous step has run. */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** A symmetric key of an AEAD. */
+/**
+ * A symmetric key of an AEAD. Both calls read the nonce and the AAD before they return (an
+ * asynchronous call copies them first), so a caller may reuse their arrays at once.
+ */
 export interface AeadKey {
   /** `Seal(key, nonce, aad, pt)`: the ciphertext with its tag. */
   seal(nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;

@@ -280,9 +280,13 @@ class Context implements HpkeSenderContext, HpkeRecipientContext {
 
 function noop(): void {}
 
-/** `base XOR I2OSP(counter, Nn)`: the counter big-endian, right-aligned. */
-export function xorCounter(base: Uint8Array, counter: number): Uint8Array {
-  const out = base.slice();
+/**
+ * `base XOR I2OSP(counter, Nn)`: the counter big-endian, right-aligned; written into `out` (as
+ * long as `base`) when given, else into a new array.
+ */
+export function xorCounter(base: Uint8Array, counter: number, out?: Uint8Array): Uint8Array {
+  if (out) out.set(base);
+  else out = base.slice();
   let value = counter;
   for (let i = out.length - 1; i >= 0 && value > 0; i--) {
     out[i] ^= value % 256;

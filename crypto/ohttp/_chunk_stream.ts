@@ -261,6 +261,7 @@ export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): 
   const source = sealed.getReader();
   const opener = new ChunkOpener(spec);
   const pieces: Uint8Array[] = [];
+  let given = 0;
   const sink = {
     enqueue: (piece: Uint8Array) => void pieces.push(piece),
   } as TransformStreamDefaultController<Uint8Array>;
@@ -269,8 +270,8 @@ export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): 
   // A failure after some chunks of the same read opened: those are given first.
   let deferred: { error: unknown } | undefined;
   let ended = false;
-  let given = 0;
-  const give = (): ReadableStreamReadResult<Uint8Array> => {
+  type Result = ReadableStreamReadResult<Uint8Array>;
+  const give = (): Result => {
     const value = pieces[given++];
     if (given === pieces.length) {
       pieces.length = 0;
@@ -278,42 +279,47 @@ export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): 
     }
     return { done: false, value };
   };
-  const step = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
-    if (deferred) throw deferred.error;
-    if (started) {
-      await started;
-      started = undefined;
-    }
-    while (pieces.length === 0) {
-      if (ended) return { done: true, value: undefined };
-      const { done, value } = await source.read();
-      try {
-        if (done) {
-          ended = true;
-          const flushed = opener.flush(sink);
-          if (flushed) await flushed;
-        } else {
-          const opened = opener.transform(value, sink);
-          if (opened) await opened;
-        }
-      } catch (error) {
-        if (pieces.length === 0) throw error;
-        deferred = { error };
-      }
-    }
+  // Fails this read and the next ones, cancelling the sealed stream.
+  const fail = (error: unknown): Promise<never> => {
+    failure = { error };
+    return source.cancel(error).catch(() => {}).then(() => Promise.reject(error));
+  };
+  const failed = (error: unknown): MaybePromise<Result> => {
+    if (pieces.length === 0) return fail(error);
+    deferred = { error };
     return give();
   };
+  // One promise per read of the sealed stream (its own), nothing chained per layer: what a read
+  // brings is opened at once, synchronously unless a chunk needs WebCrypto or the prefix sets up.
+  const received = (step: Result): MaybePromise<Result> => {
+    let opened: Promise<void> | undefined;
+    try {
+      if (step.done) {
+        ended = true;
+        opened = opener.flush(sink);
+      } else opened = opener.transform(step.value, sink);
+    } catch (error) {
+      return failed(error);
+    }
+    return opened ? opened.then(next, failed) : next();
+  };
+  const next = (): MaybePromise<Result> => {
+    if (pieces.length > 0) return give();
+    if (deferred) return fail(deferred.error);
+    if (ended) return { done: true, value: undefined };
+    return source.read().then(received, fail);
+  };
   return {
-    read: async () => {
-      if (pieces.length > 0) return give();
-      if (failure) throw failure.error;
-      try {
-        return await step();
-      } catch (error) {
-        failure = { error };
-        await source.cancel(error).catch(() => {});
-        throw error;
+    read: () => {
+      if (pieces.length > 0) return Promise.resolve(give());
+      if (failure) return Promise.reject(failure.error);
+      if (started) {
+        const waiting = started;
+        started = undefined;
+        return waiting.then(next, fail);
       }
+      const result = next();
+      return result instanceof Promise ? result : Promise.resolve(result);
     },
     cancel: (reason) => source.cancel(reason),
     releaseLock: () => source.releaseLock(),
@@ -382,7 +388,50 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
         `Cannot open ${this.#what}: the stream yielded ${typeof chunk}, expected bytes`,
       );
     }
+    if (this.#state === "length" && this.#queue.length === 0) {
+      return this.#openInPlace(chunk, controller);
+    }
     this.#queue.push(chunk);
+    return this.#drain(controller);
+  }
+
+  /**
+   * Between chunks with nothing queued: opens the whole chunks at the start of `bytes` where
+   * they lie (views, no queue), and queues what is left (a chunk cut by the read, the final
+   * chunk) for the step by step way.
+   */
+  #openInPlace(
+    bytes: Uint8Array,
+    controller: TransformStreamDefaultController<Uint8Array>,
+  ): Promise<void> | undefined {
+    let at = 0;
+    while (at < bytes.length) {
+      const first = bytes[at];
+      const size = varintLength(first);
+      if (bytes.length - at < size) break;
+      const value = size === 1
+        ? first
+        : size === 2
+        ? ((first & 0x3f) << 8) | bytes[at + 1]
+        : readVarint(bytes, at).value;
+      if (value === 0) break; // the final chunk
+      this.#checkChunkLength(value);
+      const end = at + size + value;
+      if (end > bytes.length) break;
+      const plaintext = this.#openChunk(bytes.subarray(at + size, end), false);
+      at = end;
+      if (plaintext instanceof Promise) {
+        const rest = bytes.subarray(at);
+        return plaintext.then((opened) => {
+          this.#deliver(opened, controller);
+          this.#queue.push(rest);
+          return this.#drain(controller);
+        });
+      }
+      this.#deliver(plaintext, controller);
+    }
+    if (at === bytes.length) return undefined;
+    this.#queue.push(bytes.subarray(at));
     return this.#drain(controller);
   }
 
@@ -461,7 +510,16 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
       this.#state = "final";
       return true;
     }
+    this.#checkChunkLength(value);
+    this.#bodyLength = value;
+    this.#state = "body";
+    return true;
+  }
+
+  /** Refuses a non-final chunk's length: too large, no data, shorter than the tag. */
+  #checkChunkLength(value: number): void {
     const { maxChunkLength, tagLength } = this.#spec;
+    if (value > tagLength && value <= maxChunkLength) return;
     const chunk = `chunk ${this.#chunks}`;
     if (value === VARINT_TOO_LARGE || value > maxChunkLength) {
       throw new OpenError(
@@ -485,9 +543,6 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
         }, shorter than the ${tagLength}-byte tag`,
       );
     }
-    this.#bodyLength = value;
-    this.#state = "body";
-    return true;
   }
 
   #readBody(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
@@ -527,28 +582,30 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
   }
 
   #openChunk(ciphertext: Uint8Array, final: boolean): MaybePromise<Uint8Array> {
-    const failed = (cause: unknown) =>
-      new OpenError(
-        "authentication",
-        `Cannot open ${this.#what}: ${
-          final ? "final chunk" : `chunk ${this.#chunks}`
-        } failed authentication`,
-        {
-          cause,
-          details: "the chunk was altered, reordered, sealed with another key, or the final " +
-            "chunk was replaced",
-        },
-      );
     let opened: MaybePromise<Uint8Array>;
     try {
       opened = this.#open!(ciphertext, final);
     } catch (cause) {
-      throw failed(cause);
+      throw this.#forged(cause, final);
     }
     if (!(opened instanceof Promise)) return opened;
     return opened.catch((cause) => {
-      throw failed(cause);
+      throw this.#forged(cause, final);
     });
+  }
+
+  #forged(cause: unknown, final: boolean): OpenError {
+    return new OpenError(
+      "authentication",
+      `Cannot open ${this.#what}: ${
+        final ? "final chunk" : `chunk ${this.#chunks}`
+      } failed authentication`,
+      {
+        cause,
+        details: "the chunk was altered, reordered, sealed with another key, or the final " +
+          "chunk was replaced",
+      },
+    );
   }
 
   /** Where a stream that ended too early ended, for the message. */

@@ -189,10 +189,15 @@ export function sealGatewayResponse(
         CHUNKED_LABELS.response,
       );
       let counter = 0;
+      const nonce = new Uint8Array(keys.nonce.length);
       return {
         prefix: responseNonce,
         seal: (plaintext, final) =>
-          keys.seal(chunkNonce(keys.nonce, counter++), plaintext, final ? FINAL_AAD : EMPTY),
+          keys.seal(
+            chunkNonce(keys.nonce, counter++, nonce),
+            plaintext,
+            final ? FINAL_AAD : EMPTY,
+          ),
       };
     },
   };

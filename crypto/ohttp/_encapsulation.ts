@@ -391,7 +391,11 @@ export function deriveResponseKeys(
   };
 }
 
-/** `chunk_nonce = aead_nonce XOR encode(Nn, counter)`. */
-export function chunkNonce(base: Uint8Array, counter: number): Uint8Array {
-  return xorCounter(base, counter);
+/**
+ * `chunk_nonce = aead_nonce XOR encode(Nn, counter)`, written into `out` when given (an
+ * exchange's one scratch array, reused chunk after chunk: the AEADs read a nonce at once, see
+ * `AeadKey`), else into a new array.
+ */
+export function chunkNonce(base: Uint8Array, counter: number, out?: Uint8Array): Uint8Array {
+  return xorCounter(base, counter, out);
 }

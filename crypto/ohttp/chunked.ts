@@ -208,8 +208,13 @@ export async function createChunkedRequest(
           CHUNKED_LABELS.response,
         );
         let counter = 0;
+        const nonce = new Uint8Array(keys.nonce.length);
         return (ciphertext, final) =>
-          keys.open(chunkNonce(keys.nonce, counter++), ciphertext, final ? FINAL_AAD : EMPTY);
+          keys.open(
+            chunkNonce(keys.nonce, counter++, nonce),
+            ciphertext,
+            final ? FINAL_AAD : EMPTY,
+          );
       },
     });
   };

@@ -241,6 +241,31 @@ Deno.test("bhttp: the incremental decoder reads random responses split at random
   }
 });
 
+Deno.test("bhttp: a content piece that shares its array with what follows is a copy of its own", async () => {
+  for (const framing of FRAMINGS) {
+    const response = {
+      status: 200,
+      headers: [["content-type", "text/plain"]] as [string, string][],
+      content: bytesOf("hello world"),
+      trailers: [["x-digest", "abc"]] as [string, string][],
+    };
+    // One read holds the whole message: the content is followed by the trailers in its array.
+    const decoded = await decodeResponseStream(
+      streamCut(encodeResponse(response, { framing }), []),
+    );
+    const reader = decoded.body.getReader();
+    const pieces: Uint8Array[] = [];
+    while (true) {
+      const step = await reader.read();
+      if (step.done) break;
+      pieces.push(step.value.slice());
+      step.value.fill(0xff); // a reader that writes over what it was given
+    }
+    assert.deepEqual(cat(...pieces), response.content, framing);
+    assert.deepEqual(await decoded.trailers, response.trailers, `${framing}: trailers intact`);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // Truncation and malformed input.
 

@@ -498,6 +498,27 @@ Deno.test("chunked: reordered, dropped, duplicated and re-marked chunks are refu
   );
 });
 
+Deno.test("chunked: chunks opened from one read are given up to a forged one, then refused", async () => {
+  for (const cuts of [[], [16], [17]]) {
+    const exchange = await sealedExchange(REQUEST, RESPONSE);
+    const response = frames(exchange.sealedResponse, 16);
+    const forged = flipBit(response.chunks[2], 8 * (response.chunks[2].length - 1));
+    // With no cut, every chunk comes in one read: the first two open in place, the third fails.
+    const sealed = cat(
+      response.prefix,
+      response.chunks[0],
+      response.chunks[1],
+      forged,
+      response.final,
+    );
+    const { chunks, error } = await drain(exchange.client.openResponse(streamCut(sealed, cuts)));
+    assert.ok(error instanceof OpenError, `cuts ${cuts}: expected OpenError, got ${error}`);
+    assert.equal(error.reason, "authentication");
+    assert.match(error.message, /chunk 2 failed authentication/);
+    assert.deepEqual(chunks, RESPONSE.slice(0, 2), `cuts ${cuts}: the authentic chunks first`);
+  }
+});
+
 Deno.test("chunked: a response without its final chunk, or re-marked, is refused", async () => {
   const cases: [string, (f: ReturnType<typeof frames>) => Uint8Array, string][] = [
     ["final chunk dropped", (f) => cat(f.prefix, ...f.chunks), "truncated"],
