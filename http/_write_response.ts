@@ -13,6 +13,8 @@ import type { ServerResponse } from "node:http";
 
 /** Bodies of these media types are streamed as they are produced; others are sent whole. */
 const STREAMED = /^(text\/event-stream|application\/x-ndjson)\b/i;
+/** Statuses that carry no content (and no `Content-Length`). */
+const NO_CONTENT = new Set([101, 103, 204, 205, 304]);
 
 /** Writes `response` to `target.res`: head, then the body streamed or whole. */
 export async function writeResponse(
@@ -26,16 +28,19 @@ export async function writeResponse(
   }
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) head["set-cookie"] = cookies;
+  const whole = !STREAMED.test(response.headers.get("content-type") ?? "");
+  if (whole && target.method !== "HEAD" && !NO_CONTENT.has(response.status)) {
+    // Read without touching `response.body`: a body held as bytes (most answers) is taken as
+    // it is, without a stream made for it and read back into a copy.
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    head["content-length"] = String(bytes.length);
+    res.writeHead(response.status, head).end(bytes);
+    return;
+  }
   const body = response.body;
   if (body === null || target.method === "HEAD") {
     await body?.cancel().catch(() => {});
     res.writeHead(response.status, head).end();
-    return;
-  }
-  if (!STREAMED.test(response.headers.get("content-type") ?? "")) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    head["content-length"] = String(bytes.length);
-    res.writeHead(response.status, head).end(bytes);
     return;
   }
   // The head goes out with the first piece of the body (the daemon answers once it has one).

@@ -261,7 +261,8 @@ function bodyDeadline(
   options: { ms: number; gone: AbortController },
 ): { readonly expired: boolean } {
   const state = { expired: false };
-  if (req.complete) return state;
+  // No body to wait for: already read, or none framed (neither a length nor chunked coding).
+  if (req.complete || !hasBody(req)) return state;
   const timer = setTimeout(() => {
     state.expired = true;
     options.gone.abort(new Error("the request's body did not arrive in time"));
@@ -276,6 +277,13 @@ function bodyDeadline(
   req.once("end", stop);
   res.once("close", stop);
   return state;
+}
+
+/** Whether the request's head frames a body (RFC 9112 §6.3): a length above 0, or a coding. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined ||
+    (length !== undefined && length !== "0");
 }
 
 /** A request Node's server does not hand to a listener, answered by the handler all the same. */

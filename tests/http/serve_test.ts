@@ -177,6 +177,26 @@ Deno.test("serve: a body that does not arrive in time is answered 408 and closed
   assert.match(client.received(), /did not arrive within 0\.4 s/);
 });
 
+Deno.test("serve: a chunked body that does not arrive in time is answered 408 and closed", async () => {
+  await using server = asyncDisposable(await start({ bodyTimeoutMs: 400 }));
+  const client = await open(server.value);
+  client.socket.write(
+    "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+      'Transfer-Encoding: chunked\r\n\r\n8\r\n{"word":\r\n',
+  );
+  const trickle = setInterval(
+    () => client.socket.writable && client.socket.write("1\r\n \r\n"),
+    50,
+  );
+  try {
+    await until(client.closed, () => "the connection to be closed");
+  } finally {
+    clearInterval(trickle);
+  }
+  assert.equal(statusOf(client.received()), 408, client.received());
+  assert.match(client.received(), /did not arrive within 0\.4 s/);
+});
+
 Deno.test("serve: normal requests are answered while 500 slow connections are held", async () => {
   await using server = asyncDisposable(await start({ headersTimeoutMs: 120_000 }));
   const slow = await Promise.all(Array.from({ length: 500 }, () => open(server.value)));
