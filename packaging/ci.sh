@@ -16,7 +16,8 @@
 #
 # Needs a running engine (`docker info`); CI starts one with --iptables=false --bridge=none, so
 # every container uses the host's network. Every container and volume it starts is removed;
-# the images stay (a second run reuses them; `docker rmi` them to start over).
+# the images stay (the image, its anvil stage, the stand-ins: a second run reuses them; `docker
+# rmi` them to start over).
 set -euo pipefail
 cd "${0%/*}/.." || exit 1
 
