@@ -9,6 +9,8 @@
  *   request alone: the prompt is bounded by the inner request body's length in bytes (every
  *   token of a prompt covers at least one byte of it), the completion by `max_completion_tokens`
  *   or `max_tokens`, else the model's context length; each at most the context length.
+ * - {@linkcode maxTokensOf}: the completion bound of a request body.
+ * - {@linkcode maxTokensOf}: the completion bound of a request body.
  * - {@linkcode formatCost}: the decimal form, in the chain's whole unit (18 decimals).
  *
  * @example
@@ -71,6 +73,20 @@ export function worstCaseCost(prices: TokenPrices, bounds: RequestBounds): bigin
     ? 0n
     : min(asked === null ? context : BigInt(positive("maxTokens", asked, 0)), context);
   return (prompt * prices.input + completion * prices.output) / PER;
+}
+
+/**
+ * The completion bound a request body gives: `max_completion_tokens` when it is a non-negative
+ * integer, else `max_tokens` when that is one, else `null` (the context length bounds it).
+ */
+export function maxTokensOf(body: unknown): number | null {
+  if (typeof body !== "object" || body === null) return null;
+  const fields = body as { max_completion_tokens?: unknown; max_tokens?: unknown };
+  return wholeNumber(fields.max_completion_tokens) ?? wholeNumber(fields.max_tokens);
+}
+
+function wholeNumber(value: unknown): number | null {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
 /**

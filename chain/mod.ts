@@ -86,6 +86,7 @@ export {
 } from "./ad.ts";
 export {
   formatCost,
+  maxTokensOf,
   parseCost,
   type RequestBounds,
   type TokenCounts,

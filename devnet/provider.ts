@@ -46,10 +46,14 @@ import {
   answerChat,
   type ModelPrices,
   ProviderLoad,
+  sealedErrors,
   type ServedUsage,
   type Slot,
 } from "./provider_chat.ts";
 import { ReplayGuard } from "./replay_guard.ts";
+import { answerGeneration, isGenerationPath } from "./provider_generation.ts";
+import { ProviderTill, type ProviderTillOptions, VOUCHER_HEADER } from "./provider_payments.ts";
+import { priceRequest } from "./_paid_request.ts";
 
 export type { ModelPrices, ServedUsage } from "./provider_chat.ts";
 
@@ -93,6 +97,11 @@ export interface DevnetProviderOptions {
   log?: (message: string) => void;
   /** How often a whole reply sends a space while the engine generates, in ms. @default {10000} */
   wholeKeepAliveMs?: number;
+  /**
+   * Require payment (`provider_payments.ts`): every sealed request must carry a voucher that
+   * covers it, from a consumer whose deposit covers it. @default {undefined: requests are free}
+   */
+  payments?: Omit<ProviderTillOptions, "provider">;
 }
 
 /** The default attester: an honest `mock` bundle (no TEE hardware). Daemons refuse it. */
@@ -128,9 +137,13 @@ export class DevnetProvider {
   readonly #load: ProviderLoad;
   #endorsement: KeyEndorsement | undefined;
   readonly #replays = new ReplayGuard();
+  /** The consumers' accounts, when requests must be paid for. */
+  readonly till: ProviderTill | undefined;
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
+    this.till = options.payments &&
+      new ProviderTill({ ...options.payments, provider: options.provider });
     this.#clock = options.clock ?? (() => new Date());
     this.#load = new ProviderLoad(options.maxConcurrency ?? 4);
     this.#prices = new Map(
@@ -364,6 +377,7 @@ export class DevnetProvider {
     }
     const opened = await this.#open(bytes);
     const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
+    const till = this.till;
     // Authenticated: now refuse what is stale or already served (header + enc identify it).
     const verdict = this.#replays.admit(
       bytes.subarray(0, SEALED_PREFIX_BYTES),
@@ -388,6 +402,10 @@ export class DevnetProvider {
         { headers },
       );
     }
+    if (till && isGenerationPath(opened.path)) {
+      slot.release();
+      return new Response(answerGeneration(opened, till, sealedErrors(opened)), { headers });
+    }
     const sealed = await answerChat(opened, {
       engine: this.#options.engine,
       prices: this.#prices,
@@ -397,6 +415,9 @@ export class DevnetProvider {
       // The requester (the gateway) going away stops the engine and frees the slot.
       signal: req.signal,
       keepAliveMs: this.#options.wholeKeepAliveMs,
+      admit: till &&
+        ((request) =>
+          till.admit(opened.headers.get(VOUCHER_HEADER), priceRequest(this.ad, request))),
     });
     return new Response(sealed, { headers });
   }
