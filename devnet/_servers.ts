@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Address } from "viem";
+import type { Address, LocalAccount } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
 import { askPeer, GatewaySet } from "../daemon/mod.ts";
@@ -16,7 +16,7 @@ import { devKey } from "./_onchain.ts";
 import { RouterDirectory } from "./directory.ts";
 import type { InferenceEngine } from "./engine.ts";
 import { createGatewayHandler } from "./gateway.ts";
-import { type Attester, DevnetProvider } from "./provider.ts";
+import { type Attester, DevnetProvider, type DevnetProviderOptions } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
 
 /** The fixed ports of `deno task devnet` / `deno task demo`. */
@@ -37,6 +37,8 @@ export interface DevnetProviderInfo {
   url: string;
   /** The provider itself (usage, ad). */
   provider: DevnetProvider;
+  /** Its account: sends its own transactions (voucher redemptions). */
+  account: LocalAccount;
 }
 
 /** Where the servers listen, and what stops them. */
@@ -80,6 +82,8 @@ export interface ProvidersOptions {
   engine: (label: string) => InferenceEngine;
   /** Produces attestations for TEE provider `index`. */
   attester?: (index: number) => Attester;
+  /** The payment options of the provider at `address` (vouchers); none: requests are free. */
+  payments?: (address: Address) => DevnetProviderOptions["payments"];
 }
 
 /** Starts the live providers, verified ones first, each with deterministic keys. */
@@ -108,9 +112,10 @@ export async function startProviders(
       key,
       attester: tier === "tee" ? options.attester?.(teeIndex++) : undefined,
       log: (m) => serve.log(m),
+      payments: options.payments?.(address),
     });
     handle(provider.handler);
-    providers.push({ address, tier, url: server.url, provider });
+    providers.push({ address, tier, url: server.url, provider, account });
     serve.log(`provider ${address} (${tier}) at ${server.url}`);
   }
   return providers;

@@ -14,7 +14,8 @@
  * 3. the vouchers cover it: `max(best, this) ≥ max(charged, settled) + held + worst case` —
  *    else `voucher_insufficient` (a voucher signed for a lower price, or an old one reused);
  * 4. the consumer's available deposit covers what is not paid yet: `charged − settled + held +
- *    worst case ≤ available` (read from the chain, cached briefly, read again before refusing) —
+ *    worst case ≤ available` (read from the chain, cached for `accountTtlMs`, read again before
+ *    refusing, reads of one consumer coalesced) —
  *    else `insufficient_deposit`.
  *
  * Each refusal is a sealed `402` with its code. An admitted request holds its worst case until it
@@ -147,9 +148,6 @@ interface ConsumerState {
   readAt: number;
 }
 
-/** A deposit read this young is not read again before refusing a request, in ms. */
-const FRESH_MS = 250;
-
 /** The name of the inner request header that carries the voucher. */
 export const VOUCHER_HEADER = "net-voucher";
 
@@ -203,10 +201,11 @@ export class ProviderTill {
       if (error instanceof VoucherError) return refuse("invalid_voucher", error.shortMessage);
       throw error;
     }
+    const started = this.#now();
     let state = await this.#state(voucher.consumer);
     let verdict = this.#check(state, voucher, worst);
-    if (verdict?.code === "insufficient_deposit" && this.#now() - state.readAt > FRESH_MS) {
-      // Refuse only on a fresh read: the consumer may just have topped up.
+    if (verdict?.code === "insufficient_deposit" && state.readAt < started) {
+      // Refuse only on a read made for this request: the consumer may just have topped up.
       state = await this.#refresh(voucher.consumer);
       verdict = this.#check(state, voucher, worst);
     }
