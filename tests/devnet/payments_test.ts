@@ -14,6 +14,8 @@ import {
   VoucherSigner,
 } from "../../chain/mod.ts";
 import { startDevnet } from "../../devnet/network.ts";
+import { createIndexerHandler } from "../../indexer/handler.ts";
+import { Refresher } from "../../indexer/refresher.ts";
 import { PayingClient } from "./_paying_client.ts";
 
 Deno.test("devnet vouchers: paid requests are served and redeemed for exactly what was billed", async () => {
@@ -76,4 +78,46 @@ Deno.test("devnet vouchers: paid requests are served and redeemed for exactly wh
     providers: [provider],
   });
   assert.equal(again.settled.get(provider), billed);
+
+  // A second consumer pays too; the indexer shows the volume both signed for, and two payers.
+  const second = new PayingClient(
+    devnet.gateways[0],
+    provider,
+    new VoucherSigner(generatePrivateKey(), domain),
+  );
+  await devnet.fundConsumer(second.signer.address, 10n ** 16n);
+  const answer = await second.pay(body("from someone else"));
+  assert.equal(answer.status, 200, answer.text);
+  await devnet.settleNow();
+  const paid = (await readEscrowAccount(chain, devnet.contracts.escrow, second.signer.address, {
+    providers: [provider],
+  })).settled.get(provider)!;
+  await using refresher = new Refresher({
+    rpcUrl: devnet.rpcUrl,
+    contracts: devnet.contracts,
+    scanFromBlock: devnet.fromBlock,
+    confirmations: 0,
+    log: () => {},
+  });
+  await refresher.refresh();
+  await refresher.syncHistory();
+  const handler = createIndexerHandler({ state: () => refresher.state });
+  const statsAnswer = await handler(new Request("http://indexer/stats"));
+  assert.equal(statsAnswer.status, 200);
+  const stats = await statsAnswer.json();
+  // The devnet's seeded deposit was never charged by the settler here: all volume is signed.
+  assert.equal(stats.settlements.signed_amount, String(billed + paid));
+  assert.equal(stats.settlements.amount, String(billed + paid));
+  const epochsAnswer = await handler(new Request("http://indexer/epochs?order=desc&limit=5"));
+  assert.equal(epochsAnswer.status, 200);
+  const { epochs } = await epochsAnswer.json();
+  const payers = epochs.reduce(
+    (n: number, e: { paying_consumers: number }) => n + e.paying_consumers,
+    0,
+  );
+  assert.ok(payers >= 2, `two consumers paid; /epochs counts ${payers}`);
+  assert.equal(
+    epochs.reduce((n: bigint, e: { signed_amount: string }) => n + BigInt(e.signed_amount), 0n),
+    billed + paid,
+  );
 });
