@@ -16,7 +16,7 @@ import type { Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { ProviderAd } from "../chain/ad.ts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
-import { GatewaySet } from "../daemon/gateway_set.ts";
+import { GatewaySet } from "../daemon/gateway/gateway_set.ts";
 import { type ChatBody, type ChatChunk, EchoEngine } from "../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../devnet/gateway.ts";
 import { COMMON_RESPONSES, renderNetworkError } from "../devnet/_errors.ts";

@@ -1,6 +1,6 @@
 /**
  * The load benchmark's baseline, in a process of its own: the daemon itself — its HTTP server
- * (`daemon/serve.ts`), its API layer (routing, validation, hygiene, metrics), its scheduler,
+ * (`daemon/service/serve.ts`), its API layer (routing, validation, hygiene, metrics), its scheduler,
  * queue and candidate cache, its reading and checking of the provider's reply and its rendering
  * of the answer — with a backend that sends the chat in plaintext: no trust check, no sealing,
  * no opening. The same gateway code relays it to a provider with the same engine, slots and
@@ -20,16 +20,16 @@ import type {
   ChatRequest,
   EmbeddingsReply,
   NetworkModel,
-} from "../daemon/backend.ts";
-import { CandidateCache } from "../daemon/candidate_cache.ts";
-import { GatewayClient, ProviderBusyError } from "../daemon/gateway_client.ts";
-import { createDaemonHandler } from "../daemon/handler.ts";
-import { DaemonMetrics } from "../daemon/metrics.ts";
-import { RequestQueue } from "../daemon/queue.ts";
-import { type Lease, ProviderScheduler } from "../daemon/scheduler.ts";
-import { serveDaemon } from "../daemon/serve.ts";
-import { VerdictLog } from "../daemon/verdict_log.ts";
-import { chatExchange } from "../daemon/_exchanges.ts";
+} from "../daemon/core/backend.ts";
+import { CandidateCache } from "../daemon/network/candidate_cache.ts";
+import { GatewayClient, ProviderBusyError } from "../daemon/gateway/gateway_client.ts";
+import { createDaemonHandler } from "../daemon/service/handler.ts";
+import { DaemonMetrics } from "../daemon/service/metrics.ts";
+import { RequestQueue } from "../daemon/network/queue.ts";
+import { type Lease, ProviderScheduler } from "../daemon/network/scheduler.ts";
+import { serveDaemon } from "../daemon/service/serve.ts";
+import { VerdictLog } from "../daemon/trust/verdict_log.ts";
+import { chatExchange } from "../daemon/network/exchanges.ts";
 import { VERSION } from "../version.ts";
 
 const encoder = new TextEncoder();

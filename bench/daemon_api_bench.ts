@@ -13,9 +13,9 @@ import type {
   ChatCompletionChunk,
   ChatReply,
   NetworkModel,
-} from "../daemon/backend.ts";
-import { createDaemonHandler } from "../daemon/handler.ts";
-import { VerdictLog } from "../daemon/verdict_log.ts";
+} from "../daemon/core/backend.ts";
+import { createDaemonHandler } from "../daemon/service/handler.ts";
+import { VerdictLog } from "../daemon/trust/verdict_log.ts";
 
 const TOKENS = 256;
 const base = {

@@ -3,7 +3,7 @@
  *
  * 1. **Latency added by the verified tier**: the same chat request to the same provider
  *    through the same gateway, (a) in plaintext through a local relay (an HTTP server as the
- *    daemon's, `daemon/serve.ts`, that forwards the plain JSON to the gateway's relay and
+ *    daemon's, `daemon/service/serve.ts`, that forwards the plain JSON to the gateway's relay and
  *    passes the reply back: the same hops as the daemon's), (b) through the network backend
  *    (endorsement check, sealing, opening), (c) through the daemon's HTTP API. p50 and p99
  *    over many requests, with ratios against (a).
@@ -31,10 +31,10 @@ import {
   NonceBook,
   verifyAttestation,
 } from "../crypto/mod.ts";
-import type { DaemonConfig } from "../daemon/config.ts";
-import { createDaemon } from "../daemon/daemon.ts";
-import { serveDaemon } from "../daemon/serve.ts";
-import { GatewaySet } from "../daemon/gateway_set.ts";
+import type { DaemonConfig } from "../daemon/service/config.ts";
+import { createDaemon } from "../daemon/service/daemon.ts";
+import { serveDaemon } from "../daemon/service/serve.ts";
+import { GatewaySet } from "../daemon/gateway/gateway_set.ts";
 import { EchoEngine } from "../devnet/engine.ts";
 import { createGatewayHandler, type DirectoryEntry } from "../devnet/gateway.ts";
 import { DevnetProvider } from "../devnet/provider.ts";

@@ -1,7 +1,7 @@
 /**
  * What the daemon spends on a sealed reply once it arrives, measured at the handler (no socket,
  * no network): a 212-event chat reply that a provider sealed as it does (the first event, then
- * batches of up to 16 KiB, `devnet/provider_chat.ts`) is opened (`daemon/sealed_reply.ts`: the
+ * batches of up to 16 KiB, `devnet/provider_chat.ts`) is opened (`daemon/sealing/sealed_reply.ts`: the
  * chunked OHTTP open, the event-stream parse, every event checked), validated and re-rendered
  * as OpenAI SSE and as one `chat.completion` — against the same chunks already opened (the
  * surface alone). The difference is the reply path's own cost: the AEAD opens, the parse and
@@ -27,10 +27,10 @@ import type {
   ChatCompletionChunk,
   ChatReply,
   NetworkModel,
-} from "../daemon/backend.ts";
-import { createDaemonHandler } from "../daemon/handler.ts";
-import { openSealedReply } from "../daemon/sealed_reply.ts";
-import { VerdictLog } from "../daemon/verdict_log.ts";
+} from "../daemon/core/backend.ts";
+import { createDaemonHandler } from "../daemon/service/handler.ts";
+import { openSealedReply } from "../daemon/sealing/sealed_reply.ts";
+import { VerdictLog } from "../daemon/trust/verdict_log.ts";
 
 const MODEL: NetworkModel = {
   model: "devnet/echo",

@@ -18,10 +18,15 @@
 
 import { NetError } from "../errors.ts";
 import { logFormatHint, type Logger, type ProgramLogs, programLogs } from "../io/log.ts";
-import type { ApiKey } from "./auth.ts";
-import { type DaemonConfig, parseDaemonConfig } from "./config.ts";
-import { createDaemon, type Daemon } from "./daemon.ts";
-import { type DaemonServer, serveDaemon } from "./serve.ts";
+import {
+  type ApiKey,
+  createDaemon,
+  type Daemon,
+  type DaemonConfig,
+  type DaemonServer,
+  parseDaemonConfig,
+  serveDaemon,
+} from "./service/mod.ts";
 
 /** The start-up lines about trust: where keys are checked, or loudly that they are not. */
 function trustLine(config: DaemonConfig): string {
@@ -140,7 +145,7 @@ export async function main(
     Promise.resolve(new Response("starting", { status: 503 }));
   let server: DaemonServer;
   try {
-    // Not Deno.serve: it does not tell a waiting request that its client left (serve.ts).
+    // Not Deno.serve: it does not tell a waiting request that its client left (service/serve.ts).
     server = await serveDaemon((req, info) => handler(req, info), {
       hostname: config.bind.hostname,
       port: config.bind.port,

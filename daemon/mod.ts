@@ -20,6 +20,11 @@
  * - {@linkcode GatewaySet}, {@linkcode askPeer}, {@linkcode normalizeGatewayUrl}: the known
  *   gateways and their gossip, shared with the reference network's gateways.
  *
+ * The code is split into rooms that follow a request (`docs/daemon.md`, "Rooms"): `core/` (the
+ * words every room speaks), `gateway/`, `trust/`, `sealing/` and `network/` (the network side),
+ * `surface/` with one room per API dialect (`openai/`, `ollama/`), and `service/`. This module
+ * re-exports what a user of the package needs from their doors.
+ *
  * `docs/daemon.md` documents the endpoints, headers, error codes and options.
  *
  * @example Serve the surface over a backend
@@ -44,99 +49,108 @@
  * @module
  */
 
-export type {
-  ChatBackend,
-  ChatCompletionChunk,
-  ChatReply,
-  ChatRequest,
-  ChunkChoice,
-  ChunkDelta,
-  ForwardedChatBody,
-  ModelPrices,
-  NetworkModel,
-  ServedBy,
-  Tier,
-  ToolCallDelta,
-  Usage,
-} from "./backend.ts";
+// core/: the words every room speaks.
 export {
+  type ChatBackend,
+  type ChatCompletionChunk,
+  type ChatReply,
+  type ChatRequest,
+  type ChunkChoice,
+  type ChunkDelta,
   DAEMON_ERROR_STATUS,
   DaemonError,
   type DaemonErrorCode,
   type DaemonErrorOptions,
-} from "./daemon_error.ts";
-export type { Dialect, ErrorLogger } from "./http_error.ts";
-export {
+  type Dialect,
+  type ErrorLogger,
   formatModelId,
   type FormatModelIdOptions,
+  type ForwardedChatBody,
   type ModelId,
   ModelIdError,
   type ModelIdFailure,
+  type ModelPrices,
+  type NetworkModel,
   parseModelId,
-} from "./model_id.ts";
-export { OriginPatternError, type OriginPatternFailure } from "./hygiene.ts";
+  type ServedBy,
+  type Tier,
+  type ToolCallDelta,
+  type Usage,
+} from "./core/mod.ts";
+// gateway/: the known gateways, their gossip and the resolver.
 export {
+  type AddGatewayOptions,
+  askPeer,
+  type AskPeerOptions,
+  DEFAULT_GOSSIP_INTERVAL_MS,
+  type GatewayCacheEntryJson,
+  type GatewayEntry,
+  type GatewayEntryJson,
+  GatewayResolver,
+  type GatewayResolverOptions,
+  GatewaySet,
+  GatewaySetError,
+  type GatewaySetFailure,
+  type GatewaySetOptions,
+  type GossipOptions,
+  type MergeListOptions,
+  normalizeGatewayUrl,
+} from "./gateway/mod.ts";
+// trust/: whom to trust, and the verdicts.
+export {
+  type ProviderTrustOptions,
+  type RegistryRecord,
   VerdictLog,
   type VerdictLogOptions,
   type VerdictRecord,
   type VerdictRecordJson,
-} from "./verdict_log.ts";
-export type { GatewayLister, ListedGateway } from "./transparency.ts";
-export { createDaemonHandler, createDaemonService, type DaemonHandlerOptions } from "./handler.ts";
+} from "./trust/mod.ts";
+// network/: the network backend.
+export {
+  type AttemptResult,
+  type BackendLoad,
+  type BackendMetrics,
+  type LoadReading,
+  NetworkBackend,
+  type NetworkBackendOptions,
+  ProviderReputation,
+  type ProviderReputationOptions,
+  type VerificationResult,
+} from "./network/mod.ts";
+// service/: configuration, API key, hygiene, handler, metrics, serving, the whole daemon.
 export {
   type ApiKey,
   apiKeyAuth,
   type ApiKeyAuthOptions,
-  FailureThrottle,
-  type FailureThrottleOptions,
-  OPEN_ENDPOINTS,
-  resolveApiKey,
-  type ResolveApiKeyOptions,
-} from "./auth.ts";
-export {
   type AuthConfig,
   type BindAddress,
+  createDaemon,
+  createDaemonHandler,
+  type CreateDaemonOptions,
+  createDaemonService,
+  type Daemon,
   type DaemonConfig,
+  type DaemonHandlerOptions,
+  DaemonMetrics,
+  type DaemonRequestHandler,
+  type DaemonServer,
+  type DialectLabel,
+  dialectLabel,
   type EvmConfig,
+  FailureThrottle,
+  type FailureThrottleOptions,
+  type GatewayLister,
+  type ListedGateway,
+  OPEN_ENDPOINTS,
+  OriginPatternError,
+  type OriginPatternFailure,
   parseDaemonConfig,
   type ParseDaemonConfigOptions,
   type ParsedDaemonArgs,
-} from "./config.ts";
-export { SettingError } from "../settings/mod.ts";
-export type { OpenApiDocument, Service } from "../http/mod.ts";
-export { createDaemon, type CreateDaemonOptions, type Daemon } from "./daemon.ts";
-export {
-  type AddGatewayOptions,
-  type GatewayCacheEntryJson,
-  type GatewayEntry,
-  type GatewayEntryJson,
-  GatewaySet,
-  type GatewaySetOptions,
-  type MergeListOptions,
-} from "./gateway_set.ts";
-export { askPeer, type AskPeerOptions } from "./gateway_list.ts";
-export { GatewaySetError, type GatewaySetFailure, normalizeGatewayUrl } from "./gateway_url.ts";
-export {
-  DEFAULT_GOSSIP_INTERVAL_MS,
-  GatewayResolver,
-  type GatewayResolverOptions,
-  type GossipOptions,
-} from "./gateway_resolver.ts";
-export { type BackendLoad, NetworkBackend, type NetworkBackendOptions } from "./network_backend.ts";
-export {
-  type AttemptResult,
-  type BackendMetrics,
-  DaemonMetrics,
-  type DialectLabel,
-  dialectLabel,
-  type LoadReading,
-  type VerificationResult,
-} from "./metrics.ts";
-export {
-  type DaemonRequestHandler,
-  type DaemonServer,
+  resolveApiKey,
+  type ResolveApiKeyOptions,
   serveDaemon,
   type ServeDaemonOptions,
-} from "./serve.ts";
-export { ProviderReputation, type ProviderReputationOptions } from "./provider_reputation.ts";
-export { type ProviderTrustOptions, type RegistryRecord } from "./provider_trust.ts";
+} from "./service/mod.ts";
+export { SettingError } from "../settings/mod.ts";
+export type { OpenApiDocument, Service } from "../http/mod.ts";

@@ -1,7 +1,7 @@
 /**
  * Starts and stops a local `anvil` chain: the pinned binary from `tools/setup.ts` on a random
- * free loopback port, or, when a Docker engine is reachable, an anvil container through
- * `testcontainers`. Both paths return the same {@linkcode AnvilInstance}.
+ * free loopback port. (To run the chain in a container, run the project's image: its `devnet`
+ * program starts this same binary inside it; `docs/decisions.md`, issue 20.)
  *
  * The instance is `AsyncDisposable`: `await using anvil = await startAnvil()` stops it when
  * the scope ends, also when a test fails. Instances still running when the process unloads
@@ -18,19 +18,10 @@
  * @module
  */
 
-import { ANVIL_VERSION, anvilBinary } from "../tools/setup.ts";
+import { anvilBinary } from "../tools/setup.ts";
 
-/** Environment variable that picks the runtime: `binary` (default), `container` or `auto`. */
-export const ANVIL_RUNTIME_ENV = "NET_ANVIL_RUNTIME";
-/** Environment variable that overrides the container image of the container runtime. */
-export const ANVIL_IMAGE_ENV = "NET_ANVIL_IMAGE";
-/** The container image used when a Docker engine is reachable. */
-export const ANVIL_IMAGE = `ghcr.io/foundry-rs/foundry:v${ANVIL_VERSION}`;
 /** The mnemonic of anvil's default dev accounts (public; never use it for anything real). */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
-
-/** Where anvil runs. */
-export type AnvilRuntime = "binary" | "container";
 
 /** Options of {@linkcode startAnvil}. */
 export interface AnvilOptions {
@@ -73,20 +64,13 @@ export interface AnvilOptions {
    */
   gasLimit?: bigint;
   /**
-   * Where to run anvil. `auto` uses a container when a Docker engine answers, the binary
-   * otherwise.
-   *
-   * @default {$NET_ANVIL_RUNTIME, else "binary"}
-   */
-  runtime?: AnvilRuntime | "auto";
-  /**
-   * Path of the anvil binary (binary runtime).
+   * Path of the anvil binary.
    *
    * @default {anvilBinary() from tools/setup.ts}
    */
   binary?: string;
   /**
-   * Address to listen on (binary runtime). Use `0.0.0.0` to serve other hosts (containers).
+   * Address to listen on. Use `0.0.0.0` to serve other hosts (containers).
    *
    * @default {"127.0.0.1"}
    */
@@ -107,8 +91,6 @@ export interface AnvilInstance extends AsyncDisposable {
   readonly port: number;
   /** The chain id. */
   readonly chainId: number;
-  /** Where it runs. */
-  readonly runtime: AnvilRuntime;
   /** The last lines anvil printed, for error messages. */
   output(): string;
   /** Stops the chain and releases its port; idempotent. */
@@ -165,20 +147,6 @@ function anvilArgs(options: AnvilOptions, port: number, host: string): string[] 
  * within `readyTimeoutMs`; the message carries anvil's last output.
  */
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
-  const requested = options.runtime ??
-    (Deno.env.get(ANVIL_RUNTIME_ENV) as AnvilOptions["runtime"] | undefined) ?? "binary";
-  if (!["auto", "binary", "container"].includes(requested)) {
-    throw new Error(
-      `Cannot start anvil: runtime must be auto, binary or container, found "${requested}"`,
-    );
-  }
-  const runtime = requested === "auto"
-    ? (await dockerEngineReachable() ? "container" : "binary")
-    : requested;
-  return runtime === "container" ? await startContainer(options) : await startBinary(options);
-}
-
-async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
   const chainId = options.chainId ?? DEFAULTS.chainId;
   const timeoutMs = options.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs;
   const binary = options.binary ?? anvilBinary();
@@ -259,7 +227,6 @@ async function startBinary(options: AnvilOptions): Promise<AnvilInstance> {
       rpcUrl,
       port: bound,
       chainId,
-      runtime: "binary",
       output,
       stop,
       [Symbol.asyncDispose]: stop,
@@ -329,84 +296,4 @@ async function waitForChainId(
   throw new Error(
     `Cannot start anvil: ${rpcUrl} did not answer eth_chainId within the timeout (last: ${last})\n${output()}`,
   );
-}
-
-/**
- * Whether a Docker engine answers `GET /_ping` on `$DOCKER_HOST` (unix or tcp) or on
- * `/var/run/docker.sock`, within `timeoutMs`.
- */
-export async function dockerEngineReachable(timeoutMs = 1000): Promise<boolean> {
-  const host = Deno.env.get("DOCKER_HOST") ?? "unix:///var/run/docker.sock";
-  const signal = AbortSignal.timeout(timeoutMs);
-  try {
-    if (host.startsWith("tcp://") || host.startsWith("http://")) {
-      const url = new URL("/_ping", host.replace(/^tcp:/, "http:"));
-      const response = await fetch(url, { signal });
-      await response.body?.cancel();
-      return response.ok;
-    }
-    if (!host.startsWith("unix://")) return false;
-    const conn = await Deno.connect({ transport: "unix", path: host.slice("unix://".length) });
-    let closed = false;
-    const close = () => {
-      if (closed) return;
-      closed = true;
-      conn.close();
-    };
-    try {
-      signal.addEventListener("abort", close, { once: true });
-      await conn.write(new TextEncoder().encode("GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"));
-      const buffer = new Uint8Array(64);
-      const read = await conn.read(buffer);
-      return read !== null && /^HTTP\/1\.[01] 200/.test(new TextDecoder().decode(buffer));
-    } finally {
-      signal.removeEventListener("abort", close);
-      close();
-    }
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The container path. UNTESTED here: our machines have no Docker engine. It follows the
- * `testcontainers` API of the pinned version and the foundry image's layout: the image's own
- * entrypoint is `/bin/sh -c`, so it is replaced with `anvil` (on the image's PATH) and the
- * flags are passed as the command.
- */
-async function startContainer(options: AnvilOptions): Promise<AnvilInstance> {
-  const chainId = options.chainId ?? DEFAULTS.chainId;
-  const timeoutMs = options.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs;
-  const { GenericContainer, Wait } = await import("testcontainers");
-  const image = Deno.env.get(ANVIL_IMAGE_ENV) ?? ANVIL_IMAGE;
-  const container = await new GenericContainer(image)
-    .withEntrypoint(["anvil"])
-    .withCommand(anvilArgs(options, 8545, "0.0.0.0"))
-    .withExposedPorts(options.port ? { container: 8545, host: options.port } : 8545)
-    .withWaitStrategy(Wait.forLogMessage(/Listening on/))
-    .withStartupTimeout(timeoutMs)
-    .start();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await container.stop();
-  };
-  try {
-    const port = container.getMappedPort(8545);
-    const rpcUrl = `http://${container.getHost()}:${port}`;
-    await waitForChainId(rpcUrl, chainId, AbortSignal.timeout(timeoutMs), () => "");
-    return {
-      rpcUrl,
-      port,
-      chainId,
-      runtime: "container",
-      output: () => `(container ${container.getId()}; see \`docker logs\`)`,
-      stop,
-      [Symbol.asyncDispose]: stop,
-    };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
 }

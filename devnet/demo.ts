@@ -63,6 +63,8 @@ interface Child {
   name: string;
   process: Deno.ChildProcess;
   url: string;
+  /** Whether a 200 body of `url` means ready (default: any 200). */
+  ready?: (body: string) => boolean;
 }
 
 /** Starts `deno run -A <entry>` with `env`, prefixing its output with its name. */
@@ -72,8 +74,10 @@ function spawn(
   args: string[],
   env: Record<string, string>,
 ): Deno.ChildProcess {
+  // The run-time dependency set, like the demo itself (deno.json's tasks): nothing the tests
+  // need is installed for the demo.
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", entry, ...args],
+    args: ["run", "-A", "--config", "deno.runtime.json", entry, ...args],
     cwd: ROOT,
     env,
     stdout: "piped",
@@ -101,9 +105,9 @@ async function ready(child: Child, timeoutMs: number): Promise<void> {
   while (Date.now() < deadline) {
     if (exited) throw new Error(`${child.name} exited before it was ready (see its output above)`);
     try {
-      const res = await fetch(child.url, { signal: AbortSignal.timeout(1000) });
-      await res.body?.cancel();
-      if (res.ok) return;
+      const res = await fetch(child.url, { signal: AbortSignal.timeout(2000) });
+      const body = await res.text();
+      if (res.ok && (child.ready?.(body) ?? true)) return;
     } catch {
       // not listening yet
     }
@@ -132,7 +136,7 @@ export function demoCommands(daemon: string, indexer: string): string {
     "",
     "  # Embeddings, sealed like chat (devnet/embed: a hashed bag of words, 256 dimensions):",
     `  curl -s ${daemon}/v1/embeddings -H 'content-type: application/json' \\\n` +
-    `    -d '{"model":"net/verified/devnet/embed","input":["the cat sat","a cat sat"],"dimensions":4}'`,
+    `    -d '{"model":"net/verified/devnet/embed","input":["the cat sat on the mat","a dog ran in the park"],"dimensions":8}'`,
     "",
     "  # The OpenAI Responses API (what the Vercel AI SDK's openai(model) posts):",
     `  curl -s ${daemon}/v1/responses -H 'content-type: application/json' \\\n` +
@@ -199,6 +203,8 @@ function startIndexer(profile: string, options: { port: number; stateDir: string
   return {
     name: "indexer",
     url: `http://127.0.0.1:${options.port}/health`,
+    // Ready when it serves a snapshot (a 200 from /health says so).
+    ready: (body) => JSON.parse(body).snapshot !== null,
     process: spawn("indexer", "indexer/main.ts", ["--network", profile], {
       ...childEnv(),
       NET_STATS_BIND: `127.0.0.1:${options.port}`,

@@ -6,8 +6,8 @@
  * similarity works for tests and demos; nothing else about meaning does. Deterministic: the
  * same text always gives the same vector, on every provider.
  *
- * `dimensions: d` (1 ≤ d ≤ 256) keeps the first `d` components and scales them to length 1
- * again. Components are float32 values, so a vector sent as base64 float32 decodes to exactly
+ * `dimensions: d` (1 ≤ d ≤ 256) hashes the words into `d` buckets instead, so every word
+ * counts at any size (two different texts differ even at 4 dimensions). Components are float32 values, so a vector sent as base64 float32 decodes to exactly
  * the numbers sent as JSON. An input is never the zero vector: one whose words cancel out is
  * the unit vector of its text's own bucket.
  *
@@ -107,12 +107,13 @@ function fnv1a(text: string): number {
 
 /** The dev model's unit vector of one input, `dimensions` long. */
 export function devVector(item: Item, full: number, dimensions: number): number[] {
-  const vector = new Float64Array(full);
+  // Hashed straight into `dimensions` buckets (never more than `full`): every word counts
+  // at any size, so two different texts differ even at 4 dimensions.
+  const kept = new Float64Array(Math.min(dimensions, full));
   for (const feature of item.features) {
     const sign = fnv1a(`${feature}\u0000sign`) & 1 ? 1 : -1;
-    vector[fnv1a(feature) % full] += sign;
+    kept[fnv1a(feature) % kept.length] += sign;
   }
-  const kept = vector.subarray(0, dimensions);
   let norm = Math.hypot(...kept);
   if (norm === 0) {
     kept[fnv1a(item.text) % dimensions] = 1;

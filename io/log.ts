@@ -11,8 +11,9 @@
  * bigint, null); at run time anything else (an object, a `Request`, an array) is written as
  * `[omitted: object]`. Field names that usually carry content (`body`, `prompt`, `messages`,
  * `content`, ...) are refused the same way. Strings are cut at 256 characters (a message at
- * 2,000), so a body pasted into a message stays a fragment. In the human format, line breaks and
- * control characters are escaped, so a value can never forge a log line.
+ * 2,000), so a body pasted into a message stays a fragment. In the human format, a field's line
+ * breaks and control characters are escaped, and a message's line breaks start a line indented
+ * by four spaces, so neither can forge a log line (a record always starts at column 0).
  *
  * An error passed to `warn` or `error` is described by its name, message, `code` or `reason`,
  * cause chain and (at level `error`) stack frames — never its other properties.
@@ -228,8 +229,18 @@ function humanValue(value: LogValue): string {
   return value === "" || /[\s"=]/.test(value) ? JSON.stringify(value) : oneLine(value);
 }
 
+/**
+ * A message as written in a human line: its own line breaks become real ones, each following
+ * line indented by four spaces (like the stack frames), so a multi-line message (a start-up
+ * error with its usage) reads as written while no line of it can pass for a new record; every
+ * other control character is escaped.
+ */
+function humanMessage(message: string): string {
+  return message.split(/\r?\n/).map(oneLine).join("\n    ");
+}
+
 function humanLine(message: string, fields: [string, LogValue][]): string {
-  let line = oneLine(message);
+  let line = humanMessage(message);
   let stack = "";
   const error = new Map(fields.filter(([k]) => k.startsWith("error_")));
   for (const [key, value] of fields) {

@@ -6,9 +6,13 @@
  */
 
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { DaemonConfig } from "../../daemon/config.ts";
-import { createDaemon, type CreateDaemonOptions, type Daemon } from "../../daemon/daemon.ts";
-import { serveDaemon } from "../../daemon/serve.ts";
+import type { DaemonConfig } from "../../daemon/service/config.ts";
+import {
+  createDaemon,
+  type CreateDaemonOptions,
+  type Daemon,
+} from "../../daemon/service/daemon.ts";
+import { serveDaemon } from "../../daemon/service/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
 import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
 import { serve, type TestServer } from "../_http.ts";
@@ -51,7 +55,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const dataDir = await Deno.makeTempDir({ prefix: "net-daemon-" });
   let handler: (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> = () =>
     Promise.resolve(new Response());
-  // Served as `main.ts` serves it (`serve.ts`), so a client's leaving is seen as in production.
+  // Served as `main.ts` serves it (`daemon/service/serve.ts`), so a client's leaving is seen as in production.
   const server = await serveDaemon((req, info) => handler(req, info), {
     hostname: "127.0.0.1",
     port: 0,

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { createDaemonHandler, type DaemonHandlerOptions } from "../../daemon/handler.ts";
-import { VerdictLog } from "../../daemon/verdict_log.ts";
+import { createDaemonHandler, type DaemonHandlerOptions } from "../../daemon/service/handler.ts";
+import { VerdictLog } from "../../daemon/trust/verdict_log.ts";
 import { TestBackend, type TestBackendOptions } from "./_test_backend.ts";
 
 /** The port the handler-level tests pretend to be bound to. */

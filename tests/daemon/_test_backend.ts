@@ -29,8 +29,8 @@ import type {
   ChatRequest,
   NetworkModel,
   ServedBy,
-} from "../../daemon/backend.ts";
-import { DaemonError } from "../../daemon/daemon_error.ts";
+} from "../../daemon/core/backend.ts";
+import { DaemonError } from "../../daemon/core/daemon_error.ts";
 
 /** The models the double offers by default. */
 export const TEST_MODELS: readonly NetworkModel[] = [

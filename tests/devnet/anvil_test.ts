@@ -15,7 +15,6 @@ Deno.test("anvil starts on a random loopback port and frees it when disposed", a
   {
     await using anvil = await startAnvil({ chainId: 777 });
     port = anvil.port;
-    assert.equal(anvil.runtime, "binary");
     assert.match(anvil.rpcUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.equal(portIsFree(port), false, "anvil holds the port");
     const response = await fetch(anvil.rpcUrl, {
@@ -47,14 +46,10 @@ Deno.test("two instances run side by side; stop is idempotent", async () => {
 });
 
 Deno.test("startup problems are clear errors", async () => {
-  await assert.rejects(
-    startAnvil({ runtime: "vm" as "binary" }),
-    /runtime must be auto, binary or container, found "vm"/,
-  );
-  await assert.rejects(startAnvil({ runtime: "binary", binary: "/nonexistent/anvil" }));
+  await assert.rejects(startAnvil({ binary: "/nonexistent/anvil" }));
   // anvil refuses an unknown option and exits; the error carries its output.
   await assert.rejects(
-    startAnvil({ runtime: "binary", gasLimit: -1n }),
+    startAnvil({ gasLimit: -1n }),
     /Cannot start anvil: it exited with code/,
   );
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { GatewaySet } from "../../daemon/gateway_set.ts";
+import { GatewaySet } from "../../daemon/gateway/gateway_set.ts";
 import { createGatewayHandler, type DirectoryEntry, listModels } from "../../devnet/gateway.ts";
 import { closedPort, serve } from "../_http.ts";
 

@@ -157,10 +157,16 @@ Deno.test("a value cannot forge a human line: line breaks and control characters
     url: "http://x/\r\nfake: line",
     tab: "a\tb",
   });
+  // A message's line break starts an indented line (start-up errors read as written); a
+  // field's is escaped. No line but the first starts at column 0.
   assert.deepEqual(text(), [
-    'indexer: router failed\\nindexer: all good url="http://x/\\r\\nfake: line" tab="a\\tb"',
+    'indexer: router failed\n    indexer: all good url="http://x/\\r\\nfake: line" tab="a\\tb"',
   ]);
-  assert.equal(text()[0].includes("\n"), false);
+  const lines = text()[0].split("\n");
+  assert.equal(lines.length, 2);
+  assert.ok(lines.slice(1).every((line) => line.startsWith("    ")));
+  log.error("indexer: bad\r\nindexer: forged\u0007");
+  assert.equal(text()[1], "indexer: bad\n    indexer: forged\\u0007");
 });
 
 Deno.test("the line logger fits the refresher's (message) => void, at the level asked", () => {

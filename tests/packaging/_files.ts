@@ -118,8 +118,8 @@ export function envOf(instructions: readonly Instruction[], stage: string): Map<
 export type Compose = any;
 
 /** Reads `compose.yaml` as Compose does (YAML merge keys resolved). */
-export function readCompose(): Compose {
-  return parse(readText("compose.yaml"), { merge: true });
+export function readCompose(file = "compose.yaml"): Compose {
+  return parse(readText(file), { merge: true });
 }
 
 /**
@@ -170,13 +170,17 @@ export function environmentDefaults(service: Compose): Map<string, string> {
 
 /** A health-check probe: `deno run --no-config --allow-net=<host:port> <script> <url>`. */
 export interface Probe {
-  /** The allowed network address. */
+  /** `--allow-net`'s value, or "" when it allows every host. */
   allowNet: string;
-  /** The script run. */
+  /** The probe script. */
   script: string;
-  /** The probed URL. */
-  url: URL;
-  /** The whole argument list after `CMD`. */
+  /** The URL probed, when the probe names one. */
+  url?: URL;
+  /** `indexer` or `daemon` (`--indexer`, `--daemon`: the URL comes from the bind variable). */
+  service?: "indexer" | "daemon";
+  /** The network profile `--profile` reads. */
+  profile?: string;
+  /** The whole command. */
   argv: string[];
 }
 
@@ -185,12 +189,25 @@ export function parseProbe(test: readonly string[]): Probe {
   const argv = test[0] === "CMD" ? test.slice(1) : [...test];
   const [deno, run, ...rest] = argv;
   if (deno !== "deno" || run !== "run") throw new Error(`not a deno run probe: ${argv.join(" ")}`);
-  const flags = rest.filter((a) => a.startsWith("--"));
-  const positionals = rest.filter((a) => !a.startsWith("--"));
-  const allowNet = flags.find((f) => f.startsWith("--allow-net="))?.slice("--allow-net=".length);
-  if (!allowNet) throw new Error(`the probe has no --allow-net=<host:port>: ${argv.join(" ")}`);
-  if (positionals.length !== 2) throw new Error(`expected <script> <url>: ${argv.join(" ")}`);
-  return { allowNet, script: positionals[0], url: new URL(positionals[1]), argv };
+  const scriptAt = rest.findIndex((a) => a.endsWith(".ts"));
+  if (scriptAt < 0) throw new Error(`no probe script: ${argv.join(" ")}`);
+  const flags = rest.slice(0, scriptAt);
+  const after = rest.slice(scriptAt + 1);
+  const net = flags.find((f) => f === "--allow-net" || f.startsWith("--allow-net="));
+  if (!net) throw new Error(`the probe has no --allow-net: ${argv.join(" ")}`);
+  const probe: Probe = {
+    allowNet: net.slice("--allow-net=".length),
+    script: rest[scriptAt],
+    argv,
+  };
+  if (after[0] === "--indexer" || after[0] === "--daemon") {
+    probe.service = after[0].slice(2) as "indexer" | "daemon";
+  } else if (after[0] === "--profile") probe.profile = after[1];
+  else if (after.length === 1) probe.url = new URL(after[0]);
+  else {throw new Error(
+      `expected --indexer, --daemon, --profile <file> or <url>: ${argv.join(" ")}`,
+    );}
+  return probe;
 }
 
 /** The tasks of `deno.json`, name → command. */

@@ -12,8 +12,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DAEMON_HELP, parseDaemonConfig } from "../../daemon/config.ts";
-import { createDaemon } from "../../daemon/daemon.ts";
+import { DAEMON_HELP, parseDaemonConfig } from "../../daemon/service/config.ts";
+import { createDaemon } from "../../daemon/service/daemon.ts";
 import { parseDevnetArgs } from "../../devnet/main.ts";
 import { DEVNET_PORTS, startDevnet } from "../../devnet/network.ts";
 import { INDEXER_HELP, parseIndexerConfig } from "../../indexer/config.ts";
@@ -35,6 +35,15 @@ import {
 
 const compose: Compose = readCompose();
 const services: Record<string, Compose> = compose.services;
+// The published ports live in compose.override.yaml (compose.host.yaml replaces them).
+for (const [name, service] of Object.entries(readCompose("compose.override.yaml").services)) {
+  // A copy: the replicas are one YAML anchor, so one object.
+  services[name] = { ...services[name] };
+  services[name].ports = (service as Compose).ports.map((p: string) =>
+    p.replace(/\$\{NET_[A-Z0-9_]+:-(\d+)\}/, "$1")
+  );
+}
+const REPLICAS = ["indexer-replica-1", "indexer-replica-2", "indexer-replica-3"];
 /** The services built from this repository's Dockerfile (the others are third-party images). */
 const ours: [string, Compose][] = Object.entries(services).filter(([, s]) => s.build);
 
@@ -58,30 +67,31 @@ function devnetArgs(): string[] {
 }
 
 Deno.test("compose.yaml: parses; devnet, indexer, a daemon profile and a replicas profile", () => {
-  assert.equal(compose.name, "net-consumer");
+  assert.equal(compose.name, undefined, "no top-level name: docker-compose 1.29 refuses it");
   assert.deepEqual(Object.keys(services).toSorted(), [
     "daemon",
     "devnet",
     "indexer",
-    "indexer-replica",
+    ...REPLICAS,
     "postgres",
   ]);
   assert.deepEqual(services.daemon.profiles, ["daemon"], "the daemon is opt-in");
   assert.equal(services.indexer.profiles, undefined, "`up indexer` needs no profile");
   assert.deepEqual(services.postgres.profiles, ["replicas"], "PostgreSQL is opt-in");
-  assert.deepEqual(services["indexer-replica"].profiles, ["replicas"]);
+  for (const name of REPLICAS) assert.deepEqual(services[name].profiles, ["replicas"]);
   assert.deepEqual(ours.map(([name]) => name).toSorted(), [
     "daemon",
     "devnet",
     "indexer",
-    "indexer-replica",
+    ...REPLICAS,
   ]);
+  for (const service of Object.values(services)) assert.equal(service.deploy, undefined, "1.29");
   for (const [name, service] of ours) {
     assert.equal(service.build?.context, ".", `${name} builds the image of this Dockerfile`);
     assert.ok(exists("Dockerfile"));
   }
   // The third-party image is a pinned major version of the official PostgreSQL image.
-  assert.match(services.postgres.image, /^postgres:\d+(-bookworm)?$/);
+  assert.match(interpolate(services.postgres.image, {}), /^postgres:\d+(-bookworm)?$/);
   assert.equal(services.postgres.build, undefined);
 });
 
@@ -94,7 +104,7 @@ Deno.test("compose.yaml: every command is a program of the image and a task of d
     assert.ok(programs.includes(command[0]), `${name}: ${command[0]} is not a program`);
     const task = tasks.get(command[0]);
     assert.ok(task, `${name}: deno.json has no task ${command[0]}`);
-    const entry = /deno run -A (\S+\.ts)/.exec(task)?.[1];
+    const entry = /deno run -A --config deno\.runtime\.json (\S+\.ts)/.exec(task)?.[1];
     assert.ok(entry && exists(entry), `${name}: the task's entry ${entry} does not exist`);
     assert.doesNotMatch(task, /tools\/setup\.ts/, `${name}: the task installs tools`);
   }
@@ -210,29 +220,21 @@ Deno.test("compose.yaml: health checks probe what each program serves, on its po
   for (const [name, service] of ours) {
     const probe = parseProbe(service.healthcheck.test);
     assert.ok(exists(probe.script), `${name}: ${probe.script} does not exist`);
-    assert.equal(probe.url.hostname, "127.0.0.1");
-    assert.equal(probe.allowNet, probe.url.host, `${name}: --allow-net matches the URL`);
     assert.ok(probe.argv.includes("--no-config"), `${name}: the probe starts without deps`);
   }
   const indexer = parseProbe(services.indexer.healthcheck.test);
-  const indexerConfig = parseIndexerConfig([], serviceEnv(services.indexer));
-  assert.ok(!indexerConfig.help);
-  assert.equal(indexer.url.port, String(indexerConfig.config.bind.port));
+  assert.equal(indexer.service, "indexer", "the indexer's probe follows NET_STATS_BIND");
   const state = () => initialState(30, 60);
-  const health = await createIndexerHandler({ state })(new Request(indexer.url));
+  const health = await createIndexerHandler({ state })(new Request("http://127.0.0.1/health"));
   assert.equal(health.status, 503, "/health answers (503 until the first snapshot)");
   await health.body?.cancel();
-
-  const daemon = parseProbe(services.daemon.healthcheck.test);
-  const daemonConfig = parseDaemonConfig([], serviceEnv(services.daemon), { os: "linux" });
-  assert.ok(!daemonConfig.help);
-  assert.equal(daemon.url.port, String(daemonConfig.config.bind.port));
-
+  assert.equal(parseProbe(services.daemon.healthcheck.test).service, "daemon");
   const devnet = parseProbe(services.devnet.healthcheck.test);
-  assert.equal(devnet.url.port, String(DEVNET_PORTS.gateways), "gateway 0 of --ports fixed");
-
+  assert.equal(devnet.url?.port, String(DEVNET_PORTS.gateways), "gateway 0 of --ports fixed");
   // The replicas probe like the indexer; PostgreSQL's own probe asks for its user and database.
-  assert.deepEqual(services["indexer-replica"].healthcheck.test, services.indexer.healthcheck.test);
+  for (const name of REPLICAS) {
+    assert.deepEqual(services[name].healthcheck.test, services.indexer.healthcheck.test);
+  }
   const pg = services.postgres;
   const env = serviceEnv(pg);
   assert.deepEqual(pg.healthcheck.test, [
@@ -246,7 +248,7 @@ Deno.test("compose.yaml: health checks probe what each program serves, on its po
 
 /** The replicas' database URL, and the `postgres` service's settings it must match. */
 function replicaDatabase(shell: Record<string, string> = {}) {
-  const parsed = parseIndexerConfig([], serviceEnv(services["indexer-replica"], shell));
+  const parsed = parseIndexerConfig([], serviceEnv(services[REPLICAS[0]], shell));
   assert.ok(!parsed.help);
   return { url: new URL(parsed.config.databaseUrl!), pg: serviceEnv(services.postgres, shell) };
 }
@@ -263,17 +265,29 @@ Deno.test("compose.yaml: the indexer keeps its history on a volume", () => {
 });
 
 Deno.test("compose.yaml: the replicas share PostgreSQL and are otherwise the indexer", () => {
-  const replica = services["indexer-replica"];
-  // The same variables and defaults as the indexer, but the history store.
-  const own = serviceEnv(replica);
   const indexer = serviceEnv(services.indexer);
   const history = ["NET_STATS_DATA_DIR", "NET_STATS_REBUILD_HISTORY", "NET_STATS_DATABASE_URL"];
   const strip = (env: Record<string, string>) =>
     Object.fromEntries(Object.entries(env).filter(([name]) => !history.includes(name)));
-  assert.deepEqual(strip(own), strip(indexer));
   const known = namesIn(INDEXER_HELP);
-  for (const name of Object.keys(replica.environment)) assert.ok(known.has(name), name);
-  assert.equal(replica.volumes, undefined, "no local history: it is in PostgreSQL");
+  const hostPorts: number[] = [];
+  for (const name of REPLICAS) {
+    const replica = services[name];
+    assert.deepEqual(strip(serviceEnv(replica)), strip(indexer), name);
+    for (const variable of Object.keys(replica.environment)) assert.ok(known.has(variable));
+    assert.equal(replica.volumes, undefined, "no local history: it is in PostgreSQL");
+    const [mapping] = replica.ports.map(portMapping);
+    const parsed = parseIndexerConfig([], serviceEnv(replica));
+    assert.ok(!parsed.help);
+    assert.equal(mapping.container, parsed.config.bind.port);
+    hostPorts.push(mapping.host);
+    assert.deepEqual(replica.depends_on, {
+      devnet: { condition: "service_healthy" },
+      postgres: { condition: "service_healthy" },
+    });
+  }
+  assert.equal(new Set(hostPorts).size, REPLICAS.length, "one host port per replica");
+  assert.ok(hostPorts.every((port) => port !== 8088), "beside the plain indexer's 8088");
   // The URL names the service, its user, password and database, on PostgreSQL's port.
   const { url, pg } = replicaDatabase();
   assert.equal(url.hostname, "postgres");
@@ -281,24 +295,8 @@ Deno.test("compose.yaml: the replicas share PostgreSQL and are otherwise the ind
   assert.equal(decodeURIComponent(url.username), pg.POSTGRES_USER);
   assert.equal(decodeURIComponent(url.password), pg.POSTGRES_PASSWORD);
   assert.equal(url.pathname, `/${pg.POSTGRES_DB}`);
-  // The password is one variable for both services.
   const changed = replicaDatabase({ NET_POSTGRES_PASSWORD: "s3cret" });
   assert.deepEqual([changed.url.password, changed.pg.POSTGRES_PASSWORD], ["s3cret", "s3cret"]);
-  // Several replicas, published on as many host ports, each on the indexer's bind port.
-  const replicas = replica.deploy.replicas;
-  assert.ok(Number.isInteger(replicas) && replicas >= 2, `${replicas} replicas`);
-  const [entry] = replica.ports;
-  const match = /^127\.0\.0\.1:(\d+)-(\d+):(\d+)$/.exec(entry);
-  assert.ok(match, `port range ${entry}: expected 127.0.0.1:first-last:container`);
-  assert.equal(Number(match[2]) - Number(match[1]) + 1, replicas, "one host port per replica");
-  assert.ok(Number(match[1]) > 8088, "beside the plain indexer's 8088");
-  const parsed = parseIndexerConfig([], own);
-  assert.ok(!parsed.help);
-  assert.equal(Number(match[3]), parsed.config.bind.port);
-  assert.deepEqual(replica.depends_on, {
-    devnet: { condition: "service_healthy" },
-    postgres: { condition: "service_healthy" },
-  });
   // PostgreSQL keeps its data on a volume and is not published on the host.
   assert.equal(services.postgres.ports, undefined);
   const [volume, mount] = services.postgres.volumes[0].split(":");
@@ -378,7 +376,7 @@ Deno.test("a fresh devnet, started as compose starts it, deploys at the indexer'
   );
   // The devnet's health check path answers once the devnet is up.
   const probe = parseProbe(services.devnet.healthcheck.test);
-  const response = await fetch(`${devnet.gateways[0]}${probe.url.pathname}`);
+  const response = await fetch(`${devnet.gateways[0]}${probe.url!.pathname}`);
   assert.equal(response.status, 200);
   await response.body?.cancel();
 });

@@ -64,14 +64,14 @@ Deno.test("Dockerfile: the anvil stage installs the version tools/setup.ts pins"
   const stage = froms.find((f) => /AS anvil$/.test(f.args))!.stage;
   assert.equal(argDefaults(instructions, stage).get("ANVIL_VERSION"), ANVIL_VERSION);
   const run = instructions.find((i) => i.stage === stage && i.keyword === "RUN")!;
-  assert.match(run.args, /npm install .*"@foundry-rs\/anvil@\$\{ANVIL_VERSION\}"/);
+  assert.match(run.args, /npm install .*"@foundry-rs\/anvil-linux-\$\{arch\}@\$\{ANVIL_VERSION\}"/);
   assert.match(run.args, /grep -qx "anvil Version: \$\{ANVIL_VERSION\}"/, "the build checks it");
   // The binary lands where NET_ANVIL_BIN points, so tools/setup.ts never installs at run time.
   const copy = inFinal("COPY").find((i) => i.args.startsWith("--from=anvil "))!;
   const [, source, target] = copy.args.split(" ");
   assert.equal(source, "/usr/local/bin/anvil");
   assert.equal(env.get("NET_ANVIL_BIN"), target);
-  assert.equal(env.get("NET_ANVIL_RUNTIME"), "binary");
+  assert.equal(env.get("NET_ANVIL_RUNTIME"), undefined, "the container runtime was removed");
 });
 
 Deno.test("Dockerfile: runs as a non-root user", () => {
@@ -85,28 +85,28 @@ Deno.test("Dockerfile: runs as a non-root user", () => {
   assert.ok(index(users.at(-1)!) < index(install));
 });
 
-Deno.test("Dockerfile: HEALTHCHECK probes /health on the port the indexer binds", async () => {
+Deno.test("Dockerfile: HEALTHCHECK probes the indexer wherever NET_STATS_BIND puts it", async () => {
   const [check] = inFinal("HEALTHCHECK");
   assert.ok(check, "the runtime stage has a HEALTHCHECK");
   const cmd = /^(?:--\S+ )*CMD (\[.*\])$/.exec(check.args);
   assert.ok(cmd, `HEALTHCHECK must use the exec form: ${check.args}`);
   const probe = parseProbe(execForm(cmd[1]));
   assert.ok(exists(probe.script), `${probe.script} does not exist`);
-  // The bind address comes from the image's environment through the indexer's own parser.
+  assert.equal(probe.service, "indexer");
+  assert.ok(probe.argv.includes("--allow-env=NET_STATS_BIND"), "it reads the bind");
+  assert.ok(probe.argv.includes("--no-config"), "it starts without the dependencies");
+  // The image's own bind parses with the indexer's parser and is reachable from outside.
   const parsed = parseIndexerConfig([], { ...CONTRACTS, ...Object.fromEntries(env) });
   assert.ok(!parsed.help);
   assert.equal(parsed.config.bind.hostname, "0.0.0.0", "reachable from outside the container");
-  assert.equal(probe.url.port, String(parsed.config.bind.port));
-  assert.equal(probe.url.hostname, "127.0.0.1");
-  assert.equal(probe.allowNet, `127.0.0.1:${parsed.config.bind.port}`);
-  assert.equal(probe.url.pathname, "/health");
-  // /health is a path the indexer serves (503 while starting, never 404).
+  assert.equal(parsed.config.dataDir, env.get("NET_STATS_DATA_DIR"), "a data dir of its own");
+  assert.ok(env.get("NET_STATS_DATA_DIR")!.startsWith("/var/lib/net-consumer/"), "on the volume");
+  assert.equal(inFinal("VOLUME")[0]?.args, "/var/lib/net-consumer");
   const handler = createIndexerHandler({ state: () => initialState(30, 60) });
-  const response = await handler(new Request(probe.url));
+  const response = await handler(new Request(`http://127.0.0.1:${parsed.config.bind.port}/health`));
   assert.equal(response.status, 503);
   assert.equal((await response.json()).status, "starting");
-  // The port is exposed.
-  assert.ok(inFinal("EXPOSE")[0].args.split(" ").includes(probe.url.port));
+  assert.ok(inFinal("EXPOSE")[0].args.split(" ").includes(String(parsed.config.bind.port)));
 });
 
 Deno.test("Dockerfile: every copied file exists and is not ignored", () => {
@@ -126,20 +126,26 @@ Deno.test("Dockerfile: every copied file exists and is not ignored", () => {
   }
 });
 
-Deno.test("Dockerfile: dependencies are cached in their own layer, before the sources", () => {
+Deno.test("Dockerfile: the run-time dependencies are cached in their own layer, before the sources", () => {
   const steps = instructions.filter((i) => i.stage === finalStage);
   const at = (pred: (i: Instruction) => boolean) => steps.findIndex(pred);
-  const manifests = at((i) => i.keyword === "COPY" && i.args === "deno.json deno.lock ./");
-  const install = at((i) => i.keyword === "RUN" && /^deno install --frozen$/.test(i.args));
+  const manifests = at((i) =>
+    i.keyword === "COPY" && i.args.startsWith("deno.runtime.json deno.runtime.lock ")
+  );
+  const install = at((i) =>
+    i.keyword === "RUN" && i.args.startsWith("deno install --config deno.runtime.json --frozen")
+  );
   const sources = at((i) => i.keyword === "COPY" && i.args === ". .");
   assert.ok(manifests >= 0 && install > manifests && sources > install, "order of the layers");
-  // The final cache step names every entry point the image runs, and they exist.
+  // The final cache step names every entry point the image runs, with the run-time config.
   const cache = steps.find((i) => i.keyword === "RUN" && i.args.startsWith("deno cache"))!;
+  assert.match(cache.args, /^deno cache --config deno\.runtime\.json --frozen /);
   const entries = cache.args.split(" ").filter((a) => a.endsWith(".ts"));
   for (const entry of entries) assert.ok(exists(entry), `${entry} does not exist`);
   const tasks = denoTasks();
   for (const program of entrypointPrograms()) {
-    const entry = /deno run -A (\S+\.ts)/.exec(tasks.get(program)!)?.[1];
+    const entry = /deno run -A --config deno\.runtime\.json (\S+\.ts)/.exec(tasks.get(program)!)
+      ?.[1];
     assert.ok(entry && entries.includes(entry), `deno cache misses ${program}'s ${entry}`);
   }
 });

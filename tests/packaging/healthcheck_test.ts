@@ -33,24 +33,20 @@ Deno.test("healthcheckMain: usage errors exit 2", async () => {
   assert.equal(await healthcheckMain(["--timeout-ms", "soon", "http://127.0.0.1:1/"]), 2);
 });
 
-Deno.test("the Dockerfile's HEALTHCHECK command exits 0 when healthy and 1 when not", async () => {
-  // The very command of the image, pointed at a test server (tests bind no fixed port).
+Deno.test("the Dockerfile's HEALTHCHECK command follows NET_STATS_BIND; a 503 or an unusable history store is unhealthy", async () => {
+  // The very command of the image, on the bind a test server has (tests bind no fixed port).
   const check = parseDockerfile(readText("Dockerfile")).find((i) => i.keyword === "HEALTHCHECK")!;
   const probe = parseProbe(execForm(check.args.replace(/^(?:--\S+ )*CMD /, "")));
   let status = 200;
-  await using server = serve(() => new Response("{}", { status }));
-  const target = new URL(server.url);
-  const argv = probe.argv.map((arg) =>
-    arg === `--allow-net=${probe.allowNet}`
-      ? `--allow-net=${target.host}`
-      : arg === probe.url.href
-      ? `${server.url}${probe.url.pathname}`
-      : arg
+  let settlements: Record<string, unknown> = { stopped: null, failing: false, last_error: null };
+  await using server = serve(() =>
+    new Response(JSON.stringify({ status: "ok", settlements }), { status })
   );
   const run = async () => {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: argv.slice(1),
+      args: probe.argv.slice(1),
       cwd: new URL("../../", import.meta.url),
+      env: { NET_STATS_BIND: new URL(server.url).host },
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -61,7 +57,19 @@ Deno.test("the Dockerfile's HEALTHCHECK command exits 0 when healthy and 1 when 
   };
   const healthy = await run();
   assert.equal(healthy.code, 0, healthy.text);
-  assert.match(healthy.text, /healthcheck: healthy: 200/);
+  assert.match(healthy.text, /healthcheck: healthy: 200 from http:\/\/127\.0\.0\.1:\d+\/health/);
+  settlements = {
+    stopped: null,
+    failing: true,
+    last_error: { code: "store_unavailable", message: "Permission denied" },
+  };
+  const noStore = await run();
+  assert.equal(noStore.code, 1, noStore.text);
+  assert.match(noStore.text, /unhealthy: 200 .*history store is unavailable: Permission denied/);
+  settlements = { stopped: "the store is newer", failing: false, last_error: null };
+  const stopped = await run();
+  assert.equal(stopped.code, 1, stopped.text);
+  assert.match(stopped.text, /the settlement history stopped: the store is newer/);
   status = 503;
   const unhealthy = await run();
   assert.equal(unhealthy.code, 1, unhealthy.text);

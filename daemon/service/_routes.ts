@@ -1,0 +1,82 @@
+/**
+ * The daemon's route table: the Ollama dialect's routes (`ollama/routes.ts`), the OpenAI
+ * dialect's (`openai/routes.ts`), then the daemon's own transparency endpoints, each declared
+ * once with its request schemas, its answers per status (errors in the dialect of the path) and
+ * its handler. The HTTP layer routes, validates and documents from it (`GET /openapi.json`).
+ *
+ * @module
+ */
+
+import { defineRoute, json, type Route } from "../../http/mod.ts";
+import { ollamaRoutes } from "../ollama/mod.ts";
+import { openaiRoutes } from "../openai/mod.ts";
+import { answers, type SurfaceContext } from "../surface/mod.ts";
+import type { VerdictLog } from "../trust/mod.ts";
+import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import { GATEWAYS, VERDICTS, verdictsQuery } from "./_transparency_schemas.ts";
+
+/** What the route table is built from. */
+export interface RouteTableOptions {
+  /** The surfaces' shared dependencies and limits. */
+  readonly context: SurfaceContext;
+  /** The `X.Y.Z` version `/api/version` serves. */
+  readonly version: string;
+  /** The known gateways, for `GET /v1/gateways`. */
+  readonly gateways: GatewayLister;
+  /** The verdict log, for `GET /v1/verdicts`. */
+  readonly verdicts: VerdictLog;
+}
+
+function transparencyRoutes(options: RouteTableOptions): Route[] {
+  return [
+    defineRoute({
+      method: "get",
+      path: "/v1/gateways",
+      summary: "The gateways the daemon knows (the gateways' own shape)",
+      tags: ["transparency"],
+      responses: answers("openai", "local", {
+        description: "The known gateway set.",
+        content: json(GATEWAYS),
+      }),
+      handler: () => serveGateways(options.gateways),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/verdicts",
+      summary: "The latest verification verdicts, newest first",
+      tags: ["transparency"],
+      query: verdictsQuery(options.verdicts.capacity),
+      responses: answers("openai", "local", {
+        description: "The verdicts.",
+        content: json(VERDICTS),
+      }, { 400: "`invalid_request_error`: a bad `limit`." }),
+      handler: (_c, { query }) => serveVerdicts(options.verdicts, query.limit),
+    }),
+  ];
+}
+
+/** Every route of the daemon (`GET /openapi.json` is added by the HTTP layer). */
+export function daemonRoutes(options: RouteTableOptions): Route[] {
+  return [
+    ...ollamaRoutes(options),
+    ...openaiRoutes(options.context),
+    ...transparencyRoutes(options),
+  ];
+}
+
+/**
+ * The error answers no operation owns (an unknown path, a wrong method), documented once per
+ * dialect as `components.responses`.
+ */
+export const SHARED_ERROR_RESPONSES: Readonly<
+  Record<string, { description: string; content: Record<string, { schema: { $ref: string } }> }>
+> = {
+  OpenAIError: {
+    description: "An error under `/v1`, e.g. `not_found` (404) or `method_not_allowed` (405).",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/OpenAIError" } } },
+  },
+  OllamaError: {
+    description: "An error outside `/v1`, e.g. `not_found` (404) or `method_not_allowed` (405).",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/OllamaError" } } },
+  },
+};
