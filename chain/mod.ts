@@ -168,6 +168,7 @@ export {
   type StakingState,
 } from "./types.ts";
 export {
+  billId,
   MAX_VOUCHER_AMOUNT,
   MAX_VOUCHER_JSON_BYTES,
   MAX_VOUCHER_SEQ,

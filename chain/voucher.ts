@@ -323,6 +323,14 @@ function checkSignature(signature: Hex): Uint8Array {
   return bytes;
 }
 
+/**
+ * The bill id of a voucher (`docs/protocol.md` §8): the first 16 bytes of `keccak256` of its
+ * 65-byte signature, as 32 lower-case hex digits. Only the consumer and the provider know it.
+ */
+export function billId(signature: Hex): string {
+  return toHex(keccak_256(fromHex(signature)).subarray(0, 16)).slice(2);
+}
+
 /** The JSON form of a signed voucher. */
 export function voucherToJson(voucher: SignedVoucher): VoucherJson {
   return {

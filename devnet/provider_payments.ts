@@ -26,9 +26,9 @@
  * @module
  */
 
-import { keccak_256 } from "@noble/hashes/sha3.js";
-import type { Address, Hex } from "viem";
+import type { Address } from "viem";
 import {
+  billId,
   parseVoucher,
   type SignedVoucher,
   type VoucherDomain,
@@ -148,17 +148,10 @@ interface ConsumerState {
   readAt: number;
 }
 
+export { billId };
+
 /** The name of the inner request header that carries the voucher. */
 export const VOUCHER_HEADER = "net-voucher";
-
-/** The bill id of a voucher: the first 16 bytes of `keccak256(signature)`, hex. */
-export function billId(signature: Hex): string {
-  const bytes = new Uint8Array(65);
-  for (let i = 0; i < 65; i++) bytes[i] = parseInt(signature.slice(2 + 2 * i, 4 + 2 * i), 16);
-  let out = "";
-  for (const b of keccak_256(bytes).subarray(0, 16)) out += b.toString(16).padStart(2, "0");
-  return out;
-}
 
 /** A provider's accounts with its consumers. */
 export class ProviderTill {

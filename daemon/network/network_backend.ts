@@ -20,6 +20,9 @@
  */
 
 import {
+  type AttemptPayments,
+  type Bill,
+  type BillQuery,
   type ChatBackend,
   type ChatReply,
   type ChatRequest,
@@ -59,12 +62,17 @@ import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./que
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
 import { RequestSealer } from "../sealing/mod.ts";
 import type { BackendMetrics } from "./backend_metrics.ts";
+import { payAttempt, settleFailed } from "./_payment.ts";
+import { lookupBill } from "./bill_lookup.ts";
 import {
   best,
   classify,
+  CONSUMER_REFUSALS,
+  Exhausted,
   type Failure,
   final,
-  NO_PROVIDER_RETRY_SECONDS,
+  GatewayExhausted,
+  noCandidate,
   retryable,
 } from "./_failover.ts";
 
@@ -120,6 +128,11 @@ export interface NetworkBackendOptions {
    * @default {undefined}
    */
   metrics?: BackendMetrics;
+  /**
+   * Pays for each attempt before it is sealed (`account/`): the spend caps, the voucher sealed
+   * with the request, its cost. @default {undefined: requests carry no voucher}
+   */
+  payments?: AttemptPayments;
 }
 
 /** How long a model the network offered counts as offered when no provider lists it. */
@@ -276,6 +289,8 @@ export class NetworkBackend implements ChatBackend {
           continue;
         }
         lease.release();
+        // The consumer's own limits (a spend cap, its deposit): every provider would refuse.
+        if (error instanceof DaemonError && CONSUMER_REFUSALS.has(error.code)) throw error;
         this.#keys.forget(candidate.provider);
         const failure = this.#failure(error, candidate, request, signal);
         // A bad request of the client's own (a provider's 4xx) says nothing about the
@@ -361,11 +376,23 @@ export class NetworkBackend implements ChatBackend {
     // Only now, with a key that passed every check, is the request sealed and sent.
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
-    const sealed = await this.#sealer.seal(trusted.keyConfig, {
-      body: call.exchange.body,
-      headers: [["date", this.#clock().toUTCString()]],
-      path: call.exchange.path,
-    }, { reuse: candidate.tier === "verified" });
+    // Paid for before it is sealed (a spend cap may refuse it here: nothing is sent); the
+    // voucher goes inside the seal.
+    await this.#options.payments?.prepare?.();
+    const paid = payAttempt(this.#options.payments, request, candidate, call.exchange);
+    let sent = false;
+    let sealed;
+    try {
+      sealed = await this.#sealer.seal(trusted.keyConfig, {
+        body: call.exchange.body,
+        text: paid.text,
+        headers: [["date", this.#clock().toUTCString()], ...paid.headers],
+        path: call.exchange.path,
+      }, { reuse: candidate.tier === "verified" });
+    } catch (error) {
+      settleFailed(paid.ticket, error, sent);
+      throw error;
+    }
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
     const limit = this.#options.attemptTimeoutMs ?? 60_000;
@@ -387,9 +414,10 @@ export class NetworkBackend implements ChatBackend {
       // The sealed request is small (the body limit bounds it): sent whole with a
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
+      sent = true;
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
       const finish = await Promise.race([
-        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate),
+        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate, paid.ticket),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
@@ -397,6 +425,7 @@ export class NetworkBackend implements ChatBackend {
       ]);
       return { finish, verdict: trusted.verdict };
     } catch (error) {
+      settleFailed(paid.ticket, error, sent);
       attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
       throw error;
@@ -406,10 +435,16 @@ export class NetworkBackend implements ChatBackend {
   }
 
   /**
-   * The refusal when a gateway lists no candidate: `model_not_found` when the network does not
-   * offer the model in that tier (nor did lately), `no_provider` (with `Retry-After`) when it
-   * does but nobody can serve it now.
+   * Looks up an attempt's bill at its provider (`bill_lookup.ts`), through the resolved
+   * gateway: what `account/` asks for a reply that ended before its usage.
    */
+  lookupBill(query: BillQuery, signal: AbortSignal): Promise<Bill | "unknown" | "running"> {
+    const trust = { ...this.#options.trust, clock: this.#clock, keyCache: this.#keys };
+    const parts = { candidates: this.#candidates, sealer: this.#sealer, trust, clock: this.#clock };
+    return this.#withGateway(signal, (gateway) => lookupBill(gateway, query, parts, signal));
+  }
+
+  /** The refusal when a gateway lists no candidate (`_failover.ts`'s `noCandidate`). */
   async #noCandidate(request: Sealable, signal: AbortSignal): Promise<DaemonError> {
     // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
     this.#models = undefined;
@@ -417,19 +452,7 @@ export class NetworkBackend implements ChatBackend {
     const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
     const seen = this.#known.get(`${request.tier}\u0000${request.model}`);
     const recently = seen !== undefined && this.#clock().getTime() - seen < KNOWN_MODEL_MS;
-    if (!listed && !recently) {
-      return new DaemonError(
-        "model_not_found",
-        `The network offers no model ${request.model} in the ${request.tier} tier`,
-        { param: "model" },
-      );
-    }
-    return new DaemonError(
-      "no_provider",
-      `No provider can serve ${request.model} in the ${request.tier} tier right now` +
-        (listed ? "" : " (the network offered it within the last hour)"),
-      { retryAfterSeconds: NO_PROVIDER_RETRY_SECONDS },
-    );
+    return noCandidate(request, listed, recently);
   }
 
   #remember(tier: string, model: string): void {
@@ -474,13 +497,3 @@ export class NetworkBackend implements ChatBackend {
     });
   }
 }
-
-/** A gateway that gave a request nothing usable, with the failure to report if none does better. */
-class GatewayExhausted extends Error {
-  constructor(readonly failure: DaemonError) {
-    super(failure.shortMessage);
-  }
-}
-
-/** Every acceptable candidate of a request was tried (thrown out of the queue's `take`). */
-class Exhausted extends Error {}

@@ -27,7 +27,9 @@ import {
   type AssembledToolCall,
   type CancelNote,
   checkLogprobs,
+  costHeader,
   endedByCancel,
+  ollamaCost,
   ReplyBudget,
   type ReplyEvent,
   servedHeaders,
@@ -147,7 +149,9 @@ export async function serveOllamaChat(
       );
       const end = context.clock().getTime();
       const body = wholeAnswer(call, whole, { start, firstToken: firstToken ?? end, end });
-      return new Response(JSON.stringify(body), { headers: headersOf(JSON_TYPE, reply) });
+      const headers = headersOf(JSON_TYPE, reply);
+      for (const [name, value] of costHeader(whole.usage)) headers.set(name, value);
+      return new Response(JSON.stringify(body), { headers });
     },
     stream(events, reply, cancel) {
       const pieces = ndjsonLines(context, { call, events, start, cancel });
@@ -186,6 +190,7 @@ function wholeAnswer(
     prompt_eval_duration: ns(start, firstToken),
     eval_count: whole.usage.completion_tokens,
     eval_duration: ns(firstToken, end),
+    ...ollamaCost(whole.usage),
   });
 }
 
@@ -290,6 +295,7 @@ async function* ndjsonLines(
             prompt_eval_duration: ns(start, firstToken),
             eval_count: event.usage.completion_tokens,
             eval_duration: ns(firstToken, end),
+            ...ollamaCost(event.usage),
           });
           break;
         }

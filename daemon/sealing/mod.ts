@@ -8,5 +8,6 @@
  */
 
 export { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+export { answeredByProvider } from "./_refusal.ts";
 export { RequestSealer } from "./sealer.ts";
 export type { SealedChat } from "./sealer.ts";

@@ -88,18 +88,27 @@ export class RequestSealer {
     keyConfig: Uint8Array,
     request: {
       body: unknown;
+      /** The body's JSON text, when the caller already has it (then `body` is not serialized). */
+      text?: string;
       headers: readonly (readonly [string, string])[];
-      path?: "/v1/chat/completions" | "/v1/embeddings";
+      path?: "/v1/chat/completions" | "/v1/embeddings" | `/v1/generation?id=${string}`;
+      /** @default {"POST"} (`GET` has no body: `body` and `text` are ignored) */
+      method?: "POST" | "GET";
     },
     options: { reuse: boolean },
   ): Promise<SealedChat> {
+    const get = request.method === "GET";
     const inner = encodeRequest({
-      method: "POST",
+      method: get ? "GET" : "POST",
       scheme: "https",
       authority: "",
       path: request.path ?? "/v1/chat/completions",
-      headers: [...request.headers, ["content-type", "application/json"]],
-      content: encoder.encode(JSON.stringify(request.body)),
+      headers: get
+        ? [...request.headers]
+        : [...request.headers, ["content-type", "application/json"]],
+      content: get
+        ? new Uint8Array()
+        : encoder.encode(request.text ?? JSON.stringify(request.body)),
     });
     const key = options.reuse ? hex(keyConfig) : undefined;
     const prepared = key === undefined ? undefined : this.#take(key);

@@ -13,6 +13,7 @@ import { openaiRoutes } from "../openai/mod.ts";
 import { answers, type SurfaceContext } from "../surface/mod.ts";
 import type { VerdictLog } from "../trust/mod.ts";
 import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import { accountRoutes, type DaemonAccount } from "../account/mod.ts";
 import { GATEWAYS, VERDICTS, verdictsQuery } from "./_transparency_schemas.ts";
 
 /** What the route table is built from. */
@@ -25,6 +26,8 @@ export interface RouteTableOptions {
   readonly gateways: GatewayLister;
   /** The verdict log, for `GET /v1/verdicts`. */
   readonly verdicts: VerdictLog;
+  /** The consumer's account, for `GET /v1/account` and `GET /v1/usage` (a daemon that pays). */
+  readonly account?: DaemonAccount;
 }
 
 function transparencyRoutes(options: RouteTableOptions): Route[] {
@@ -61,6 +64,7 @@ export function daemonRoutes(options: RouteTableOptions): Route[] {
     ...ollamaRoutes(options),
     ...openaiRoutes(options.context),
     ...transparencyRoutes(options),
+    ...(options.account ? accountRoutes(options.account, options.context.clock) : []),
   ];
 }
 

@@ -18,6 +18,9 @@ import { type ChainClient, checkNetworkContracts, createChainClient } from "../.
 import { NonceBook, type TrustRoots } from "../../crypto/tee/mod.ts";
 import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
+import { readApiKeysFile } from "./api_keys.ts";
+import { DaemonAccount } from "../account/mod.ts";
+import type { BillLookup } from "../core/mod.ts";
 import type { DaemonConfig, EvmConfig } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
@@ -76,8 +79,8 @@ export interface Daemon {
   apiKey: Promise<ApiKey | null>;
   /** Connects to a gateway in the background and starts the periodic gossip. */
   start(): void;
-  /** Stops the background work (`start`). */
-  close(): void;
+  /** Stops the background work (`start`), the bill lookups, and closes the ledger. */
+  close(): Promise<void>;
   /** The gateway resolver (its known set is served on `/v1/gateways`). */
   resolver: GatewayResolver;
   /** The verification verdicts (served on `/v1/verdicts`). */
@@ -86,6 +89,11 @@ export interface Daemon {
   backend: NetworkBackend;
   /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
   metrics: DaemonMetrics;
+  /**
+   * The consumer's account (key, ledger, caps), when the daemon pays: its network names an
+   * Escrow. `undefined`: requests carry no voucher.
+   */
+  account: DaemonAccount | undefined;
 }
 
 /**
@@ -119,11 +127,17 @@ function chainClientGetter(
         last = error;
         continue;
       }
-      // The Registry must be one and name this Staking: a typo does not become "no provider".
-      await checkNetworkContracts(candidate, { registry: evm.registry, staking: evm.staking }, {
+      // The Registry must be one and name this Staking (and Escrow): a typo does not become
+      // "no provider", nor vouchers signed for the wrong contract.
+      await checkNetworkContracts(candidate, {
+        registry: evm.registry,
+        staking: evm.staking,
+        ...(evm.escrow ? { escrow: evm.escrow } : {}),
+      }, {
         labels: {
           registry: "the Registry (NET_EVM_REGISTRY)",
           staking: "the Staking contract (NET_EVM_STAKING)",
+          escrow: "the Escrow (NET_EVM_ESCROW)",
         },
       });
       return candidate;
@@ -143,14 +157,14 @@ function trustOptions(
   options: CreateDaemonOptions,
   clock: () => Date,
   log: (message: string) => void,
+  getClient: (() => Promise<ChainClient>) | undefined,
 ): Omit<ProviderTrustOptions, "clock"> {
   const trust: Omit<ProviderTrustOptions, "clock"> = {
     nonces: new NonceBook(),
     roots: options.roots,
     policy: options.policy,
   };
-  if (config.evm) {
-    const getClient = chainClientGetter(config.evm, options.fetch);
+  if (config.evm && getClient) {
     const sources = {
       clock,
       graceMs: config.chainGraceSecs * 1000,
@@ -184,7 +198,8 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     ((message: string, error?: unknown) =>
       error === undefined ? console.warn(message) : console.warn(message, error));
   const clock = options.clock ?? (() => new Date());
-  const trust = trustOptions(config, options, clock, log);
+  const getClient = config.evm ? chainClientGetter(config.evm, options.fetch) : undefined;
+  const trust = trustOptions(config, options, clock, log, getClient);
   const resolver = new GatewayResolver({
     pinned: config.gateway ?? undefined,
     // Gossip must never make the daemon a gateway of its own known set.
@@ -197,6 +212,31 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
   });
   const verdicts = new VerdictLog();
   const metrics = new DaemonMetrics();
+  const namedKeys = config.auth.apiKeysFile
+    ? readApiKeysFile(config.auth.apiKeysFile)
+    : Promise.resolve([]);
+  namedKeys.catch(() => {}); // main.ts reports it; requests with a key fail closed meanwhile
+  let lookup: BillLookup = () => Promise.reject(new Error("the backend is not ready"));
+  const account = config.evm?.escrow && getClient
+    ? new DaemonAccount({
+      dataDir: config.dataDir,
+      consumerKeyFile: config.consumerKeyFile,
+      escrow: config.evm.escrow,
+      chainId: config.evm.chainId,
+      getClient,
+      caps: async () => ({
+        daemon: config.maxSpend,
+        keys: new Map(
+          (await namedKeys).flatMap((k) => (k.maxSpend ? [[k.name, k.maxSpend] as const] : [])),
+        ),
+      }),
+      lookup: (query, signal) => lookup(query, signal),
+      clock,
+      log: (line) => log(line),
+      onCost: (cost, tier) => metrics.spent(tier, cost),
+      onBudgetRefused: (scope) => metrics.budgetRefused(scope),
+    })
+    : undefined;
   const backend = new NetworkBackend({
     resolver,
     trust,
@@ -208,7 +248,9 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     queueTimeoutMs: config.queueTimeoutSecs * 1000,
     log: (line) => log(line),
     metrics,
+    payments: account,
   });
+  lookup = (query, signal) => backend.lookupBill(query, signal);
   metrics.watch(() => backend.load);
   const apiKey: Promise<ApiKey | null> = options.apiKey !== undefined
     ? Promise.resolve({ key: options.apiKey, source: "the caller", generated: false })
@@ -232,6 +274,8 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     clock,
     log,
     metrics,
+    namedKeys: config.auth.apiKeysFile ? namedKeys : undefined,
+    account,
   });
   let gossip: Disposable | undefined;
   return {
@@ -241,15 +285,17 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     verdicts,
     backend,
     metrics,
+    account,
     start: () => {
       gossip ??= resolver.startGossip({
         intervalMs: options.gossipIntervalMs ?? DEFAULT_GOSSIP_INTERVAL_MS,
       });
       void resolver.gossip();
     },
-    close: () => {
+    close: async () => {
       gossip?.[Symbol.dispose]();
       gossip = undefined;
+      await account?.close();
     },
   };
 }

@@ -6,6 +6,7 @@
  */
 
 import type { PrivateKeyAccount } from "viem/accounts";
+import type { SpendCap } from "../../daemon/account/mod.ts";
 import type { DaemonConfig } from "../../daemon/service/config.ts";
 import {
   createDaemon,
@@ -37,13 +38,23 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
    * Read trust roots and measurements from this chain. Without it the daemon runs with
    * `insecureGatewayKeys` (keys as the gateway lists them), as these tests always did.
    */
-  evm?: { rpcUrl: string; registry: `0x${string}`; staking: `0x${string}` };
+  evm?: {
+    rpcUrl: string;
+    registry: `0x${string}`;
+    staking: `0x${string}`;
+    /** The Escrow: the daemon then pays with vouchers. @default {none: it pays nothing} */
+    escrow?: `0x${string}`;
+  };
   /** How long on-chain facts stay usable while the chain cannot be read, s. @default {600} */
   chainGraceSecs?: number;
   /** Require this API key. */
   apiKey?: string;
   /** Approved measurements file. */
   measurementsFile?: string;
+  /** The consumer key's file. @default {generated in the data directory} */
+  consumerKeyFile?: string;
+  /** The daemon's spend cap. @default {none} */
+  maxSpend?: SpendCap;
   /** `--max-queue`. @default {512} */
   maxQueue?: number;
   /** `--queue-timeout-secs`. @default {120} */
@@ -68,7 +79,13 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     network: evm ? { name: "test", source: "the test" } : null,
     bootstrap: [],
     evm: evm
-      ? { rpcUrls: [evm.rpcUrl], chainId: null, registry: evm.registry, staking: evm.staking }
+      ? {
+        rpcUrls: [evm.rpcUrl],
+        chainId: null,
+        registry: evm.registry,
+        staking: evm.staking,
+        escrow: evm.escrow ?? null,
+      }
       : null,
     insecureGatewayKeys: !evm,
     chainGraceSecs: options.chainGraceSecs ?? 600,
@@ -84,6 +101,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     maxQueue: options.maxQueue ?? 512,
     queueTimeoutSecs: options.queueTimeoutSecs ?? 120,
     logFormat: "human",
+    consumerKeyFile: options.consumerKeyFile ?? null,
+    maxSpend: options.maxSpend ?? null,
   };
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;
@@ -94,6 +113,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     dataDir,
     [Symbol.asyncDispose]: async () => {
       await server.close();
+      await daemon.close();
       await Deno.remove(dataDir, { recursive: true });
     },
   };

@@ -29,7 +29,18 @@ const ROOMS: Readonly<Record<string, readonly string[]>> = {
   network: ["core", "gateway", "trust", "sealing"],
   openai: ["core", "surface"],
   ollama: ["core", "surface"],
-  service: ["core", "gateway", "surface", "trust", "sealing", "network", "openai", "ollama"],
+  account: ["core", "surface"],
+  service: [
+    "core",
+    "gateway",
+    "surface",
+    "trust",
+    "sealing",
+    "network",
+    "openai",
+    "ollama",
+    "account",
+  ],
 };
 
 const CONFIG = { config: `${ROOT}deno.json` };

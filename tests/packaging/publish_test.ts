@@ -25,7 +25,7 @@ const ENTRIES: Record<string, { file: string; symbols?: number }> = {
   "./bhttp": { file: "./crypto/bhttp/mod.ts", symbols: 25 },
   "./endorsement": { file: "./crypto/endorsement.ts", symbols: 14 },
   "./tee": { file: "./crypto/tee/mod.ts", symbols: 53 },
-  "./chain": { file: "./chain/mod.ts", symbols: 103 },
+  "./chain": { file: "./chain/mod.ts", symbols: 104 },
   "./indexer": { file: "./indexer/mod.ts" },
   "./daemon": { file: "./daemon/mod.ts" },
 };
