@@ -121,8 +121,8 @@ async function runUntilStopped(daemon: Daemon, server: DaemonServer, logs: Progr
     if (stopping) return;
     stopping = true;
     logs.out.info("daemon: stopping…");
-    void daemon.close();
-    server.shutdown().then(finished.resolve);
+    // Replies in flight finish first (their costs still go to the ledger), then it closes.
+    server.shutdown().then(() => daemon.close()).then(finished.resolve);
     Deno.unrefTimer(setTimeout(() => {
       logs.err.warn("daemon: replies still running after 30 s; exiting anyway");
       Deno.exit(0);

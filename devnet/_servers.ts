@@ -78,8 +78,8 @@ export interface ProvidersOptions {
   verified: number;
   /** Live providers in the TEE tier. */
   tee: number;
-  /** The engine of the provider labelled `label`. */
-  engine: (label: string) => InferenceEngine;
+  /** The engine of the provider labelled `label` (the `index`-th live one). */
+  engine: (label: string, index: number) => InferenceEngine;
   /** Produces attestations for TEE provider `index`. */
   attester?: (index: number) => Attester;
   /** The payment options of the provider at `address` (vouchers); none: requests are free. */
@@ -108,7 +108,7 @@ export async function startProviders(
       servingKey,
       tier,
       endpoint: server.url,
-      engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`),
+      engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`, i),
       key,
       attester: tier === "tee" ? options.attester?.(teeIndex++) : undefined,
       log: (m) => serve.log(m),

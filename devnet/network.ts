@@ -103,6 +103,11 @@ export interface DevnetOptions {
   blockIntervalMs?: number;
   /** How often gateways poll routers and gossip, in ms. @default {2000} */
   refreshIntervalMs?: number;
+  /**
+   * The engine of live provider `index` (tests: a failing one, say), instead of the dev model or
+   * `upstream`. @default {engineFor(options)}
+   */
+  engine?: (label: string, index: number) => InferenceEngine;
   /** Produces attestations for TEE provider `index` (tests). @default {mock bundles} */
   attester?: (index: number) => Attester;
   /**
@@ -317,7 +322,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const providers = await startProviders({
       verified: options.verifiedProviders ?? 2,
       tee: options.teeProviders ?? 1,
-      engine: engineFor(options),
+      engine: options.engine ?? engineFor(options),
       attester: options.attester,
       payments: reader && ((address) => tillOptions(reader, vouchers, address)),
     }, serve);

@@ -157,11 +157,19 @@ export class DaemonPayments implements AttemptPayments {
       worst,
     });
     let done = false;
+    // A cost that cannot be written (the ledger closed, the disk full) is logged; the reply
+    // it belongs to goes on.
     const record = (cost: bigint, usage: { promptTokens: number; completionTokens: number }) => {
       if (done) return;
       done = true;
-      if (ledger.settle(id, { cost, ...usage, source: cost === 0n ? "refused" : "reply" })) {
-        this.#options.onCost?.(cost < worst ? cost : worst, attempt.tier);
+      try {
+        if (ledger.settle(id, { cost, ...usage, source: cost === 0n ? "refused" : "reply" })) {
+          this.#options.onCost?.(cost < worst ? cost : worst, attempt.tier);
+        }
+      } catch (error) {
+        this.#options.log?.(
+          `daemon: the cost of ${id} was not recorded: ${(error as Error).message}`,
+        );
       }
     };
     return {
@@ -176,12 +184,17 @@ export class DaemonPayments implements AttemptPayments {
       paid: (usage) => {
         const cost = usageCost(attempt.prices, usage);
         const capped = cost < worst ? cost : worst;
-        if (!done) {
-          done = true;
-          if (ledger.settle(id, { cost: capped, ...usage, source: "reply" })) {
-            this.#options.onCost?.(capped, attempt.tier);
+        if (capped === 0n) {
+          // Recorded as a reply's cost, not a refusal, even when it is 0.
+          if (!done) {
+            done = true;
+            try {
+              ledger.settle(id, { cost: 0n, ...usage, source: "reply" });
+            } catch (error) {
+              this.#options.log?.(`daemon: the cost of ${id} was not recorded: ${error}`);
+            }
           }
-        }
+        } else record(capped, usage);
         return capped;
       },
       refused: () => record(0n, { promptTokens: 0, completionTokens: 0 }),

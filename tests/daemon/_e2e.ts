@@ -51,6 +51,8 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
   apiKey?: string;
   /** Approved measurements file. */
   measurementsFile?: string;
+  /** Named API keys' file (`--api-keys-file`). @default {none} */
+  apiKeysFile?: string;
   /** The consumer key's file. @default {generated in the data directory} */
   consumerKeyFile?: string;
   /** The daemon's spend cap. @default {none} */
@@ -93,6 +95,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       required: options.apiKey !== undefined,
       apiKey: options.apiKey ?? null,
       apiKeyFile: null,
+      apiKeysFile: options.apiKeysFile ?? null,
     },
     measurementsFile: options.measurementsFile ?? null,
     allowedOrigins: [],
