@@ -2,6 +2,12 @@
  * The embedded backend: PGlite (PostgreSQL compiled to WebAssembly) in a data directory. No
  * server, no native build.
  *
+ * PGlite runs in a worker of its own (`_embedded_worker.ts`): WebAssembly runs on the thread
+ * that calls it, and creating a store costs seconds of CPU, during which the indexer's thread
+ * must go on answering `/health`. This side holds the directory lock and speaks to the worker
+ * through `_embedded_protocol.ts`; a worker that dies makes every later statement fail, and the
+ * store reports the connection lost (the history then reopens it).
+ *
  * Layout of the data directory (created with mode 0700 when missing):
  * - `LOCK`: held with an exclusive `flock` while a process has the store open, so a second
  *   process fails at once with a clear error; the kernel releases it when the holder dies,
@@ -12,44 +18,13 @@
  * @module
  */
 
-import { PGlite } from "@electric-sql/pglite";
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
-import type { SqlParam, SqlQuery, SqlRow, SqlSession } from "./_sql.ts";
-
-/** Lines PGlite printed last, for error messages. */
-class Tail {
-  readonly lines: string[] = [];
-  push = (text: string): boolean => {
-    for (const line of text.split("\n")) {
-      if (!line.trim()) continue;
-      this.lines.push(line);
-      if (this.lines.length > 20) this.lines.shift();
-    }
-    return true;
-  };
-}
+import { fromWire, type WorkerReply, type WorkerRequest } from "./_embedded_protocol.ts";
+import type { SqlParam, SqlQuery, SqlSession } from "./_sql.ts";
 
 function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0];
-}
-
-/** PostgreSQL's own words on why it stopped: its FATAL, PANIC and DETAIL lines. */
-function reasonLines(lines: readonly string[]): string {
-  const reasons = lines.filter((line) => /\b(FATAL|PANIC|DETAIL|ERROR):/.test(line));
-  return (reasons.length > 0 ? reasons : lines.slice(-3))
-    .map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, ""))
-    .join(" | ");
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 /** Creates the data directory (0700) when missing. */
@@ -118,51 +93,96 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   return file;
 }
 
-async function startPglite(pgdata: string, tail: Tail): Promise<PGlite> {
-  return await PGlite.create(pgdata, { onStderr: tail.push, onStdout: tail.push });
+/** A request without its `id` (the worker client numbers them). */
+type Request = WorkerRequest extends infer R ? R extends unknown ? Omit<R, "id"> : never : never;
+
+/** The worker that runs PGlite, and the requests waiting for its replies. */
+class PgliteWorker {
+  readonly #worker: Worker;
+  readonly #waiting = new Map<number, (reply: WorkerReply) => void>();
+  #next = 0;
+  #stopped: Error | undefined;
+
+  constructor() {
+    this.#worker = new Worker(new URL("./_embedded_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    this.#worker.onmessage = (event: MessageEvent<WorkerReply>) => {
+      const deliver = this.#waiting.get(event.data.id);
+      this.#waiting.delete(event.data.id);
+      deliver?.(event.data);
+    };
+    this.#worker.onerror = (event: ErrorEvent) => {
+      // Handled here: a worker's uncaught error must not end the whole process.
+      event.preventDefault();
+      this.#stop(new Error(`the embedded store's worker stopped: ${event.message}`));
+    };
+  }
+
+  /** Why the worker stopped (a crash, or `terminate`), once it did. */
+  get stopped(): Error | undefined {
+    return this.#stopped;
+  }
+
+  /** Sends `request`; resolves with the worker's reply, success or failure. */
+  request(request: Request): Promise<WorkerReply> {
+    if (this.#stopped) return Promise.reject(this.#stopped);
+    const id = ++this.#next;
+    return new Promise((resolve) => {
+      this.#waiting.set(id, resolve);
+      this.#worker.postMessage({ ...request, id } as WorkerRequest);
+    });
+  }
+
+  /** Sends `request`; resolves on success, throws the worker's error otherwise. */
+  async call(request: Request): Promise<Extract<WorkerReply, { ok: true }>> {
+    const reply = await this.request(request);
+    if (!reply.ok) throw fromWire(reply.error);
+    return reply;
+  }
+
+  /** Stops the worker; requests still waiting fail. */
+  terminate(): void {
+    if (this.#stopped) return;
+    this.#worker.terminate();
+    this.#stop(new Error("the embedded store's worker was stopped"));
+  }
+
+  #stop(reason: Error): void {
+    this.#stopped ??= reason;
+    const waiting = [...this.#waiting.entries()];
+    this.#waiting.clear();
+    for (const [id, deliver] of waiting) {
+      deliver({ id, ok: false, error: { name: "Error", message: this.#stopped.message } });
+    }
+  }
 }
 
-/**
- * WAL written since the last checkpoint after which the store runs one. PGlite is a single
- * backend without PostgreSQL's checkpointer process: without this, its WAL grows for as long
- * as the process runs (about 32 MiB per 100,000 settlements), and a restart after a crash
- * replays all of it.
- */
-const CHECKPOINT_AFTER_BYTES = 32 * 2 ** 20;
-
-/** Creates a new PGlite data directory atomically: built aside, then renamed into place. */
-async function createPgdata(pgdata: string, tail: Tail): Promise<void> {
-  const building = `${pgdata}.new`;
-  await Deno.remove(building, { recursive: true }).catch(() => {});
-  const db = await startPglite(building, tail);
-  // Keep 32–64 MiB of WAL after a checkpoint instead of 80 MiB–1 GiB (from the next start on).
-  await db.query("ALTER SYSTEM SET min_wal_size = '32MB'");
-  await db.query("ALTER SYSTEM SET max_wal_size = '64MB'");
-  await db.close();
-  await Deno.rename(building, pgdata);
-}
-
-function session(db: PGlite): SqlSession {
-  const run = (target: Pick<PGlite, "query">): SqlQuery => async (text, params = []) => {
-    const result = await target.query<SqlRow>(text, params as SqlParam[]);
-    return result.rows;
-  };
-  const query = run(db);
-  const checkpointIfDue = async () => {
-    const [row] = await query(
-      "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::bigint::text AS bytes " +
-        "FROM pg_control_checkpoint()",
-    );
-    if (Number(row?.bytes) > CHECKPOINT_AFTER_BYTES) await db.exec("CHECKPOINT");
-  };
+function session(worker: PgliteWorker): SqlSession {
+  const run = (tx?: number): SqlQuery => async (text, params = []) =>
+    (await worker.call({ op: "query", text, params: [...params] as SqlParam[], tx })).rows ?? [];
   return {
-    query,
+    query: run(),
     async transaction(work) {
-      const result = await db.transaction((tx) => work(run(tx)));
-      await checkpointIfDue();
+      const { tx } = await worker.call({ op: "begin" });
+      let result;
+      try {
+        result = await work(run(tx));
+      } catch (error) {
+        await worker.call({ op: "end", tx: tx!, commit: false }).catch(() => {});
+        throw error;
+      }
+      // Commits, then runs a checkpoint when enough WAL was written since the last one.
+      await worker.call({ op: "end", tx: tx!, commit: true });
       return result;
     },
-    close: () => db.close(),
+    async close() {
+      try {
+        await worker.call({ op: "close" });
+      } finally {
+        worker.terminate();
+      }
+    },
   };
 }
 
@@ -172,6 +192,8 @@ export interface EmbeddedBackend {
   session: SqlSession;
   /** Releases PGlite and the directory lock. */
   close(): Promise<void>;
+  /** Why the worker that runs PGlite stopped, once it did (a crash, or `close`). */
+  broken(): Error | undefined;
 }
 
 /**
@@ -192,38 +214,45 @@ export async function openEmbedded(
     lock.close();
   };
   const pgdata = join(dataDir, "pgdata");
-  const tail = new Tail();
-  let db: PGlite;
-  try {
-    if (options.wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
-    if (!(await exists(pgdata))) await createPgdata(pgdata, tail);
-    try {
-      db = await startPglite(pgdata, tail);
-    } catch (cause) {
-      throw new StoreError(
-        "corrupt",
-        `Cannot open the history store at ${dataDir}: PGlite cannot start on ${pgdata}: ${
-          firstLine(cause)
-        }`,
-        {
-          details: reasonLines(tail.lines) || undefined,
-          hints: ["Rebuild it (the indexer's rebuild flag) to rescan the history from the chain."],
-          cause,
-        },
+  const worker = new PgliteWorker();
+  const fail = async (error: StoreError): Promise<never> => {
+    worker.terminate();
+    await release();
+    throw error;
+  };
+  const opened = await worker.request({ op: "open", pgdata, wipe: options.wipe ?? false })
+    .catch((error: Error) => ({ ok: false as const, error, stage: undefined, reasons: "" }));
+  if (!opened.ok) {
+    const cause = opened.error instanceof Error ? opened.error : fromWire(opened.error);
+    if (opened.stage === "start") {
+      await fail(
+        new StoreError(
+          "corrupt",
+          `Cannot open the history store at ${dataDir}: PGlite cannot start on ${pgdata}: ${
+            firstLine(cause)
+          }`,
+          {
+            details: opened.reasons || undefined,
+            hints: [
+              "Rebuild it (the indexer's rebuild flag) to rescan the history from the chain.",
+            ],
+            cause,
+          },
+        ),
       );
     }
-  } catch (error) {
-    await release();
-    if (error instanceof StoreError) throw error;
-    throw new StoreError(
-      "unreachable",
-      `Cannot open the history store at ${dataDir}: ${firstLine(error)}`,
-      { cause: error },
+    await fail(
+      new StoreError(
+        "unreachable",
+        `Cannot open the history store at ${dataDir}: ${firstLine(cause)}`,
+        { cause },
+      ),
     );
   }
-  const sql = session(db);
+  const sql = session(worker);
   return {
     session: sql,
+    broken: () => worker.stopped,
     async close() {
       try {
         await sql.close();

@@ -177,7 +177,7 @@ async function openBackend(
       wiped = error.shortMessage;
       embedded = await openEmbedded(where, { wipe: true });
     }
-    return { backend: { ...embedded, broken: () => undefined }, kind: "embedded", where, wiped };
+    return { backend: embedded, kind: "embedded", where, wiped };
   }
   if ("databaseUrl" in location && typeof location.databaseUrl === "string") {
     const server = await openServer(location.databaseUrl, {

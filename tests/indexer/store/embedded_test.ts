@@ -178,3 +178,48 @@ Deno.test("embedded store: the WAL stays bounded however much is committed", asy
   assert.ok(wal <= 64 * 2 ** 20, `pg_wal holds ${wal} bytes after ${settlements} settlements`);
   await assertConfirmed(store, wide.range(100n, next - 1n));
 });
+
+/** CPU time a thread of this process has used, in clock ticks (Linux `/proc`). */
+function threadCpu(task: string): number {
+  const stat = Deno.readTextFileSync(`/proc/self/task/${task}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+}
+
+/** The threads running Web Workers now (Deno names them `worker-<n>`), by task id. */
+function workerThreads(): Map<string, number> {
+  const threads = new Map<string, number>();
+  for (const task of Deno.readDirSync("/proc/self/task")) {
+    const name = Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim();
+    if (name.startsWith("worker-")) threads.set(task.name, threadCpu(task.name));
+  }
+  return threads;
+}
+
+Deno.test({
+  name: "embedded store: PGlite's work happens off the caller's thread (creating a store)",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    // Creating a store is seconds of CPU (PGlite's initdb): it must be spent by the store's
+    // worker, never by the thread that called it (the indexer's, which answers /health).
+    // Measured as CPU time per thread, which load does not change.
+    const root = await Deno.makeTempDir({ prefix: "net-store-thread-" });
+    try {
+      const self = Deno.readLinkSync("/proc/thread-self").split("/").pop()!;
+      const before = workerThreads();
+      const selfBefore = threadCpu(self);
+      await using store = await open({ dataDir: `${root}/store` });
+      const selfSpent = threadCpu(self) - selfBefore;
+      let workersSpent = 0;
+      for (const [task, cpu] of workerThreads()) workersSpent += cpu - (before.get(task) ?? 0);
+      assert.equal((await store.state()).cursor.nextBlock, 100n);
+      assert.ok(
+        workersSpent > 4 * selfSpent,
+        `creating the store cost this thread ${selfSpent} CPU ticks and workers ${workersSpent}; ` +
+          "expected the workers to do the work",
+      );
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,78 @@
+/**
+ * The messages between the embedded store's session (`_embedded.ts`, the caller's thread) and
+ * the worker that runs PGlite (`_embedded_worker.ts`). Every request carries an `id`; the
+ * worker answers each with exactly one {@linkcode WorkerReply} of the same `id`.
+ *
+ * @module
+ */
+
+import type { SqlParam, SqlRow } from "./_sql.ts";
+
+/** What the worker is asked to do. */
+export type WorkerRequest =
+  /**
+   * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
+   * deleted first when `wipe`).
+   */
+  | { id: number; op: "open"; pgdata: string; wipe: boolean }
+  /** One statement, inside the transaction `tx` when given. */
+  | { id: number; op: "query"; text: string; params: SqlParam[]; tx?: number }
+  /** Begin a transaction; the reply's `tx` names it. */
+  | { id: number; op: "begin" }
+  /** End the transaction `tx`: commit (then checkpoint when due) or roll back. */
+  | { id: number; op: "end"; tx: number; commit: boolean }
+  /** Close PGlite. */
+  | { id: number; op: "close" };
+
+/** An error as it crosses the thread boundary: the fields the store reads. */
+export interface WireError {
+  /** The error's name. */
+  name: string;
+  /** Its message. */
+  message: string;
+  /** PostgreSQL's SQLSTATE, when the database raised it. */
+  code?: string;
+  /** PostgreSQL's DETAIL. */
+  detail?: string;
+  /** PostgreSQL's HINT. */
+  hint?: string;
+}
+
+/** Where an `open` failed: creating the data directory, or starting PGlite on it. */
+export type OpenStage = "create" | "start";
+
+/** The worker's answer to the request of the same `id`. */
+export type WorkerReply =
+  | { id: number; ok: true; rows?: SqlRow[]; tx?: number }
+  | {
+    id: number;
+    ok: false;
+    error: WireError;
+    /** For a failed `open`: the stage, and PostgreSQL's own last lines on why. */
+    stage?: OpenStage;
+    reasons?: string;
+  };
+
+/** Rebuilds an error the worker sent (the SQLSTATE kept where the store reads it). */
+export function fromWire(wire: WireError): Error {
+  const error = new Error(wire.message) as Error & Partial<WireError>;
+  error.name = wire.name;
+  if (wire.code !== undefined) error.code = wire.code;
+  if (wire.detail !== undefined) error.detail = wire.detail;
+  if (wire.hint !== undefined) error.hint = wire.hint;
+  return error;
+}
+
+/** Flattens an error for {@linkcode fromWire}. */
+export function toWire(error: unknown): WireError {
+  if (!(error instanceof Error)) return { name: "Error", message: String(error) };
+  const fields = error as Error & Record<string, unknown>;
+  const text = (key: string) => typeof fields[key] === "string" ? fields[key] as string : undefined;
+  return {
+    name: error.name,
+    message: error.message,
+    code: text("code"),
+    detail: text("detail"),
+    hint: text("hint"),
+  };
+}
