@@ -170,6 +170,8 @@ function leasedChunks(
   // A reply may carry usage in several chunks (a running count); it is reported once, the
   // last one seen, when the reply ends.
   let usage: Usage | undefined;
+  // The reply reached its end: the sealed stream's, or its finish reason (the reader may stop
+  // after the usage that follows it without reading on to the end).
   let complete = false;
   const { ticket, onUsage } = pay;
   const free = () => {
@@ -186,7 +188,11 @@ function leasedChunks(
     if (usage !== undefined) onUsage?.(usage);
     usage = undefined;
   };
+  let finished = false;
   const seen = (chunk: ChatCompletionChunk) => {
+    if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
+    // The usage after the finish reason is the reply's last word on its tokens.
+    if (chunk.usage && finished) complete = true;
     if (!chunk.usage) return;
     usage = chunk.usage;
     // A cost is the daemon's to say (from the ad's prices), never the provider's.

@@ -20,7 +20,7 @@ import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
 import { readApiKeysFile } from "./api_keys.ts";
 import { DaemonAccount } from "../account/mod.ts";
-import type { BillLookup } from "../core/mod.ts";
+import type { AttemptPayments, BillLookup } from "../core/mod.ts";
 import type { DaemonConfig, EvmConfig } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
@@ -62,6 +62,11 @@ export interface CreateDaemonOptions {
   clock?: () => Date;
   /** Where warnings and refusals go (refusals with their full cause). @default {console.warn} */
   log?: (message: string, error?: unknown) => void;
+  /**
+   * Pays for each attempt with these instead of the configuration's account (benchmarks on a
+   * network without a Registry). @default {the account of `config.evm.escrow`, if any}
+   */
+  payments?: AttemptPayments;
 }
 
 /** A daemon's parts. */
@@ -248,7 +253,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     queueTimeoutMs: config.queueTimeoutSecs * 1000,
     log: (line) => log(line),
     metrics,
-    payments: account,
+    payments: options.payments ?? account,
   });
   lookup = (query, signal) => backend.lookupBill(query, signal);
   metrics.watch(() => backend.load);
