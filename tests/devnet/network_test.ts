@@ -107,6 +107,7 @@ Deno.test("`deno task devnet` starts, writes devnet.env, and stops on SIGTERM wi
       "--state-dir",
       stateDir,
       "--token-delay-ms",
+      "--payments",
       "0",
     ],
     cwd: root,
@@ -366,6 +367,7 @@ Deno.test("parseDevnetArgs: the defaults, the upstream key from the environment,
     gateways: 2,
     tokenDelayMs: 15,
     epochSeconds: 60,
+    payments: "vouchers",
   });
   const help = parseDevnetArgs(["--help"], {});
   assert.ok("help" in help);

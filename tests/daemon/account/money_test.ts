@@ -146,6 +146,16 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
         plain.headers.get("x-net-cost"),
         formatCost(priced(body.prompt_eval_count, body.eval_count)),
       );
+      const embedded = await openai.embeddings.create({
+        model: "net/verified/devnet/embed",
+        input: ["the cat sat", "on the mat"],
+      }).withResponse();
+      const embedUsage = embedded.data.usage as { prompt_tokens: number; cost_wei?: string };
+      assert.equal(embedUsage.cost_wei, String(priced(embedUsage.prompt_tokens, 0)));
+      assert.equal(
+        embedded.response.headers.get("x-net-cost"),
+        formatCost(priced(embedUsage.prompt_tokens, 0)),
+      );
       const account = await getJson(`${daemon.url}/v1/account`);
       const onChain = await readEscrowAccount(chain, escrow, consumer.address);
       assert.deepEqual([account.deposit, account.available], [
