@@ -7,13 +7,16 @@
  * cached key) and the account checked (its deposit read from a real anvil's Escrow, cached), and
  * the cost recorded when the reply ends. Same engine, same HTTP layers, one gateway each with
  * one provider; the two systems alternate in blocks of 50 chats (after 100 each to warm up),
- * whole replies and streamed, and the ratios are (b) ÷ (a).
+ * whole replies and streamed, and the ratios are (b) ÷ (a). The CPU time this process spent per
+ * chat (daemon, gateway and provider together) is shown too: on a busy machine it is the figure
+ * least moved by the other processes.
  *
  * Run: `deno task bench` (or `deno bench -A bench/daemon_voucher_bench.ts`).
  *
  * @module
  */
 
+import process from "node:process";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../chain/abi.ts";
 import { readEscrowAccount } from "../chain/escrow_account.ts";
@@ -174,14 +177,18 @@ for (const stream of [false, true]) {
     await chat(paid, stream);
   }
   const times = { free: [] as number[], paid: [] as number[] };
+  const cpu = { free: 0, paid: 0 };
   for (let b = 0; b < BLOCKS; b++) {
     // The order alternates from block to block: a noisy second hits both.
     for (const which of b % 2 === 0 ? ["free", "paid"] as const : ["paid", "free"] as const) {
+      const before = process.cpuUsage();
       for (let i = 0; i < BLOCK; i++) {
         const t0 = performance.now();
         await chat(which === "free" ? free : paid, stream);
         times[which].push(performance.now() - t0);
       }
+      const used = process.cpuUsage(before);
+      cpu[which] += (used.user + used.system) / 1000;
     }
   }
   const [f50, p50] = [percentile(times.free, 0.5), percentile(times.paid, 0.5)];
@@ -192,6 +199,10 @@ for (const stream of [false, true]) {
     "added p50": `${(p50 - f50).toFixed(2)} ms`,
     "ratio p50": `${(p50 / f50).toFixed(3)}×`,
     "ratio p99": `${(p99 / f99).toFixed(3)}×`,
+    // This process runs the daemon, the gateway and the provider: CPU per chat, both ends.
+    "CPU per chat without / with": `${(cpu.free / times.free.length).toFixed(2)} / ${
+      (cpu.paid / times.paid.length).toFixed(2)
+    } ms`,
   };
 }
 console.log(
