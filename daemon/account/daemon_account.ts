@@ -101,7 +101,7 @@ export class DaemonAccount implements AttemptPayments {
     if (this.#payments) return;
     this.#loading ??= this.#load().catch((error) => {
       this.#loading = undefined;
-      throw error;
+      throw unreachable(error);
     });
     await this.#loading;
   }
@@ -224,7 +224,7 @@ function unreachable(error: unknown): DaemonError {
   if (error instanceof DaemonError) return error;
   return new DaemonError(
     "chain_unreachable",
-    `Cannot read the consumer's account: ${(error as Error)?.message?.split("\n")[0]}`,
+    `Cannot load the consumer's account: ${(error as Error)?.message?.split("\n")[0]}`,
     { cause: error },
   );
 }

@@ -55,13 +55,14 @@ export function best(failures: readonly DaemonError[]): DaemonError {
 }
 
 /**
- * Refusals that come from the consumer's own limits (a spend cap; a deposit that cannot pay, as
- * a provider found): the request is answered with them at once, no other provider is tried and
- * the provider is not blamed.
+ * Refusals that come from the consumer's own side (a spend cap; a deposit that cannot pay, as a
+ * provider found; its account that cannot be loaded): the request is answered with them at once,
+ * no other provider is tried and the provider is not blamed.
  */
 export const CONSUMER_REFUSALS: ReadonlySet<string> = new Set([
   "budget_exceeded",
   "insufficient_deposit",
+  "chain_unreachable",
 ]);
 
 /** Whether the next provider should be tried after this failure. */
