@@ -16,7 +16,7 @@ export {
   type ResolveConsumerKeyOptions,
 } from "./consumer_key.ts";
 export { type AccountView, DaemonAccount, type DaemonAccountOptions } from "./daemon_account.ts";
-export { accountRoutes, usageReport } from "./routes.ts";
+export { accountRoutes, type UsageReport, usageReport, type UsageTotals } from "./routes.ts";
 export {
   type CostSource,
   dayOf,

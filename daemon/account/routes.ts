@@ -109,6 +109,38 @@ export function accountRoutes(account: DaemonAccount, clock: () => Date): Route[
   ];
 }
 
+/** The totals of a group of ledger rows, as `GET /v1/usage` shows them. */
+export interface UsageTotals {
+  /** Attempts paid for. */
+  requests: number;
+  /** Known costs, decimal (smallest unit). */
+  cost: string;
+  /** Worst cases of attempts whose cost is not known yet, decimal. */
+  pending: string;
+  /** Prompt tokens. */
+  prompt_tokens: number;
+  /** Completion tokens. */
+  completion_tokens: number;
+}
+
+/** The `GET /v1/usage` body. */
+export interface UsageReport {
+  /** First day. */
+  from: string;
+  /** Last day. */
+  to: string;
+  /** Everything. */
+  total: UsageTotals;
+  /** Per day. */
+  by_day: ({ day: string } & UsageTotals)[];
+  /** Per model. */
+  by_model: ({ model: string } & UsageTotals)[];
+  /** Per provider. */
+  by_provider: ({ provider: string } & UsageTotals)[];
+  /** Per API key name. */
+  by_key: ({ key: string } & UsageTotals)[];
+}
+
 type Totals = {
   requests: number;
   cost: bigint;
@@ -118,7 +150,7 @@ type Totals = {
 };
 
 /** The `GET /v1/usage` body of `rows`. */
-export function usageReport(from: string, to: string, rows: readonly UsageRow[]) {
+export function usageReport(from: string, to: string, rows: readonly UsageRow[]): UsageReport {
   const total = empty();
   const groups = {
     day: new Map<string, Totals>(),
@@ -137,7 +169,7 @@ export function usageReport(from: string, to: string, rows: readonly UsageRow[])
   }
   const list = <K extends string>(name: K, map: Map<string, Totals>) =>
     [...map].sort(([a], [b]) => (a < b ? -1 : 1)).map(([value, t]) =>
-      ({ [name]: value, ...text(t) }) as { [k in K]: string } & ReturnType<typeof text>
+      ({ [name]: value, ...text(t) }) as { [k in K]: string } & UsageTotals
     );
   return {
     from,
@@ -162,7 +194,7 @@ function add(totals: Totals, row: UsageRow): void {
   totals.completion_tokens += row.completionTokens;
 }
 
-function text(t: Totals) {
+function text(t: Totals): UsageTotals {
   return {
     requests: t.requests,
     cost: String(t.cost),
