@@ -7,6 +7,7 @@ import {
   SettlementScanError,
 } from "../chain/errors.ts";
 import { NetworkProfileError } from "../chain/network_profile.ts";
+import { VoucherError } from "../chain/errors.ts";
 import { BinaryHttpError } from "../crypto/bhttp/mod.ts";
 import { EndorsementError } from "../crypto/endorsement.ts";
 import { HpkeError } from "../crypto/hpke/mod.ts";
@@ -75,6 +76,7 @@ const REASON_ERRORS: [
   [ChainReadError, "block_not_found"],
   [SettlementScanError, "reorg"],
   [NetworkProfileError, "invalid"],
+  [VoucherError, "bad_signature"],
 ];
 const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError];
 
