@@ -38,6 +38,7 @@ const encoder = new TextEncoder();
 function plainOpened(whole: boolean) {
   return {
     bytes: new Uint8Array(0),
+    content: new Uint8Array(0),
     openResponse: (body: ReadableStream<Uint8Array>): Promise<OpenedHttpResponse> =>
       Promise.resolve({
         status: 200,

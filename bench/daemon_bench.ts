@@ -136,7 +136,7 @@ const config: DaemonConfig = {
   insecureGatewayKeys: true,
   chainGraceSecs: 600,
   auth: { required: false, apiKey: null, apiKeyFile: null },
-  measurementsFile: await measurementsFile([tee.measurementId]),
+  measurementsFile: await measurementsFile(tee.measurementIds),
   allowedOrigins: [],
   allowedHosts: [],
   maxBodyBytes: 4 << 20,
@@ -282,7 +282,7 @@ console.table({
 const teeLatency = await percentiles(() => viaDaemon("tee", false), 50);
 const verifiedLatency = await percentiles(() => viaDaemon("verified", false), 50);
 const nonces = new NonceBook();
-const approved = ApprovedMeasurements.fromList([tee.measurementId]);
+const approved = ApprovedMeasurements.fromList(tee.measurementIds);
 const verifyTimes: number[] = [];
 for (let i = 0; i < 60; i++) {
   const nonce = nonces.issue(new Date());
@@ -292,6 +292,7 @@ for (let i = 0; i < 60; i++) {
     servingPublicKey: "0x",
     keyConfig: new Uint8Array([1]),
     endorse: () => Promise.reject(new Error("unused")),
+    models: [],
   });
   const t0 = performance.now();
   await verifyAttestation(attestationBundleFromJson(json), {

@@ -87,6 +87,12 @@ export interface AdModel {
   capabilities?: ModelCapability[];
   /** An embedding model's vector length, 1 ≤ n ≤ 65,536; only (and always) for that kind. */
   embedding_dimensions?: number;
+  /**
+   * The digest of the weights the provider serves for this model (`0x` and 64 hex digits, e.g.
+   * the dm-verity root hash of its weights volume). The TEE tier attests it (`docs/protocol.md`
+   * §6): a TEE provider's enclave binds the same digest into its quote.
+   */
+  weights_digest?: string;
 }
 
 /** A model entry's kind: `chat` when the entry does not say. */
@@ -236,7 +242,7 @@ function endpoint(value: unknown, field: string): string {
 }
 
 /** The optional fields of a model entry (absent ones stay absent: the commitment is unchanged). */
-const OPTIONAL_MODEL_FIELDS = ["kind", "capabilities", "embedding_dimensions"];
+const OPTIONAL_MODEL_FIELDS = ["kind", "capabilities", "embedding_dimensions", "weights_digest"];
 
 function kindOf(value: unknown, field: string): ModelKind {
   if (!MODEL_KINDS.includes(value as ModelKind)) {
@@ -319,6 +325,13 @@ function model(value: unknown, field: string): AdModel {
     entry.embedding_dimensions = dimensions;
   } else if ("embedding_dimensions" in record) {
     fail(`${field}.embedding_dimensions`, dimensions, "nothing (only embedding models have it)");
+  }
+  if ("weights_digest" in record) {
+    const digest = record.weights_digest;
+    if (typeof digest !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(digest)) {
+      fail(`${field}.weights_digest`, digest, "0x and 64 hex digits (a 32-byte digest)");
+    }
+    entry.weights_digest = digest;
   }
   return entry;
 }

@@ -1,5 +1,5 @@
 /**
- * What a request costs at a provider's signed ad prices (`docs/protocol.md` §8), in exact
+ * What a request costs at a provider's signed ad prices (`docs/protocol.md` §9), in exact
  * integer arithmetic in the chain's smallest unit (wei). Prices are per 1,000,000 tokens, so a
  * cost is `⌊(prompt × input + completion × output) / 1,000,000⌋`.
  *

@@ -18,7 +18,7 @@
  *   adaptive chunks, resumable cursor, confirmation depth.
  * - {@linkcode parseAd}, {@linkcode adCommitment}: provider ads (`docs/protocol.md` §1).
  * - {@linkcode VoucherSigner}, {@linkcode VoucherVerifier}, {@linkcode parseVoucher}: the
- *   EIP-712 vouchers consumers pay providers with (`docs/protocol.md` §8).
+ *   EIP-712 vouchers consumers pay providers with (`docs/protocol.md` §9).
  * - {@linkcode readEscrowAccount}: a consumer's deposit, reserved and available amounts, and
  *   what its vouchers paid each provider.
  * - {@linkcode usageCost}, {@linkcode worstCaseCost}, {@linkcode formatCost}: what a request

@@ -1,5 +1,5 @@
 /**
- * Vouchers: how a consumer pays a provider (`docs/protocol.md` §8, `docs/contracts.md`).
+ * Vouchers: how a consumer pays a provider (`docs/protocol.md` §9, `docs/contracts.md`).
  *
  * A voucher is EIP-712 typed data of the Escrow's domain (`name` "net-consumer Escrow",
  * `version` "1", the chain id, the Escrow's address):
@@ -70,7 +70,7 @@ export interface SignedVoucher extends Voucher {
   readonly signature: Hex;
 }
 
-/** The JSON form of a {@linkcode SignedVoucher} (`docs/protocol.md` §8). */
+/** The JSON form of a {@linkcode SignedVoucher} (`docs/protocol.md` §9). */
 export interface VoucherJson {
   /** The consumer, lower-case address. */
   consumer: string;
@@ -324,7 +324,7 @@ function checkSignature(signature: Hex): Uint8Array {
 }
 
 /**
- * The bill id of a voucher (`docs/protocol.md` §8): the first 16 bytes of `keccak256` of its
+ * The bill id of a voucher (`docs/protocol.md` §9): the first 16 bytes of `keccak256` of its
  * 65-byte signature, as 32 lower-case hex digits. Only the consumer and the provider know it.
  */
 export function billId(signature: Hex): string {

@@ -8,7 +8,8 @@
  *   the sealed exchange.
  * - `bhttp/mod.ts` (`@net/consumer/bhttp`): Binary HTTP.
  * - `endorsement.ts` (`@net/consumer/endorsement`): key endorsements by a serving key.
- * - `tee/mod.ts` (`@net/consumer/tee`): TEE attestation (Intel TDX, AMD SEV-SNP).
+ * - `receipt.ts` (`@net/consumer/receipt`): reply receipts signed by an attested serving key.
+ * - `tee/mod.ts` (`@net/consumer/tee`): TEE attestation (Intel TDX, AMD SEV-SNP, NVIDIA GPUs).
  *
  * @example
  * ```ts
@@ -26,4 +27,5 @@ export * from "./hpke/mod.ts";
 export * from "./ohttp/mod.ts";
 export * from "./bhttp/mod.ts";
 export * from "./endorsement.ts";
+export * from "./receipt.ts";
 export * from "./tee/mod.ts";

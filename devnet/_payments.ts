@@ -1,5 +1,5 @@
 /**
- * The devnet's money when consumers pay with vouchers (`docs/devnet.md`, `docs/protocol.md` §8):
+ * The devnet's money when consumers pay with vouchers (`docs/devnet.md`, `docs/protocol.md` §9):
  * each live provider's till reads consumers' accounts from the Escrow, each provider redeems
  * what it is owed from its own account (funded for gas at start), and consumers are funded by
  * deposits from the devnet's consumer account.

@@ -16,6 +16,7 @@ import { devKey } from "./_onchain.ts";
 import { RouterDirectory } from "./directory.ts";
 import type { InferenceEngine } from "./engine.ts";
 import { createGatewayHandler } from "./gateway.ts";
+import type { ReceiptSigningKey } from "../crypto/mod.ts";
 import { type Attester, DevnetProvider, type DevnetProviderOptions } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
 
@@ -84,6 +85,8 @@ export interface ProvidersOptions {
   attester?: (index: number) => Attester;
   /** The payment options of the provider at `address` (vouchers); none: requests are free. */
   payments?: (address: Address) => DevnetProviderOptions["payments"];
+  /** The key that signs TEE provider `index`'s receipts (`null`: none). @default {its serving key} */
+  receiptKey?: (index: number) => ReceiptSigningKey | null | undefined;
 }
 
 /** Starts the live providers, verified ones first, each with deterministic keys. */
@@ -110,7 +113,8 @@ export async function startProviders(
       endpoint: server.url,
       engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`, i),
       key,
-      attester: tier === "tee" ? options.attester?.(teeIndex++) : undefined,
+      attester: tier === "tee" ? options.attester?.(teeIndex) : undefined,
+      receiptKey: tier === "tee" ? options.receiptKey?.(teeIndex++) : undefined,
       log: (m) => serve.log(m),
       payments: options.payments?.(address),
     });

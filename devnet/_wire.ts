@@ -66,6 +66,9 @@ export const ProviderAd = z.object({
       context_length: z.number().int().min(1).max(2 ** 31 - 1),
       capabilities: z.array(Capability).optional(),
       embedding_dimensions: z.number().int().min(1).max(65_536).optional(),
+      weights_digest: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional().openapi({
+        description: "The digest of the weights served for the model (TEE tier: attested)",
+      }),
     }).strict(),
   ).min(1).max(256),
 }).strict().openapi("ProviderAd", { description: "A provider's ad as published (protocol §1)" });
@@ -109,6 +112,10 @@ export const ModelList = z.object({
       embedding_dimensions: z.number().int().min(1).optional().openapi({
         description: "An embedding model's vector length (the smallest its providers give)",
       }),
+      weights_digests: z.array(z.string().regex(/^0x[0-9a-f]{64}$/)).optional().openapi({
+        description: "The weights digests the providers' ads name for the model, distinct, " +
+          "sorted (TEE tier: each attested by its provider's enclave)",
+      }),
     }).strict(),
   ),
 }).strict().openapi("ModelList");
@@ -146,6 +153,17 @@ export const AttestationBundle = z.object({
   quote: Hex,
   collateral: z.record(z.string(), z.unknown()).nullable(),
   endorsement: KeyEndorsement,
+  gpus: z.array(
+    z.object({
+      report: Hex.openapi({ description: "The SPDM GET_MEASUREMENTS request and signed response" }),
+      certificate_chain: z.string().openapi({ description: "The GPU's device chain, PEM" }),
+    }).strict(),
+  ).optional().openapi({ description: "One entry per GPU (protocol §6)" }),
+  gpu_collateral: z.object({ ocsp: z.array(Hex), crls: z.array(Hex) }).strict().nullable()
+    .optional().openapi({ description: "NVIDIA OCSP answers and CRLs for the GPU chains" }),
+  models: z.array(
+    z.object({ id: z.string(), weights_digest: Hex }).strict(),
+  ).optional().openapi({ description: "The served models and their weights digests, by id" }),
 }).openapi("AttestationBundle", {
   description: "The attestation bundle (protocol §6); `mock` bundles are always refused",
 });

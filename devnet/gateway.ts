@@ -54,6 +54,7 @@ export interface DirectoryEntry {
       context_length: number;
       capabilities?: readonly string[];
       embedding_dimensions?: number;
+      weights_digest?: string;
     }[];
   };
   /** Live capacity from the router. */
@@ -330,6 +331,8 @@ export interface ModelListing {
   capabilities: string[];
   /** An embedding model's vector length: the smallest its providers advertise. */
   embedding_dimensions?: number;
+  /** The weights digests its providers' ads name, distinct, lower case, sorted. */
+  weights_digests?: string[];
 }
 
 /** The body of `GET /v1/models`: one entry per (model, tier), with the cheapest price. */
@@ -350,8 +353,13 @@ export function listModels(entries: readonly DirectoryEntry[]): ModelListing[] {
           kind,
           capabilities: [...(m.capabilities ?? [])].sort(),
           ...(m.embedding_dimensions ? { embedding_dimensions: m.embedding_dimensions } : {}),
+          ...(m.weights_digest ? { weights_digests: [m.weights_digest.toLowerCase()] } : {}),
         });
         continue;
+      }
+      const digest = m.weights_digest?.toLowerCase();
+      if (digest && !existing.weights_digests?.includes(digest)) {
+        existing.weights_digests = [...(existing.weights_digests ?? []), digest].sort();
       }
       existing.providers++;
       existing.context_length = Math.max(existing.context_length, m.context_length);

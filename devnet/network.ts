@@ -54,6 +54,7 @@ import {
   type VoucherChain,
 } from "./_payments.ts";
 import { EchoEngine, type InferenceEngine } from "./engine.ts";
+import type { ReceiptSigningKey } from "../crypto/mod.ts";
 import type { Attester } from "./provider.ts";
 import { UpstreamEngine } from "./upstream_engine.ts";
 
@@ -92,7 +93,7 @@ export interface DevnetOptions {
   settleIntervalMs?: number;
   /**
    * How consumers pay. `vouchers`: every sealed request must carry a voucher its consumer
-   * signed, and each provider redeems its vouchers at the Escrow (`docs/protocol.md` §8).
+   * signed, and each provider redeems its vouchers at the Escrow (`docs/protocol.md` §9).
    * `settler`: requests are free at the provider, and the trusted settler charges the devnet's
    * consumer account for all served usage (the path kept for tooling).
    *
@@ -110,6 +111,11 @@ export interface DevnetOptions {
   engine?: (label: string, index: number) => InferenceEngine;
   /** Produces attestations for TEE provider `index` (tests). @default {mock bundles} */
   attester?: (index: number) => Attester;
+  /**
+   * The key that signs TEE provider `index`'s receipts; `null` signs none (tests of a daemon
+   * refusing such replies). @default {its serving key}
+   */
+  receiptKey?: (index: number) => ReceiptSigningKey | null | undefined;
   /**
    * Directory for `devnet.env` and the network profile `network.json` (both written on start,
    * removed on stop).
@@ -325,6 +331,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       engine: options.engine ?? engineFor(options),
       attester: options.attester,
       payments: reader && ((address) => tillOptions(reader, vouchers, address)),
+      receiptKey: options.receiptKey,
     }, serve);
     const routerUrls = startRouters(options.routers ?? 2, providers, serve).map((r) => r.url);
 

@@ -6,7 +6,9 @@
  * - `GET /v1/key`: its HPKE key configuration, endorsed by its serving key.
  * - `GET /v1/attestation?nonce=…` (TEE tier): an attestation bundle. There is no TEE
  *   hardware here, so the default attester emits honest `mock` bundles, which daemons refuse;
- *   tests pass their own attester (synthetic quotes under a test root) through the options.
+ *   tests pass their own attester (synthetic quotes and GPU evidence under test roots) through
+ *   the options. A TEE provider's ad names each model's weights digest, and it signs a receipt
+ *   for every reply to a request sealed under one of its attestations (`provider_receipt.ts`).
  * - `POST /v1/relay`: opens the chunked-OHTTP request, refuses replays, runs inference, and
  *   seals the reply chunk by chunk as tokens are produced (`provider_chat.ts`).
  *
@@ -19,12 +21,14 @@ import { type Address, bytesToHex, type Hex, hexToBytes } from "viem";
 import type { LocalAccount } from "viem/accounts";
 import { adCommitment, type AdModel, type ProviderAd } from "../chain/mod.ts";
 import {
+  type AttestedModel,
   encodeKeyConfig,
   endorseKey,
   endorsementToJson,
   type GatewayKey,
   type KeyEndorsement,
   type OpenedHttpRequest,
+  type ReceiptSigningKey,
 } from "../crypto/mod.ts";
 import { openHttpRequestBytes } from "../crypto/ohttp/sealed_exchange.ts";
 import { createService, defineRoute, json, type Route, type Service, z } from "../http/mod.ts";
@@ -54,6 +58,12 @@ import { ReplayGuard } from "./replay_guard.ts";
 import { answerGeneration, isGenerationPath } from "./provider_generation.ts";
 import { ProviderTill, type ProviderTillOptions, VOUCHER_HEADER } from "./provider_payments.ts";
 import { priceRequest } from "./_paid_request.ts";
+import {
+  attestedModels,
+  devnetWeightsDigest,
+  ReceiptBook,
+  withReceipts,
+} from "./provider_receipt.ts";
 
 export type { ModelPrices, ServedUsage } from "./provider_chat.ts";
 
@@ -67,6 +77,8 @@ export type Attester = (input: {
   servingPublicKey: Hex;
   keyConfig: Uint8Array;
   endorse: (nonce: Uint8Array) => Promise<KeyEndorsement>;
+  /** The models the enclave serves, with the weights digests its ad names, sorted by id. */
+  models: AttestedModel[];
 }) => Promise<unknown>;
 
 /** Options of {@linkcode DevnetProvider.create}. */
@@ -102,6 +114,18 @@ export interface DevnetProviderOptions {
    * covers it, from a consumer whose deposit covers it. @default {undefined: requests are free}
    */
   payments?: Omit<ProviderTillOptions, "provider">;
+   * The key that signs a TEE provider's receipts; `null` signs none. Anything but the serving
+   * key makes daemons refuse its replies (`receipt_invalid`): tests use it to show that.
+   *
+   * @default {the serving key}
+   */
+  receiptKey?: ReceiptSigningKey | null;
+  /**
+   * The weights digest a TEE provider's ad names for a model (`0x` + 32 bytes).
+   *
+   * @default {devnetWeightsDigest: the dev models have no weights}
+   */
+  weightsDigest?: (model: string) => Hex;
 }
 
 /** The default attester: an honest `mock` bundle (no TEE hardware). Daemons refuse it. */
@@ -139,6 +163,7 @@ export class DevnetProvider {
   readonly #replays = new ReplayGuard();
   /** The consumers' accounts, when requests must be paid for. */
   readonly till: ProviderTill | undefined;
+  readonly #receipts = new ReceiptBook();
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
@@ -185,6 +210,9 @@ export class DevnetProvider {
       context_length: m.contextLength,
       ...(m.capabilities?.length ? { capabilities: [...m.capabilities] } : {}),
       ...(m.embeddingDimensions ? { embedding_dimensions: m.embeddingDimensions } : {}),
+      ...(options.tier === "tee"
+        ? { weights_digest: (options.weightsDigest ?? devnetWeightsDigest)(m.id) }
+        : {}),
     }));
     if (models.length === 0) {
       throw new Error(`Cannot start provider ${options.provider}: its engine serves no models`);
@@ -324,13 +352,17 @@ export class DevnetProvider {
       throw new ServiceError("not_tee", `Provider ${this.ad.provider} is in the verified tier`);
     }
     const attester = this.#options.attester ?? mockAttester;
-    return await attester({
-      nonce: hexToBytes(`0x${nonceHex}`),
+    const nonce = hexToBytes(`0x${nonceHex}`);
+    const bundle = await attester({
+      nonce,
       servingKey: this.#options.servingKey,
       servingPublicKey: this.#options.servingKey.publicKey,
       keyConfig: this.#keyConfig(),
       endorse: (nonce) => this.#endorse(nonce),
+      models: attestedModels(this.ad.models),
     });
+    this.#receipts.remember(nonce, bundle);
+    return bundle;
   }
 
   async #relay(req: Request): Promise<Response> {
@@ -375,7 +407,16 @@ export class DevnetProvider {
         `A sealed request is at most ${MAX_SEALED_REQUEST_BYTES} bytes`,
       );
     }
-    const opened = await this.#open(bytes);
+    const receiptKey = this.#options.receiptKey === undefined
+      ? this.#options.servingKey
+      : this.#options.receiptKey;
+    const opened = this.ad.tier === "tee" && receiptKey
+      ? withReceipts(await this.#open(bytes), {
+        book: this.#receipts,
+        servingKey: receiptKey,
+        log: this.#log,
+      })
+      : await this.#open(bytes);
     const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
     const till = this.till;
     // Authenticated: now refuse what is stale or already served (header + enc identify it).

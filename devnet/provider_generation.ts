@@ -1,5 +1,5 @@
 /**
- * A sealed bill lookup (`docs/protocol.md` §8): `GET /v1/generation?id=<32 hex>` inside the
+ * A sealed bill lookup (`docs/protocol.md` §9): `GET /v1/generation?id=<32 hex>` inside the
  * sealed exchange answers a request's final bill — what it was charged and its tokens — so that
  * a requester that went away mid-stream (or whose reply failed) learns what it paid. The id is
  * the first 16 bytes of `keccak256` of the request's voucher signature: only the consumer and the

@@ -1,5 +1,5 @@
 /**
- * The devnet provider's till (`docs/protocol.md` §8): it admits a sealed request only with a
+ * The devnet provider's till (`docs/protocol.md` §9): it admits a sealed request only with a
  * voucher that pays for it, keeps what each consumer owes, and hands out what to redeem on chain.
  *
  * Per consumer it keeps: the best voucher seen (highest `cumulative`), what was charged for the

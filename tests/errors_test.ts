@@ -10,6 +10,8 @@ import { NetworkProfileError } from "../chain/network_profile.ts";
 import { VoucherError } from "../chain/errors.ts";
 import { BinaryHttpError } from "../crypto/bhttp/mod.ts";
 import { EndorsementError } from "../crypto/endorsement.ts";
+import { ReceiptError } from "../crypto/receipt.ts";
+import { DerError } from "../crypto/tee/_der.ts";
 import { HpkeError } from "../crypto/hpke/mod.ts";
 import { KeyConfigError, OpenError, SealError } from "../crypto/ohttp/mod.ts";
 import { AttestationError, MeasurementSetError, QuoteParseError } from "../crypto/tee/mod.ts";
@@ -72,13 +74,14 @@ const REASON_ERRORS: [
   [HpkeError, "invalid_key"],
   [KeyConfigError, "unsupported_kem"],
   [EndorsementError, "expired"],
+  [ReceiptError, "mismatch"],
   [ChainConfigError, "wrong_chain"],
   [ChainReadError, "block_not_found"],
   [SettlementScanError, "reorg"],
   [NetworkProfileError, "invalid"],
   [VoucherError, "bad_signature"],
 ];
-const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError];
+const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError, DerError];
 
 Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError with a literal name", async () => {
   const cause = new Error("root");

@@ -25,6 +25,8 @@ export interface Anchors {
   readonly intel: readonly Certificate[];
   /** AMD product lines. */
   readonly amd: readonly AmdAnchors[];
+  /** NVIDIA device identity roots (empty when none is trusted). */
+  readonly nvidia: readonly Certificate[];
 }
 
 const cache = new WeakMap<TrustRoots, Anchors>();
@@ -39,12 +41,13 @@ export function resolveAnchors(roots: TrustRoots): Anchors {
   if (cached) return cached;
   if (
     typeof roots !== "object" || roots === null || !Array.isArray(roots.intel) ||
-    !Array.isArray(roots.amd)
+    !Array.isArray(roots.amd) || (roots.nvidia !== undefined && !Array.isArray(roots.nvidia))
   ) {
     throw new AttestationError(
       "malformed",
       "pck_chain",
-      "Cannot verify attestation: the trust roots must be an object with `intel` and `amd` lists",
+      "Cannot verify attestation: the trust roots must be an object with `intel` and `amd` " +
+        "lists (and optionally `nvidia`)",
     );
   }
   const anchors: Anchors = {
@@ -62,6 +65,9 @@ export function resolveAnchors(roots: TrustRoots): Anchors {
         label: `the AMD ASK of ${entry.product}`,
       }),
     })),
+    nvidia: (roots.nvidia ?? []).map((root, i) =>
+      certificateFromPemOrDer(root, { check: "gpu_chain", label: `NVIDIA trust root #${i + 1}` })
+    ),
   };
   cache.set(roots, anchors);
   return anchors;

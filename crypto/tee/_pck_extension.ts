@@ -6,7 +6,15 @@
  * @module
  */
 
-import * as asn1js from "asn1js";
+import {
+  childrenOf,
+  content,
+  type DerNode,
+  readOid,
+  readRoot,
+  readSmallInteger,
+  TAG,
+} from "./_der.ts";
 import type { Certificate } from "./_x509.ts";
 import { AttestationError } from "./errors.ts";
 import type { PckPlatform } from "./tdx_verify.ts";
@@ -16,41 +24,37 @@ export const SGX_EXTENSION_OID = "1.2.840.113741.1.13.1";
 
 class ExtensionFailure extends Error {}
 
-function entries(node: asn1js.AsnType, what: string): Map<string, asn1js.AsnType> {
-  if (!(node instanceof asn1js.Sequence)) throw new ExtensionFailure(`${what} is not a SEQUENCE`);
-  const out = new Map<string, asn1js.AsnType>();
-  for (const item of node.valueBlock.value) {
-    if (!(item instanceof asn1js.Sequence) || item.valueBlock.value.length !== 2) {
+function entries(node: DerNode | undefined, what: string): Map<string, DerNode> {
+  if (!node || node.tag !== TAG.sequence) throw new ExtensionFailure(`${what} is not a SEQUENCE`);
+  const out = new Map<string, DerNode>();
+  for (const item of childrenOf(node, TAG.sequence, what)) {
+    const pair = item.tag === TAG.sequence ? childrenOf(item, TAG.sequence, what) : [];
+    if (pair.length !== 2) {
       throw new ExtensionFailure(`${what} has an entry that is not (OID, value)`);
     }
-    const [oid, value] = item.valueBlock.value;
-    if (!(oid instanceof asn1js.ObjectIdentifier)) {
-      throw new ExtensionFailure(`${what} has an entry without an OID`);
-    }
-    const id = oid.valueBlock.toString();
+    if (pair[0].tag !== TAG.oid) throw new ExtensionFailure(`${what} has an entry without an OID`);
+    const id = readOid(pair[0], `an entry of ${what}`);
     if (out.has(id)) throw new ExtensionFailure(`${what} has ${id} twice`);
-    out.set(id, value);
+    out.set(id, pair[1]);
   }
   return out;
 }
 
-function octets(map: Map<string, asn1js.AsnType>, oid: string, name: string, length: number) {
+function octets(map: Map<string, DerNode>, oid: string, name: string, length: number) {
   const value = map.get(oid);
-  if (!(value instanceof asn1js.OctetString)) throw new ExtensionFailure(`${name} is missing`);
-  const bytes = new Uint8Array(value.valueBlock.valueHexView);
+  if (!value || value.tag !== TAG.octetString) throw new ExtensionFailure(`${name} is missing`);
+  const bytes = content(value);
   if (bytes.length !== length) {
     throw new ExtensionFailure(`${name} must be ${length} bytes, found ${bytes.length}`);
   }
   return bytes;
 }
 
-function integer(map: Map<string, asn1js.AsnType>, oid: string, name: string): number {
+function integer(map: Map<string, DerNode>, oid: string, name: string): number {
   const value = map.get(oid);
-  if (!(value instanceof asn1js.Integer)) throw new ExtensionFailure(`${name} is missing`);
-  const number = value.valueBlock.valueDec;
-  if (!Number.isSafeInteger(number) || number < 0 || number > 0xffff) {
-    throw new ExtensionFailure(`${name} is out of range (${number})`);
-  }
+  if (!value || value.tag !== TAG.integer) throw new ExtensionFailure(`${name} is missing`);
+  const number = readSmallInteger(value, name);
+  if (number > 0xffff) throw new ExtensionFailure(`${name} is out of range (${number})`);
   return number;
 }
 
@@ -63,11 +67,7 @@ export function readPckPlatform(cert: Certificate): PckPlatform {
   try {
     const extension = cert.extensions.get(SGX_EXTENSION_OID);
     if (!extension) throw new ExtensionFailure("the certificate has no SGX extension");
-    const parsed = asn1js.fromBER(extension.value as Uint8Array<ArrayBuffer>);
-    if (parsed.offset !== extension.value.length) {
-      throw new ExtensionFailure("the SGX extension is not one DER object");
-    }
-    const top = entries(parsed.result, "the SGX extension");
+    const top = entries(readRoot(extension.value), "the SGX extension");
     const tcbNode = top.get(`${SGX_EXTENSION_OID}.2`);
     if (!tcbNode) throw new ExtensionFailure("TCB is missing");
     const tcb = entries(tcbNode, "TCB");

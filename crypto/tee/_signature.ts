@@ -1,7 +1,10 @@
 /**
- * Signature checks used by the TEE verifiers (private): ECDSA over P-256 and P-384 with
- * `@noble/curves` (high-S accepted, as Intel and AMD sign with OpenSSL; the hash is computed
- * here from the algorithm, never implied by the curve), and RSASSA-PSS through WebCrypto.
+ * Signature checks used by the TEE verifiers (private): ECDSA over P-256 and P-384 and
+ * RSASSA-PSS, through WebCrypto (native code: several times faster than pure JavaScript, which
+ * matters because a daemon verifies a provider's chain before every TEE request). ECDSA
+ * accepts high-S signatures (Intel and AMD sign with OpenSSL, which does not normalize S;
+ * WebCrypto verifies any S in range), and the hash is named from the algorithm, never implied
+ * by the curve. DER signatures (certificates, CRLs, OCSP) are converted to `r ‖ s` here.
  *
  * Every function returns `false` for a signature that does not verify, including malformed
  * signatures and keys; none throws. Successes are memoized by their exact inputs (see
@@ -10,12 +13,14 @@
  * @module
  */
 
-import { p256, p384 } from "@noble/curves/nist.js";
 import { sha256, sha384, sha512 } from "@noble/hashes/sha2.js";
+import { childrenOf, DerError, readIntegerBytes, readRoot, TAG } from "./_der.ts";
 import { memoKey, memoTable } from "./_memo.ts";
 
 /** Signature checks that succeeded, by their exact inputs. */
 const verified = memoTable<true>(1024);
+/** Imported WebCrypto keys by curve and point (importing is cheap, but not free). */
+const importedKeys = memoTable<CryptoKey>(256);
 
 /** Smallest RSA modulus accepted, in bits (AMD's keys have 4096). */
 export const MIN_RSA_BITS = 2048;
@@ -48,17 +53,19 @@ export function digest(hash: HashName, message: Uint8Array): Uint8Array {
   }
 }
 
+/** Length in bytes of a scalar of the curve. */
+const SCALAR_LENGTH: Record<CurveName, number> = { "P-256": 32, "P-384": 48 };
+
 /**
  * Verifies an ECDSA signature. `signature` is raw `r ‖ s` (`format: "compact"`, as in quotes
  * and collateral) or ASN.1 DER (`format: "der"`, as in certificates and CRLs).
  */
-export function verifyEcdsa(
+export async function verifyEcdsa(
   key: { curve: CurveName; point: Uint8Array },
   message: Uint8Array,
   signature: Uint8Array,
   options: { hash: HashName; format: "compact" | "der" },
-): boolean {
-  const curve = key.curve === "P-256" ? p256 : p384;
+): Promise<boolean> {
   const id = memoKey(
     `ecdsa/${key.curve}/${options.hash}/${options.format}`,
     key.point,
@@ -66,18 +73,60 @@ export function verifyEcdsa(
     signature,
   );
   if (verified.get(id)) return true;
+  const size = SCALAR_LENGTH[key.curve];
+  const raw = options.format === "der" ? derSignatureToRaw(signature, size) : signature;
+  if (!raw || raw.length !== 2 * size) return false;
   let ok: boolean;
   try {
-    ok = curve.verify(signature, digest(options.hash, message), key.point, {
-      prehash: false,
-      lowS: false,
-      format: options.format,
-    });
+    ok = await crypto.subtle.verify(
+      { name: "ECDSA", hash: options.hash },
+      await ecdsaKey(key),
+      raw as Uint8Array<ArrayBuffer>,
+      message as Uint8Array<ArrayBuffer>,
+    );
   } catch {
     ok = false;
   }
   if (ok) verified.set(id, true);
   return ok;
+}
+
+async function ecdsaKey(key: { curve: CurveName; point: Uint8Array }): Promise<CryptoKey> {
+  const id = memoKey(`ecdsa-key/${key.curve}`, key.point);
+  const cached = importedKeys.get(id);
+  if (cached) return cached;
+  const imported = await crypto.subtle.importKey(
+    "raw",
+    key.point as Uint8Array<ArrayBuffer>,
+    { name: "ECDSA", namedCurve: key.curve },
+    false,
+    ["verify"],
+  );
+  importedKeys.set(id, imported);
+  return imported;
+}
+
+/**
+ * `SEQUENCE { r INTEGER, s INTEGER }` (DER, positive, minimal) as `r ‖ s` of `size` bytes
+ * each, or `null` when it is not that.
+ */
+export function derSignatureToRaw(signature: Uint8Array, size: number): Uint8Array | null {
+  try {
+    const parts = childrenOf(readRoot(signature), TAG.sequence, "the signature");
+    if (parts.length !== 2) return null;
+    const out = new Uint8Array(2 * size);
+    for (const [i, part] of parts.entries()) {
+      let value = readIntegerBytes(part, "a signature value");
+      if (value[0] & 0x80) return null; // negative
+      if (value[0] === 0) value = value.subarray(1);
+      if (value.length > size) return null;
+      out.set(value, (i + 1) * size - value.length);
+    }
+    return out;
+  } catch (error) {
+    if (error instanceof DerError) return null;
+    throw error;
+  }
 }
 
 /** Verifies an RSASSA-PSS signature (MGF1 with the same hash). */
@@ -122,7 +171,7 @@ export async function verifySignedData(
 ): Promise<boolean> {
   if (algorithm.kind === "ecdsa") {
     if (key.kind !== "ec") return false;
-    return verifyEcdsa(key, message, signature, { hash: algorithm.hash, format: "der" });
+    return await verifyEcdsa(key, message, signature, { hash: algorithm.hash, format: "der" });
   }
   if (key.kind !== "rsa" || key.bits < MIN_RSA_BITS) return false;
   return await verifyRsaPss(key.spki, message, signature, algorithm);

@@ -30,7 +30,22 @@ import {
   tdxCollateralToJson,
 } from "./collateral.ts";
 import { AttestationError } from "./errors.ts";
-import { ATTESTATION_NONCE_LENGTH, SERVING_PUBLIC_KEY_LENGTH } from "./report_data.ts";
+import {
+  type GpuCollateral,
+  gpuCollateralFromJson,
+  type GpuCollateralJson,
+  gpuCollateralToJson,
+} from "./nvidia/gpu_collateral.ts";
+import { MAX_GPU_REPORT_LENGTH } from "./nvidia/gpu_report.ts";
+import type { GpuEvidence } from "./nvidia/verify_gpu.ts";
+import {
+  ATTESTATION_NONCE_LENGTH,
+  type AttestedModel,
+  MAX_GPUS,
+  modelListProblem,
+  SERVING_PUBLIC_KEY_LENGTH,
+  WEIGHTS_DIGEST_LENGTH,
+} from "./report_data.ts";
 
 /** The formats of the `format` field. */
 export type AttestationFormat = "tdx" | "sev-snp" | "mock";
@@ -39,6 +54,8 @@ export type AttestationFormat = "tdx" | "sev-snp" | "mock";
 export const MAX_QUOTE_LENGTH = 64 * 1024;
 /** Largest accepted VCEK certificate, in bytes. */
 export const MAX_VCEK_LENGTH = 16 * 1024;
+/** Largest accepted GPU certificate chain (PEM), in characters. */
+export const MAX_GPU_CHAIN_LENGTH = 32 * 1024;
 
 /** Fields every real bundle has. */
 export interface BundleCommon {
@@ -50,6 +67,12 @@ export interface BundleCommon {
   readonly quote: Uint8Array;
   /** The serving key's endorsement of the HPKE key configuration. */
   readonly endorsement: KeyEndorsement;
+  /** One piece of evidence per GPU (empty: the enclave claims no GPU). */
+  readonly gpus: readonly GpuEvidence[];
+  /** Revocation answers for the GPUs' chains, or `null`. */
+  readonly gpuCollateral: GpuCollateral | null;
+  /** The models the enclave serves and their weights digests, sorted by id. */
+  readonly models: readonly AttestedModel[];
 }
 
 /** A TDX bundle. */
@@ -91,9 +114,25 @@ export interface AttestationBundleJson {
   collateral?: TdxCollateralJson | { vcek: string } | null;
   /** The endorsement (section 5). */
   endorsement?: KeyEndorsementJson;
+  /** One entry per GPU: its SPDM report and its device chain. Absent: none. */
+  gpus?: { report: string; certificate_chain: string }[];
+  /** OCSP answers and CRLs for the GPU chains, or `null`. Absent: `null`. */
+  gpu_collateral?: GpuCollateralJson | null;
+  /** The served models: `{"id":"maker/model","weights_digest":"0x…"}`. Absent: none. */
+  models?: { id: string; weights_digest: string }[];
 }
 
-const FIELDS = ["format", "nonce", "serving_public_key", "quote", "collateral", "endorsement"];
+const FIELDS = [
+  "format",
+  "nonce",
+  "serving_public_key",
+  "quote",
+  "collateral",
+  "endorsement",
+  "gpus",
+  "gpu_collateral",
+  "models",
+];
 
 function malformed(message: string, cause?: unknown): never {
   throw new AttestationError(
@@ -162,6 +201,13 @@ export function attestationBundleFromJson(value: unknown): AttestationBundle {
     if (!(cause instanceof EndorsementError)) throw cause;
     return malformed(`field "endorsement" is invalid: ${cause.shortMessage}`, cause);
   }
+  const extra = {
+    gpus: gpusFromJson(record.gpus),
+    gpuCollateral: record.gpu_collateral === null || record.gpu_collateral === undefined
+      ? null
+      : gpuCollateralFromJson(record.gpu_collateral),
+    models: modelsFromJson(record.models),
+  };
   const collateral = record.collateral;
   if (format === "tdx") {
     return {
@@ -173,6 +219,7 @@ export function attestationBundleFromJson(value: unknown): AttestationBundle {
         ? null
         : tdxCollateralFromJson(collateral),
       endorsement,
+      ...extra,
     };
   }
   if (typeof collateral !== "object" || collateral === null || Array.isArray(collateral)) {
@@ -189,7 +236,57 @@ export function attestationBundleFromJson(value: unknown): AttestationBundle {
     quote,
     collateral: { vcek: hexField(snp, "vcek", { max: MAX_VCEK_LENGTH }) },
     endorsement,
+    ...extra,
   };
+}
+
+function list(value: unknown, name: string, max: number): Record<string, unknown>[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) return malformed(`field "${name}" must be an array`);
+  if (value.length > max) malformed(`field "${name}" has ${value.length} entries, at most ${max}`);
+  return value.map((entry, i) => {
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+      return malformed(`field "${name}" entry ${i} must be an object`);
+    }
+    return entry as Record<string, unknown>;
+  });
+}
+
+function onlyFields(entry: Record<string, unknown>, fields: string[], where: string): void {
+  for (const key of Object.keys(entry)) {
+    if (!fields.includes(key)) malformed(`${where} has an unknown field "${key}"`);
+  }
+}
+
+function gpusFromJson(value: unknown): GpuEvidence[] {
+  return list(value, "gpus", MAX_GPUS).map((entry, i) => {
+    onlyFields(entry, ["report", "certificate_chain"], `GPU ${i}`);
+    const chain = entry.certificate_chain;
+    if (typeof chain !== "string" || chain.length === 0 || chain.length > MAX_GPU_CHAIN_LENGTH) {
+      return malformed(
+        `GPU ${i}'s "certificate_chain" must be PEM text of at most ` +
+          `${MAX_GPU_CHAIN_LENGTH} characters`,
+      );
+    }
+    return {
+      report: hexField(entry, "report", { max: MAX_GPU_REPORT_LENGTH }),
+      certificateChain: chain,
+    };
+  });
+}
+
+function modelsFromJson(value: unknown): AttestedModel[] {
+  const models = list(value, "models", 256).map((entry, i) => {
+    onlyFields(entry, ["id", "weights_digest"], `model ${i}`);
+    if (typeof entry.id !== "string") return malformed(`model ${i}'s "id" must be a string`);
+    return {
+      id: entry.id,
+      weightsDigest: hexField(entry, "weights_digest", { length: WEIGHTS_DIGEST_LENGTH }),
+    };
+  });
+  const problem = modelListProblem(models);
+  if (problem) malformed(`field "models" is invalid: ${problem}`);
+  return models;
 }
 
 /** Converts a bundle to its JSON form. */
@@ -204,5 +301,14 @@ export function attestationBundleToJson(bundle: AttestationBundle): AttestationB
       ? bundle.collateral ? tdxCollateralToJson(bundle.collateral) : null
       : { vcek: to0x(bundle.collateral.vcek) },
     endorsement: endorsementToJson(bundle.endorsement),
+    gpus: bundle.gpus.map((gpu) => ({
+      report: to0x(gpu.report),
+      certificate_chain: gpu.certificateChain,
+    })),
+    gpu_collateral: bundle.gpuCollateral ? gpuCollateralToJson(bundle.gpuCollateral) : null,
+    models: bundle.models.map((model) => ({
+      id: model.id,
+      weights_digest: to0x(model.weightsDigest),
+    })),
   };
 }

@@ -192,6 +192,13 @@ function stale(what: string, from: Date, to: Date, now: Date): never {
   );
 }
 
+/** Starts `work` now; its rejection is handled when awaited (none goes unhandled meanwhile). */
+function started<T>(work: () => Promise<T>): Promise<T> {
+  const promise = work();
+  promise.catch(() => {});
+  return promise;
+}
+
 function untrusted(message: string): never {
   throw new AttestationError("untrusted", "collateral", `Cannot verify attestation: ${message}`);
 }
@@ -233,7 +240,7 @@ async function verifySignedDocument(
   const bytes = new TextEncoder().encode(text);
   if (
     signer.publicKey.kind !== "ec" ||
-    !verifyEcdsa(signer.publicKey, bytes, signature, { hash: "SHA-256", format: "compact" })
+    !await verifyEcdsa(signer.publicKey, bytes, signature, { hash: "SHA-256", format: "compact" })
   ) {
     untrusted(`the ${what} signature does not verify over its raw bytes`);
   }
@@ -261,51 +268,71 @@ export async function verifyTdxCollateral(
   const leaf = pckChain.path[0];
   const pckCa = pckChain.path[1] ?? root;
 
-  // Signatures first.
-  const rootCrl = parseRevocationList(collateral.rootCaCrl, {
-    check: "collateral",
-    label: "the root CA CRL",
+  // Signatures first: every one at once (WebCrypto verifies on a thread pool), each outcome read
+  // in this order, so the first failure in it is the one reported.
+  const rootCrlCheck = started(async () => {
+    const crl = parseRevocationList(collateral.rootCaCrl, {
+      check: "collateral",
+      label: "the root CA CRL",
+    });
+    await verifyCrl(crl, root, "root CA CRL");
+    return crl;
   });
-  await verifyCrl(rootCrl, root, "root CA CRL");
-  const crlChain = await verifyChain(
-    parsePemChain(collateral.pckCrlIssuerChain, {
-      check: "collateral",
-      label: "the PCK CRL issuer chain",
-    }),
-    {
-      check: "collateral",
-      label: "the PCK CRL issuer chain",
-      anchors: options.anchors,
-      now,
-      maxDepth: 1,
-    },
-  );
-  const crlIssuer = crlChain.path[0];
-  if (!equalBytes(crlIssuer.subject, pckCa.subject) || crlChain.anchor !== root) {
-    untrusted(
-      `the PCK CRL issuer chain is for "${crlIssuer.subjectCn}", but the quote's PCK certificate ` +
-        `is issued by "${pckCa.subjectCn}"`,
+  const crlChainCheck = started(async () => {
+    const chain = await verifyChain(
+      parsePemChain(collateral.pckCrlIssuerChain, {
+        check: "collateral",
+        label: "the PCK CRL issuer chain",
+      }),
+      {
+        check: "collateral",
+        label: "the PCK CRL issuer chain",
+        anchors: options.anchors,
+        now,
+        maxDepth: 1,
+      },
     );
-  }
-  const pckCrl = parseRevocationList(collateral.pckCrl, {
-    check: "collateral",
-    label: "the PCK CRL",
+    const issuer = chain.path[0];
+    if (!equalBytes(issuer.subject, pckCa.subject) || chain.anchor !== root) {
+      untrusted(
+        `the PCK CRL issuer chain is for "${issuer.subjectCn}", but the quote's PCK certificate ` +
+          `is issued by "${pckCa.subjectCn}"`,
+      );
+    }
+    return chain;
   });
-  await verifyCrl(pckCrl, pckCa, "PCK CRL");
-  const tcbChain = await verifySignedDocument(
-    collateral.tcbInfoIssuerChain,
-    collateral.tcbInfo,
-    collateral.tcbInfoSignature,
-    "TCB info",
-    options,
+  const pckCrlCheck = started(async () => {
+    const crl = parseRevocationList(collateral.pckCrl, {
+      check: "collateral",
+      label: "the PCK CRL",
+    });
+    await verifyCrl(crl, pckCa, "PCK CRL");
+    return crl;
+  });
+  const tcbCheck = started(() =>
+    verifySignedDocument(
+      collateral.tcbInfoIssuerChain,
+      collateral.tcbInfo,
+      collateral.tcbInfoSignature,
+      "TCB info",
+      options,
+    )
   );
-  const qeChain = await verifySignedDocument(
-    collateral.qeIdentityIssuerChain,
-    collateral.qeIdentity,
-    collateral.qeIdentitySignature,
-    "QE identity",
-    options,
+  const qeCheck = started(() =>
+    verifySignedDocument(
+      collateral.qeIdentityIssuerChain,
+      collateral.qeIdentity,
+      collateral.qeIdentitySignature,
+      "QE identity",
+      options,
+    )
   );
+  const rootCrl = await rootCrlCheck;
+  const crlChain = await crlChainCheck;
+  const crlIssuer = crlChain.path[0];
+  const pckCrl = await pckCrlCheck;
+  const tcbChain = await tcbCheck;
+  const qeChain = await qeCheck;
 
   // Revocation.
   const revoked = (cert: Certificate, crl: RevocationList, what: string) => {

@@ -1,8 +1,9 @@
 /**
  * What the TEE tier accepts beyond the checks that are never optional: which TCB statuses of
- * Intel's collateral, whether a TDX bundle without collateral is acceptable, and a minimum
- * SEV-SNP TCB. `UpToDate` is always accepted; `Revoked` and "no matching TCB level"
- * (`NotSupported`) are always refused and cannot be listed. The defaults and why they were
+ * Intel's collateral, whether a TDX bundle without collateral is acceptable, a minimum
+ * SEV-SNP TCB, whether GPU evidence is required and whether it needs revocation collateral.
+ * `UpToDate` is always accepted; `Revoked` and "no matching TCB level" (`NotSupported`) are
+ * always refused and cannot be listed. The defaults and why they were
  * chosen are in `docs/attestation.md`.
  *
  * @example Also accept out-of-date platforms
@@ -70,14 +71,35 @@ export interface CollateralPolicy {
    * @default {0}
    */
   readonly minTcbEvaluationDataNumber: number;
+  /**
+   * Whether a bundle must carry at least one GPU's evidence. The TEE tier attests the GPU
+   * that runs the model: a CPU enclave alone does not prove that its GPU is in confidential
+   * mode or runs the expected firmware (`docs/attestation.md` §6). Set it to `false` only for
+   * providers whose approved image runs inference on the CPU inside the enclave.
+   *
+   * @default {true}
+   */
+  readonly requireGpu: boolean;
+  /**
+   * Whether GPU evidence without revocation collateral (NVIDIA OCSP answers or CRLs) is
+   * accepted; its verdict then says `revocation: "unchecked"`.
+   *
+   * @default {false}
+   */
+  readonly allowMissingGpuCollateral: boolean;
 }
 
-/** The default policy: accept `UpToDate` and `SWHardeningNeeded`, require TDX collateral. */
+/**
+ * The default policy: accept `UpToDate` and `SWHardeningNeeded`, require TDX collateral, at
+ * least one GPU and its revocation collateral.
+ */
 export const DEFAULT_COLLATERAL_POLICY: CollateralPolicy = Object.freeze({
   acceptTcbStatuses: Object.freeze(["SWHardeningNeeded"] as const),
   allowMissingCollateral: false,
   snpMinimumTcb: Object.freeze({}),
   minTcbEvaluationDataNumber: 0,
+  requireGpu: true,
+  allowMissingGpuCollateral: false,
 });
 
 /**
@@ -121,10 +143,19 @@ export function resolveCollateralPolicy(policy: Partial<CollateralPolicy> = {}):
         `found ${minEvaluation}`,
     );
   }
+  const flag = (name: "requireGpu" | "allowMissingGpuCollateral"): boolean => {
+    const value = policy[name] ?? DEFAULT_COLLATERAL_POLICY[name];
+    if (typeof value !== "boolean") {
+      throw new TypeError(`CollateralPolicy: ${name} must be a boolean`);
+    }
+    return value;
+  };
   return {
     acceptTcbStatuses: [...accept],
     allowMissingCollateral: allowMissing,
     snpMinimumTcb: { ...minimum },
     minTcbEvaluationDataNumber: minEvaluation,
+    requireGpu: flag("requireGpu"),
+    allowMissingGpuCollateral: flag("allowMissingGpuCollateral"),
   };
 }

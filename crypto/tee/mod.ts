@@ -1,7 +1,8 @@
 /**
  * TEE attestation for the TEE tier: Intel TDX quotes (v4, v5) with Intel collateral, AMD
- * SEV-SNP reports, the pinned vendor roots, and {@linkcode verifyAttestation}, the one
- * function a client calls before it seals anything to a TEE provider.
+ * SEV-SNP reports, NVIDIA GPU evidence with its revocation collateral, the pinned vendor
+ * roots, and {@linkcode verifyAttestation}, the one function a client calls before it seals
+ * anything to a TEE provider.
  *
  * - {@linkcode verifyAttestation}: a bundle, the nonce just issued from a
  *   {@linkcode NonceBook}, the {@linkcode ApprovedMeasurements} and `now` → an
@@ -13,7 +14,11 @@
  * - {@linkcode parseTdxQuote}, {@linkcode verifyTdxQuote}, {@linkcode parseSnpReport},
  *   {@linkcode verifySnpReport}: one format on its own; {@linkcode tdxMeasurementId},
  *   {@linkcode snpMeasurementId}: the ids an operator approves.
- * - {@linkcode attestationReportData}: what a provider's enclave puts into its report.
+ * - {@linkcode attestationReportData}, {@linkcode gpuNonce}: what a provider's enclave puts into
+ *   its report and asks its GPUs to sign.
+ * - {@linkcode verifyGpuEvidence}: one NVIDIA GPU's SPDM report and device chain on its own.
+ * - {@linkcode checkReceipt}, {@linkcode verifyReceiptRecord}: a reply's receipt against its
+ *   verdict, and a saved receipt re-verified offline down to the vendor roots.
  *
  * Every check, its order and the policy defaults are described in `docs/attestation.md`.
  *
@@ -57,6 +62,7 @@ export {
   QuoteParseError,
 } from "./errors.ts";
 export {
+  type AttestationDigests,
   type AttestationVerdict,
   verifyAttestation,
   type VerifyAttestationOptions,
@@ -81,7 +87,15 @@ export {
   DEFAULT_COLLATERAL_POLICY,
 } from "./collateral_policy.ts";
 export { type AmdProductRoots, PINNED_ROOTS, type TrustRoots } from "./roots.ts";
-export { ATTESTATION_NONCE_LENGTH, attestationReportData } from "./report_data.ts";
+export {
+  ATTESTATION_NONCE_LENGTH,
+  attestationReportData,
+  type AttestedModel,
+  type BoundEvidence,
+  gpuNonce,
+  teeEvidenceDigest,
+  WEIGHTS_DIGEST_LENGTH,
+} from "./report_data.ts";
 export {
   parseTdxQuote,
   type QeReport,
@@ -102,6 +116,34 @@ export {
   tdxCollateralToJson,
 } from "./collateral.ts";
 export type { TcbEvaluation, TcbStatus } from "./tcb_status.ts";
+export {
+  GPU_MEASUREMENT_DOMAIN,
+  type GpuCollateral,
+  gpuCollateralFromJson,
+  type GpuCollateralJson,
+  gpuCollateralToJson,
+  type GpuEvidence,
+  type GpuMeasurementBlock,
+  gpuMeasurementId,
+  type GpuOpaqueData,
+  type GpuReport,
+  type GpuRevocation,
+  type GpuVerification,
+  parseGpuReport,
+  verifyGpuEvidence,
+  type VerifyGpuEvidenceOptions,
+} from "./nvidia/mod.ts";
+export {
+  checkReceipt,
+  type ExpectedReceipt,
+  type ReceiptRecord,
+  receiptRecordFromJson,
+  type ReceiptRecordJson,
+  receiptRecordToJson,
+  type ReceiptVerification,
+  verifyReceiptRecord,
+  type VerifyReceiptRecordOptions,
+} from "./verify_receipt.ts";
 export {
   parseSnpReport,
   type SnpReport,

@@ -10,6 +10,11 @@
  * - the **AMD ARK and ASK** of the Milan, Genoa and Turin product lines. Provenance: AMD's
  *   Key Distribution Service (`https://kdsintf.amd.com/vcek/v1/{product}/cert_chain`), as
  *   shipped by `google/go-sev-guest` (`verify/trust/ask_ark_*.pem`).
+ * - the **NVIDIA Device Identity CA**, which issues every NVIDIA GPU's device identity chain
+ *   (Hopper, Blackwell; SHA-256 of its DER: `102bf659…7b48`). Provenance: the self-signed
+ *   root that ends the real H100 chains in `../shared/vectors/tee/nvidia/`; the same bytes are
+ *   NVIDIA's own L1 certificate in `NVIDIA/open-gpu-kernel-modules` (SPDM) and nvtrust's
+ *   `verifier_device_root.pem`.
  *
  * These are public certificates, not secrets. Tests pass their own roots through the
  * `roots` option of the verifiers; nothing else (no flag, no environment variable) changes
@@ -42,6 +47,11 @@ export interface TrustRoots {
   readonly intel: readonly (string | Uint8Array)[];
   /** AMD product lines accepted for SEV-SNP. */
   readonly amd: readonly AmdProductRoots[];
+  /**
+   * Root CAs accepted for NVIDIA GPU device chains and their OCSP responders, PEM text or DER
+   * bytes. Absent: no GPU evidence is trusted.
+   */
+  readonly nvidia?: readonly (string | Uint8Array)[];
 }
 
 /** SHA-256 of the DER of the Intel SGX Root CA (lower-case hex). */
@@ -307,7 +317,30 @@ Em4Kl/cc4f+H6bEwhj1QKAN2ipRf+mP0NfzJb+6ZHNsOvyq/WByYpLXV9JJoiDW/
 -----END CERTIFICATE-----
 `;
 
-/** The pinned roots: the Intel SGX Root CA and the AMD Milan, Genoa and Turin ARK/ASK pairs. */
+/** SHA-256 of the DER of the NVIDIA Device Identity CA (lower-case hex). */
+export const NVIDIA_DEVICE_IDENTITY_CA_SHA256 =
+  "102bf659d5419614c9d8e6aecebc80454eb26b1df6a769ac720b9a690b167b48";
+
+/** The NVIDIA Device Identity CA (self-signed, ECDSA P-384), PEM. */
+export const NVIDIA_DEVICE_IDENTITY_CA_PEM: string = `-----BEGIN CERTIFICATE-----
+MIICCzCCAZCgAwIBAgIQLTZwscoQBBHB/sDoKgZbVDAKBggqhkjOPQQDAzA1MSIw
+IAYDVQQDDBlOVklESUEgRGV2aWNlIElkZW50aXR5IENBMQ8wDQYDVQQKDAZOVklE
+SUEwIBcNMjExMTA1MDAwMDAwWhgPOTk5OTEyMzEyMzU5NTlaMDUxIjAgBgNVBAMM
+GU5WSURJQSBEZXZpY2UgSWRlbnRpdHkgQ0ExDzANBgNVBAoMBk5WSURJQTB2MBAG
+ByqGSM49AgEGBSuBBAAiA2IABA5MFKM7+KViZljbQSlgfky/RRnEQScW9NDZF8SX
+gAW96r6u/Ve8ZggtcYpPi2BS4VFu6KfEIrhN6FcHG7WP05W+oM+hxj7nyA1r1jkB
+2Ry70YfThX3Ba1zOryOP+MJ9vaNjMGEwDwYDVR0TAQH/BAUwAwEB/zAOBgNVHQ8B
+Af8EBAMCAQYwHQYDVR0OBBYEFFeF/4PyY8xlfWi3Olv0jUrL+0lfMB8GA1UdIwQY
+MBaAFFeF/4PyY8xlfWi3Olv0jUrL+0lfMAoGCCqGSM49BAMDA2kAMGYCMQCPeFM3
+TASsKQVaT+8S0sO9u97PVGCpE9d/I42IT7k3UUOLSR/qvJynVOD1vQKVXf0CMQC+
+EY55WYoDBvs2wPAH1Gw4LbcwUN8QCff8bFmV4ZxjCRr4WXTLFHBKjbfneGSBWwA=
+-----END CERTIFICATE-----
+`;
+
+/**
+ * The pinned roots: the Intel SGX Root CA, the AMD Milan, Genoa and Turin ARK/ASK pairs and the
+ * NVIDIA Device Identity CA.
+ */
 export const PINNED_ROOTS: TrustRoots = Object.freeze({
   intel: Object.freeze([INTEL_SGX_ROOT_CA_PEM]),
   amd: Object.freeze([
@@ -315,4 +348,5 @@ export const PINNED_ROOTS: TrustRoots = Object.freeze({
     Object.freeze({ product: "Genoa", ark: AMD_ARK_GENOA_PEM, ask: AMD_ASK_GENOA_PEM }),
     Object.freeze({ product: "Turin", ark: AMD_ARK_TURIN_PEM, ask: AMD_ASK_TURIN_PEM }),
   ]),
+  nvidia: Object.freeze([NVIDIA_DEVICE_IDENTITY_CA_PEM]),
 });

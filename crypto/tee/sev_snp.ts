@@ -18,10 +18,10 @@
  * @module
  */
 
-import * as asn1js from "asn1js";
 import { type AmdAnchors, resolveAnchors } from "./_anchors.ts";
 import { concat, equalBytes, isAllZero, toHex } from "../_bytes.ts";
 import { ByteReader, reversed } from "./_byte_reader.ts";
+import { DerError, readRoot, readSmallInteger } from "./_der.ts";
 import { checkNow } from "../_time.ts";
 import { verifyChain } from "./_chain.ts";
 import { verifyEcdsa } from "./_signature.ts";
@@ -219,16 +219,20 @@ function refuse(
 function splOf(vcek: Certificate, oid: string, name: string): number | null {
   const extension = vcek.extensions.get(`${AMD_OID}.${oid}`);
   if (!extension) return null;
-  const parsed = asn1js.fromBER(extension.value as Uint8Array<ArrayBuffer>);
-  if (parsed.offset !== extension.value.length || !(parsed.result instanceof asn1js.Integer)) {
+  let value: number;
+  try {
+    value = readSmallInteger(readRoot(extension.value), `the VCEK's ${name} SPL`);
+  } catch (cause) {
+    if (!(cause instanceof DerError)) throw cause;
+    if (/out of range/.test(cause.message)) return -1;
     throw new AttestationError(
       "malformed",
       "vcek_chain",
       `Cannot verify attestation: the VCEK's ${name} SPL extension is not an INTEGER`,
+      { cause },
     );
   }
-  const value = parsed.result.valueBlock.valueDec;
-  return Number.isSafeInteger(value) && value >= 0 && value <= 255 ? value : -1;
+  return value <= 255 ? value : -1;
 }
 
 function vcekTcb(vcek: Certificate, turin: boolean): SnpTcb {
@@ -313,7 +317,7 @@ export async function verifySnpReport(
     );
   }
   if (
-    !verifyEcdsa(vcek.publicKey, report.signedRegion, report.signature, {
+    !await verifyEcdsa(vcek.publicKey, report.signedRegion, report.signature, {
       hash: "SHA-384",
       format: "compact",
     })

@@ -154,8 +154,8 @@ export async function verifyTdxQuote(
   const quote = parseInput(input);
   const anchors: Anchors = resolveAnchors(options.roots ?? PINNED_ROOTS);
   const { pckChain, pckKey, platform } = await verifyPckChain(quote, anchors, now);
-  verifyQuotingEnclave(quote, pckKey);
-  verifyQuoteSignature(quote);
+  await verifyQuotingEnclave(quote, pckKey);
+  await verifyQuoteSignature(quote);
   const platformTcb = options.collateral
     ? await verifyPlatformTcb(quote, platform, {
       collateral: options.collateral,
@@ -218,9 +218,9 @@ async function verifyPckChain(
  * 3. The QE report is signed by the PCK key; 4. its report data binds the attestation key;
  * 5. it is Intel's TD quoting enclave, not in debug mode.
  */
-function verifyQuotingEnclave(quote: TdxQuote, pckKey: EcPublicKey): void {
+async function verifyQuotingEnclave(quote: TdxQuote, pckKey: EcPublicKey): Promise<void> {
   if (
-    !verifyEcdsa(pckKey, quote.qeReport.raw, quote.qeReportSignature, {
+    !await verifyEcdsa(pckKey, quote.qeReport.raw, quote.qeReportSignature, {
       hash: "SHA-256",
       format: "compact",
     })
@@ -258,13 +258,18 @@ function verifyQuotingEnclave(quote: TdxQuote, pckKey: EcPublicKey): void {
 }
 
 /** 6. The quote is signed by the attestation key. */
-function verifyQuoteSignature(quote: TdxQuote): void {
+async function verifyQuoteSignature(quote: TdxQuote): Promise<void> {
   const attestationKey = concat(Uint8Array.of(4), quote.attestationKey);
   if (
-    !verifyEcdsa({ curve: "P-256", point: attestationKey }, quote.signedRegion, quote.signature, {
-      hash: "SHA-256",
-      format: "compact",
-    })
+    !await verifyEcdsa(
+      { curve: "P-256", point: attestationKey },
+      quote.signedRegion,
+      quote.signature,
+      {
+        hash: "SHA-256",
+        format: "compact",
+      },
+    )
   ) {
     refuse("quote_signature", "the quote signature does not verify with the attestation key");
   }

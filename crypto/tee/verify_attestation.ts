@@ -19,9 +19,13 @@
  *    TD or guest policy (`untrusted`, `stale`, `malformed`).
  * 6. The TCB status against the policy (`untrusted`, `tcb_status`).
  * 7. The serving public key is a secp256k1 point; the quote's report data is
- *    SHA-512(domain ‖ 0 ‖ nonce ‖ serving key) (`binding`, `report_data`).
+ *    SHA-512(domain ‖ 0 ‖ nonce ‖ serving key ‖ evidence digest), the digest covering every
+ *    GPU report and the served models (`binding`, `report_data`).
  * 8. The measurement id is approved (`untrusted`, `measurement`).
- * 9. The HPKE key configuration is endorsed by that serving key, for this nonce, not expired
+ * 9. Every GPU: its report signed for the nonce derived from this nonce and serving key, its
+ *    chain to the pinned NVIDIA root, revocation, its measurement id approved (`gpu_*`); a
+ *    bundle without GPUs only when the policy allows it (`gpu_required`).
+ * 10. The HPKE key configuration is endorsed by that serving key, for this nonce, not expired
  *    (`binding` / `stale`, `endorsement*`).
  *
  * @example
@@ -49,6 +53,7 @@
  */
 
 import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { sha256 } from "@noble/hashes/sha2.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import type { Address } from "viem";
 import { abbreviate } from "../../errors.ts";
@@ -61,6 +66,7 @@ import {
 import { checkNow, checkPositiveSeconds } from "../_time.ts";
 import { equalBytes, to0x, toHex } from "../_bytes.ts";
 import type { ApprovedMeasurements } from "./approved_set.ts";
+import { verifyBundleGpus } from "./_bundle_gpus.ts";
 import type { AttestationBundle } from "./bundle.ts";
 import { type CollateralPolicy, resolveCollateralPolicy } from "./collateral_policy.ts";
 import {
@@ -76,7 +82,13 @@ import {
 } from "./_format_verifiers.ts";
 import type { MeasurementId } from "./measurement_id.ts";
 import { NonceBook } from "./nonce_book.ts";
-import { ATTESTATION_NONCE_LENGTH, attestationReportData } from "./report_data.ts";
+import type { GpuVerification } from "./nvidia/verify_gpu.ts";
+import {
+  ATTESTATION_NONCE_LENGTH,
+  attestationReportData,
+  type AttestedModel,
+  teeEvidenceDigest,
+} from "./report_data.ts";
 import { PINNED_ROOTS, type TrustRoots } from "./roots.ts";
 import type { SnpVerification } from "./sev_snp.ts";
 import type { TcbStatus } from "./tcb_status.ts";
@@ -137,6 +149,22 @@ export interface AttestationVerdict {
   readonly expiresAt: Date;
   /** The TDX or SEV-SNP details. */
   readonly evidence: TdxVerification | SnpVerification;
+  /** Every GPU, verified, in the bundle's order. */
+  readonly gpus: readonly GpuVerification[];
+  /** The models the enclave attests it serves, with their weights digests. */
+  readonly models: readonly AttestedModel[];
+  /** The digests a receipt names: what exactly was verified. */
+  readonly digests: AttestationDigests;
+}
+
+/** SHA-256 digests of the evidence behind a verdict (`docs/protocol.md` §6). */
+export interface AttestationDigests {
+  /** Of the CPU quote or report, as the bundle carries it. */
+  readonly quote: `0x${string}`;
+  /** Of each GPU report, as the bundle carries it. */
+  readonly gpus: readonly `0x${string}`[];
+  /** The evidence digest the report data binds (GPU reports and models). */
+  readonly evidence: `0x${string}`;
 }
 
 const ENDORSEMENT_FAILURES: Record<
@@ -171,13 +199,25 @@ export async function verifyAttestation(
   const { hardware, verify } = formatOf(bundle);
   requireApprovedSet(options.approved);
   consumeNonce(hardware, options.nonce, options.nonces, now);
+  // The GPUs are verified while the CPU evidence is (their checks run on WebCrypto's thread
+  // pool); their outcome is read only after the CPU's, the binding's and the measurement's.
+  const gpuCheck = verifyBundleGpus(hardware, {
+    nonce: options.nonce,
+    now,
+    roots,
+    policy,
+    approved: options.approved,
+  });
+  gpuCheck.catch(() => {}); // read below, or dropped with an earlier refusal
   const verified = await verify(hardware, { now, roots, policy });
   const servingKey = checkBinding(hardware, options.nonce, verified.reportData);
   requireApproved(options.approved, verified.measurementId);
+  const gpus = await gpuCheck;
   await checkEndorsement(hardware.endorsement, servingKey, options, now);
 
   const endorsementExpiresAt = new Date(hardware.endorsement.expiresAt * 1000);
-  const validUntil = verified.evidence.validUntil;
+  let validUntil = verified.evidence.validUntil;
+  for (const gpu of gpus) if (gpu.validUntil < validUntil) validUntil = gpu.validUntil;
   return {
     format: hardware.format,
     measurementId: verified.measurementId,
@@ -188,7 +228,19 @@ export async function verifyAttestation(
     endorsementExpiresAt,
     expiresAt: validUntil < endorsementExpiresAt ? validUntil : endorsementExpiresAt,
     evidence: verified.evidence,
+    gpus,
+    models: hardware.models,
+    digests: {
+      quote: to0x(sha256(hardware.quote)),
+      gpus: hardware.gpus.map((gpu) => to0x(sha256(gpu.report))),
+      evidence: to0x(teeEvidenceDigest(boundEvidence(hardware))),
+    },
   };
+}
+
+/** What the report data binds besides nonce and key. */
+function boundEvidence(bundle: HardwareBundle) {
+  return { gpuReports: bundle.gpus.map((gpu) => gpu.report), models: bundle.models };
 }
 
 /** Checks the options that are programming errors when wrong, and resolves the defaults. */
@@ -290,8 +342,8 @@ function consumeNonce(bundle: HardwareBundle, nonce: Uint8Array, nonces: NonceBo
 }
 
 /**
- * 7. The serving public key is a secp256k1 point and the report data binds the nonce and that
- * key; returns the key's address.
+ * 7. The serving public key is a secp256k1 point and the report data binds the nonce, that
+ * key, the GPU reports and the models; returns the key's address.
  */
 function checkBinding(bundle: HardwareBundle, nonce: Uint8Array, reportData: Uint8Array): Address {
   let servingKey: Address;
@@ -303,13 +355,14 @@ function checkBinding(bundle: HardwareBundle, nonce: Uint8Array, reportData: Uin
       cause,
     });
   }
-  const expected = attestationReportData(nonce, bundle.servingPublicKey);
+  const expected = attestationReportData(nonce, bundle.servingPublicKey, boundEvidence(bundle));
   if (!equalBytes(reportData, expected)) {
     refuse(
       "binding",
       "report_data",
-      `the quote's report data ${abbreviate(toHex(reportData), 16)} does not bind this nonce and ` +
-        `serving key ${servingKey} (expected ${abbreviate(toHex(expected), 16)})`,
+      `the quote's report data ${abbreviate(toHex(reportData), 16)} does not bind this nonce, ` +
+        `serving key ${servingKey}, ${bundle.gpus.length} GPU report(s) and ` +
+        `${bundle.models.length} model(s) (expected ${abbreviate(toHex(expected), 16)})`,
     );
   }
   return servingKey;
@@ -328,7 +381,7 @@ function requireApproved(approved: ApprovedMeasurements, measurementId: Measurem
   }
 }
 
-/** 9. The HPKE key configuration is endorsed by the attested serving key, for this nonce. */
+/** 10. The HPKE key configuration is endorsed by the attested serving key, for this nonce. */
 async function checkEndorsement(
   endorsement: KeyEndorsement,
   servingKey: Address,

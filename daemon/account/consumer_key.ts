@@ -1,6 +1,6 @@
 /**
  * The daemon's consumer key: the secp256k1 key whose address holds the Escrow deposit and signs
- * every voucher (`docs/protocol.md` §8). It comes from `--consumer-key-file` /
+ * every voucher (`docs/protocol.md` §9). It comes from `--consumer-key-file` /
  * `NET_CONSUMER_KEY_FILE`, or else is generated on first start into
  * `<data-dir>/consumer-key` (32 random bytes as `0x` hex, mode 0600, written atomically), like
  * the API key. The file holds the key alone (`0x` and 64 hex digits, a trailing newline

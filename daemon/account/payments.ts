@@ -36,7 +36,7 @@ import {
 import type { Ledger } from "./ledger.ts";
 import { formatSpendCap, periodOf, type SpendCap } from "./spend_cap.ts";
 
-/** The header a sealed request carries its voucher in (`docs/protocol.md` §8). */
+/** The header a sealed request carries its voucher in (`docs/protocol.md` §9). */
 export const VOUCHER_HEADER = "net-voucher";
 
 /** Spend caps. */

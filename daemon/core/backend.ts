@@ -84,6 +84,14 @@ export interface NetworkModel {
   readonly supports?: readonly string[];
   /** An embedding model's vector length (the smallest its providers give). */
   readonly embeddingDimensions?: number;
+  /**
+   * The digests of the weights its providers' ads name (`0x` + 64 hex, distinct, sorted; at
+   * most 16). In the TEE tier the daemon seals only to a provider whose enclave attests the
+   * digest its ad names.
+   *
+   * @default {[]}
+   */
+  readonly weightsDigests?: readonly string[];
 }
 
 /**
@@ -177,6 +185,11 @@ export interface ServedBy {
   readonly verdict: string;
   /** The gateway URL that relayed the sealed exchange. */
   readonly gateway: string;
+  /**
+   * TEE tier: the reply's id; its receipt, once verified, is served at `GET /v1/verdicts/{id}`
+   * (`x-net-receipt` header).
+   */
+  readonly receipt?: string;
 }
 
 /** Token counts of one reply. */

@@ -39,11 +39,14 @@ import { NetError } from "../../errors.ts";
  * Raised by the network backend: `model_not_found` (404: the network offers no such model);
  * the refusals of trust, which a retry cannot fix (403: the provider could not be verified;
  * nothing was sent): `attestation_failed`, `attestation_mock`, `attestation_stale`,
- * `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`; `decryption_failed`,
+ * `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, and in the TEE tier
+ * `attestation_binding_failed`, `gpu_not_attested`, `gpu_attestation_failed`,
+ * `gpu_measurement_not_approved`, `model_not_attested`; `decryption_failed`,
  * `stream_truncated` (502: the sealed reply could not be opened or ended before its final
- * chunk), `provider_error` (502 unless the backend passes the provider's own status: the
- * provider answered with an error), `no_gateway`, `no_provider`, `overloaded` (503, the last two
- * with `Retry-After`), `timeout` (504).
+ * chunk), `receipt_invalid` (502: a TEE reply's receipt is missing or does not verify; in a
+ * stream, its last event), `provider_error` (502 unless the backend passes the provider's own
+ * status: the provider answered with an error), `no_gateway`, `no_provider`, `overloaded` (503,
+ * the last two with `Retry-After`), `timeout` (504).
  */
 export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Object.freeze({
   invalid_request_error: 400,
@@ -67,7 +70,13 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   measurement_not_approved: 403,
   key_not_vouched: 403,
   tier_mismatch: 403,
+  attestation_binding_failed: 403,
+  gpu_not_attested: 403,
+  gpu_attestation_failed: 403,
+  gpu_measurement_not_approved: 403,
+  model_not_attested: 403,
   decryption_failed: 502,
+  receipt_invalid: 502,
   stream_truncated: 502,
   provider_error: 502,
   no_gateway: 503,
@@ -100,7 +109,13 @@ export type DaemonErrorCode =
   | "measurement_not_approved"
   | "key_not_vouched"
   | "tier_mismatch"
+  | "attestation_binding_failed"
+  | "gpu_not_attested"
+  | "gpu_attestation_failed"
+  | "gpu_measurement_not_approved"
+  | "model_not_attested"
   | "decryption_failed"
+  | "receipt_invalid"
   | "stream_truncated"
   | "provider_error"
   | "no_gateway"
@@ -121,8 +136,14 @@ export const CRYPTO_ERROR_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonEr
   "measurement_not_approved",
   "key_not_vouched",
   "tier_mismatch",
+  "attestation_binding_failed",
+  "gpu_not_attested",
+  "gpu_attestation_failed",
+  "gpu_measurement_not_approved",
+  "model_not_attested",
   "decryption_failed",
   "stream_truncated",
+  "receipt_invalid",
 ]);
 
 /**
@@ -137,6 +158,11 @@ export const TRUST_REFUSAL_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonE
   "measurement_not_approved",
   "key_not_vouched",
   "tier_mismatch",
+  "attestation_binding_failed",
+  "gpu_not_attested",
+  "gpu_attestation_failed",
+  "gpu_measurement_not_approved",
+  "model_not_attested",
 ]);
 
 /** Options of {@linkcode DaemonError}. */

@@ -73,8 +73,19 @@ const CRYPTO_MESSAGES: Readonly<Partial<Record<DaemonErrorCode, string>>> = {
     "The provider's key is not vouched for by its serving key or the chain; the request was not sent",
   tier_mismatch:
     "The provider is not registered in the tier that was asked for; the request was not sent",
+  attestation_binding_failed: "The provider's enclave does not vouch for its key, GPUs and " +
+    "models for this request; the request was not sent",
+  gpu_not_attested:
+    "The provider offered no attestation of the GPU that runs the model; the request was not sent",
+  gpu_attestation_failed:
+    "The provider's GPU attestation could not be verified; the request was not sent",
+  gpu_measurement_not_approved: "The provider's GPU firmware and driver are not in the " +
+    "approved set; the request was not sent",
+  model_not_attested: "The provider's enclave does not attest the model weights its ad " +
+    "names; the request was not sent",
   decryption_failed: "The provider's sealed reply could not be opened",
   stream_truncated: "The provider's sealed reply ended before its final chunk",
+  receipt_invalid: "The provider's receipt for this reply is missing or does not verify",
 };
 
 const INTERNAL_MESSAGE = "The daemon failed unexpectedly; the details are in its log";

@@ -150,6 +150,15 @@ export class GatewayClient {
         ? m.embedding_dimensions as number
         : undefined;
       if (kind === "embedding" && dimensions === undefined) continue;
+      const digests = Array.isArray(m.weights_digests)
+        ? [
+          ...new Set(
+            m.weights_digests.filter((d): d is string =>
+              typeof d === "string" && /^0x[0-9a-fA-F]{64}$/.test(d)
+            ).map((d) => d.toLowerCase()),
+          ),
+        ].sort().slice(0, 16)
+        : [];
       out.push({
         tier: m.tier,
         model: m.model,
@@ -161,6 +170,7 @@ export class GatewayClient {
         kind,
         supports,
         ...(kind === "embedding" ? { embeddingDimensions: dimensions } : {}),
+        ...(digests.length ? { weightsDigests: digests } : {}),
       });
     }
     return out;

@@ -1,5 +1,5 @@
 /**
- * Looking up an attempt's bill at its provider (`docs/protocol.md` §8): the provider is found in
+ * Looking up an attempt's bill at its provider (`docs/protocol.md` §9): the provider is found in
  * the gateway's list for the attempt's model and tier, its key trusted as for any request
  * (`trust/`), and a sealed `GET /v1/generation?id=<bill id>` relayed to it. What the daemon
  * learns this way is the cost of a reply it did not read to its end (the client went away, the

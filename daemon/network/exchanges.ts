@@ -22,7 +22,12 @@ import { type ModelKind, modelKind } from "../../chain/ad.ts";
 import { checkedEmbeddings } from "./_embeddings_reply.ts";
 import type { ProviderCandidate } from "../gateway/mod.ts";
 import type { Lease } from "./scheduler.ts";
-import { openSealedJson, openSealedReply, type SealedChat } from "../sealing/mod.ts";
+import {
+  openSealedJson,
+  openSealedReply,
+  type ReplyEndCheck,
+  type SealedChat,
+} from "../sealing/mod.ts";
 
 /** A request the backend seals: a chat or an embeddings request. */
 export type Sealable = ChatRequest | EmbeddingsRequest;
@@ -44,7 +49,8 @@ export interface Exchange<R> {
   readonly kind: ModelKind;
   /**
    * Opens the sealed reply `stream` of one attempt (aborted with `signal`) from `candidate`
-   * (whose ad says what its answer must be).
+   * (whose ad says what its answer must be); `onEnd` checks the reply's end (TEE tier: its
+   * receipt) before the reply completes.
    */
   open(
     sealed: SealedChat,
@@ -52,6 +58,7 @@ export interface Exchange<R> {
     lease: Lease,
     signal: AbortSignal,
     candidate: ProviderCandidate,
+    onEnd?: ReplyEndCheck,
     ticket?: PaymentTicket,
   ): Promise<(served: ServedBy) => R>;
 }
@@ -72,8 +79,8 @@ export function chatExchange(
     path: "/v1/chat/completions",
     body: request.whole ? wholeBody(request.body) : request.body,
     kind: "chat",
-    open: async (sealed, stream, lease, attemptSignal, _candidate, ticket) => {
-      const opened = await openSealedReply(sealed, stream, { signal: attemptSignal });
+    open: async (sealed, stream, lease, attemptSignal, _candidate, onEnd, ticket) => {
+      const opened = await openSealedReply(sealed, stream, { signal: attemptSignal, onEnd });
       return (served) => ({
         served,
         chunks: leasedChunks(opened, lease, signal, { onUsage, ticket }),
@@ -93,10 +100,11 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
     path: "/v1/embeddings",
     body: request.body,
     kind: "embedding",
-    open: async (sealed, stream, lease, attemptSignal, candidate, ticket) => {
+    open: async (sealed, stream, lease, attemptSignal, candidate, onEnd, ticket) => {
       const answer = await openSealedJson(sealed, stream, {
         maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
         signal: attemptSignal,
+        onEnd,
       });
       const advertised = candidate.ad.models.find((m) => m.id === request.model)
         ?.embedding_dimensions;

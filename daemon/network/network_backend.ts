@@ -53,10 +53,13 @@ import {
 } from "../gateway/mod.ts";
 import {
   type ProviderTrustOptions,
+  receiptCheck,
+  ReceiptLog,
   TrustedKeyCache,
   trustProvider,
   type VerdictLog,
 } from "../trust/mod.ts";
+import { ATTESTATION_NONCE_HEADER } from "../../crypto/mod.ts";
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
@@ -86,6 +89,8 @@ export interface NetworkBackendOptions {
   trust: Omit<ProviderTrustOptions, "clock">;
   /** Where verdicts are recorded. */
   verdicts: VerdictLog;
+  /** Where the receipts of TEE replies are kept. @default {a fresh ReceiptLog} */
+  receipts?: ReceiptLog;
   /** The fetch implementation. @default {globalThis.fetch} */
   fetch?: typeof fetch;
   /** The clock. @default {() => new Date()} */
@@ -158,6 +163,7 @@ export class NetworkBackend implements ChatBackend {
   readonly #queue: RequestQueue;
   readonly #candidates: CandidateCache;
   readonly #sealer = new RequestSealer();
+  readonly #receipts: ReceiptLog;
   /** `tier|model` → when the network last offered it (clock ms). */
   readonly #known = new Map<string, number>();
   #models: { at: number; list: readonly NetworkModel[] } | undefined;
@@ -167,6 +173,7 @@ export class NetworkBackend implements ChatBackend {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#reputation = options.reputation ?? new ProviderReputation({ clock: this.#clock });
+    this.#receipts = options.receipts ?? new ReceiptLog();
     this.#scheduler = options.scheduler ?? new ProviderScheduler();
     const scheduler = this.#scheduler;
     this.#queue = new RequestQueue({
@@ -280,6 +287,7 @@ export class NetworkBackend implements ChatBackend {
           tier: candidate.tier,
           verdict: reply.verdict,
           gateway: gateway.url,
+          ...(reply.receipt ? { receipt: reply.receipt } : {}),
         });
       } catch (error) {
         if (error instanceof ProviderBusyError) {
@@ -338,7 +346,7 @@ export class NetworkBackend implements ChatBackend {
     gateway: GatewayClient,
     chosen: { candidate: ProviderCandidate; lease: Lease; request: Sealable },
     call: { signal: AbortSignal; exchange: Exchange<R> },
-  ): Promise<{ finish: (served: ServedBy) => R; verdict: string }> {
+  ): Promise<{ finish: (served: ServedBy) => R; verdict: string; receipt?: string }> {
     const { candidate, request } = chosen;
     const { signal } = call;
     const record = (outcome: "accepted" | "refused", verdict: string, code?: DaemonError["code"]) =>
@@ -358,6 +366,7 @@ export class NetworkBackend implements ChatBackend {
         ...this.#options.trust,
         clock: this.#clock,
         keyCache: this.#keys,
+        model: request.model,
       }, signal);
     } catch (error) {
       const refused = error instanceof DaemonError && TRUST_REFUSAL_CODES.has(error.code);
@@ -376,23 +385,37 @@ export class NetworkBackend implements ChatBackend {
     // Only now, with a key that passed every check, is the request sealed and sent.
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
-    // Paid for before it is sealed (a spend cap may refuse it here: nothing is sent); the
-    // voucher goes inside the seal.
+    // In the TEE tier the sealed request names the attestation it is sealed under, and the
+    // reply must end with the provider's receipt for it. The request is paid for before it is
+    // sealed (a spend cap may refuse it here: nothing is sent); the voucher goes inside the seal.
+    const attestation = trusted.attestation;
     await this.#options.payments?.prepare?.();
     const paid = payAttempt(this.#options.payments, request, candidate, call.exchange);
+    const headers: [string, string][] = [["date", this.#clock().toUTCString()], ...paid.headers];
+    if (attestation) headers.push([ATTESTATION_NONCE_HEADER, hex(attestation.nonce)]);
     let sent = false;
     let sealed;
     try {
       sealed = await this.#sealer.seal(trusted.keyConfig, {
         body: call.exchange.body,
         text: paid.text,
-        headers: [["date", this.#clock().toUTCString()], ...paid.headers],
+        headers,
         path: call.exchange.path,
       }, { reuse: candidate.tier === "verified" });
     } catch (error) {
       settleFailed(paid.ticket, error, sent);
       throw error;
     }
+    const receipt = attestation ? this.#receipts.newId() : undefined;
+    const onEnd = attestation && receipt
+      ? receiptCheck(attestation, {
+        provider: candidate.provider,
+        model: request.model,
+        content: sealed.content,
+        id: receipt,
+        receipts: this.#receipts,
+      })
+      : undefined;
     // One attempt may wait so long for the reply's first chunk; a stalling gateway or provider
     // then costs one attempt, not the client's whole budget. The stream itself is not timed.
     const limit = this.#options.attemptTimeoutMs ?? 60_000;
@@ -417,13 +440,21 @@ export class NetworkBackend implements ChatBackend {
       sent = true;
       const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
       const finish = await Promise.race([
-        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate, paid.ticket),
+        call.exchange.open(
+          sealed,
+          stream,
+          chosen.lease,
+          attemptSignal,
+          candidate,
+          onEnd,
+          paid.ticket,
+        ),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
-      return { finish, verdict: trusted.verdict };
+      return { finish, verdict: trusted.verdict, ...(receipt ? { receipt } : {}) };
     } catch (error) {
       settleFailed(paid.ticket, error, sent);
       attempt.dispose();
@@ -496,4 +527,8 @@ export class NetworkBackend implements ChatBackend {
       cause: unreachable,
     });
   }
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -237,6 +237,10 @@ export const OLLAMA_SHOW = z.strictObject({
     "net.embedding_length": z.number().int().min(1).optional().openapi({
       description: "An embedding model's vector length.",
     }),
+    "net.weights_digests": z.array(z.string()).optional().openapi({
+      description: "The digests of the weights its providers' ads name; in the TEE tier each " +
+        "provider's enclave attests the one its ad names.",
+    }),
   }),
   capabilities: z.array(z.string()).openapi({
     description: "`completion` (+ `tools`, `vision` when every provider supports them) for a " +

@@ -114,6 +114,7 @@ export async function serveOllamaShow(
       ...(model.embeddingDimensions === undefined
         ? {}
         : { "net.embedding_length": model.embeddingDimensions }),
+      ...(model.weightsDigests?.length ? { "net.weights_digests": [...model.weightsDigests] } : {}),
     },
     capabilities: ollamaCapabilities(model),
     modified_at: context.startedAt.toISOString(),

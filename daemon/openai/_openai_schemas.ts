@@ -175,6 +175,11 @@ export const MODEL_ENTRY = z.strictObject({
     embedding_dimensions: z.number().int().min(1).optional().openapi({
       description: "An embedding model's vector length.",
     }),
+    weights_digests: z.array(z.string()).optional().openapi({
+      description: "The digests of the weights its providers' ads name (`0x` + 64 hex), when " +
+        "they name any. In the TEE tier a provider is used only when its enclave attests the " +
+        "digest its ad names.",
+    }),
   }),
 }).openapi("Model");
 

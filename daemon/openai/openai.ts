@@ -259,6 +259,7 @@ export function openaiModelEntry(context: SurfaceContext, model: NetworkModel): 
       ...(model.embeddingDimensions === undefined
         ? {}
         : { embedding_dimensions: model.embeddingDimensions }),
+      ...(model.weightsDigests?.length ? { weights_digests: [...model.weightsDigests] } : {}),
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * A provider's error answer inside the sealed exchange, as the daemon's error (private to
- * `sealing/`): a `402` is a refusal of payment (`docs/protocol.md` §8) — `insufficient_deposit`
+ * `sealing/`): a `402` is a refusal of payment (`docs/protocol.md` §9) — `insufficient_deposit`
  * when the consumer's deposit cannot cover the request, `payment_refused` for a voucher the
  * provider did not take; statuses that mean the same to a client pass through; the rest are
  * the provider failing (502). Every such error is marked as answered by the provider

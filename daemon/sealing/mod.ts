@@ -9,5 +9,6 @@
 
 export { openSealedJson, openSealedReply } from "./sealed_reply.ts";
 export { answeredByProvider } from "./_refusal.ts";
+export type { ReplyEndCheck, ReplyEnding } from "./sealed_reply.ts";
 export { RequestSealer } from "./sealer.ts";
 export type { SealedChat } from "./sealer.ts";

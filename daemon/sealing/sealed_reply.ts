@@ -12,9 +12,15 @@
  * authenticate is a {@linkcode DaemonError}: `stream_truncated` when the sealed stream ended
  * early, `decryption_failed` otherwise.
  *
+ * In the TEE tier the reply's end is checked too (`onEnd`): once the content has been read and
+ * authenticated, its SHA-256 digest, status and trailers (the provider's receipt) are handed to
+ * the caller's check before the reply completes — a stream's last chunk is followed by the
+ * check, not by a normal end, and a whole reply's one chunk waits for it.
+ *
  * @module
  */
 
+import { sha256 } from "@noble/hashes/sha2.js";
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../../crypto/mod.ts";
 import { readAllLimited } from "../../io/read_limited.ts";
 import { SseError, type SseEvent, SseParser } from "../../io/sse.ts";
@@ -37,6 +43,19 @@ export interface OpenedReply {
 /** Largest whole reply (one `chat.completion` object) read from a provider: 64 MiB. */
 export const MAX_WHOLE_REPLY_BYTES = 64 << 20;
 
+/** What a reply ended with: checked by `onEnd` before the reply completes. */
+export interface ReplyEnding {
+  /** The inner response's status. */
+  readonly status: number;
+  /** SHA-256 of the inner response's content, every byte as the provider sent it. */
+  readonly digest: Uint8Array;
+  /** The inner response's trailer fields. */
+  readonly trailers: Headers;
+}
+
+/** Checks a reply's end; throws (a `DaemonError`) to refuse the reply. */
+export type ReplyEndCheck = (ending: ReplyEnding) => Promise<void>;
+
 /** Options of {@linkcode openSealedReply}. */
 export interface OpenSealedReplyOptions {
   /** Largest single event, in bytes. @default {1 MiB} */
@@ -46,6 +65,8 @@ export interface OpenSealedReplyOptions {
    * to read is that abort, not a truncated stream.
    */
   signal?: AbortSignal;
+  /** Checks the reply's end (TEE tier: its receipt) before the reply completes. */
+  onEnd?: ReplyEndCheck;
 }
 
 /**
@@ -64,9 +85,9 @@ export async function openSealedReply(
   options: OpenSealedReplyOptions = {},
 ): Promise<OpenedReply> {
   const { signal } = options;
-  const opened = await openOk(sealed, stream, signal);
+  const opened = await openOk(sealed, stream, signal, options.onEnd);
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-  if (type === "application/json") return { rest: wholeReply(opened.body, signal) };
+  if (type === "application/json") return { rest: wholeReply(opened.body, signal, opened.end) };
   if (type !== "text/event-stream") {
     await opened.body.cancel().catch(() => {});
     throw new DaemonError(
@@ -75,7 +96,7 @@ export async function openSealedReply(
         "application/json",
     );
   }
-  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal);
+  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal, opened.end);
   const first = await rest.next();
   if (first.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
@@ -95,10 +116,10 @@ export async function openSealedReply(
 export async function openSealedJson(
   sealed: Pick<SealedHttpRequest, "openResponse">,
   stream: ReadableStream<Uint8Array>,
-  options: { maxBytes: number; signal?: AbortSignal },
+  options: { maxBytes: number; signal?: AbortSignal; onEnd?: ReplyEndCheck },
 ): Promise<unknown> {
   const { signal } = options;
-  const opened = await openOk(sealed, stream, signal);
+  const opened = await openOk(sealed, stream, signal, options.onEnd);
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
   if (type !== "application/json") {
     await opened.body.cancel().catch(() => {});
@@ -120,15 +141,53 @@ export async function openSealedJson(
       `The provider's answer is larger than ${options.maxBytes} bytes`,
     );
   }
+  let answer: unknown;
   try {
-    return JSON.parse(new TextDecoder().decode(body));
+    answer = JSON.parse(new TextDecoder().decode(body));
   } catch {
     throw new DaemonError("provider_error", "The provider's answer is not JSON");
   }
+  await opened.end();
+  return answer;
+}
+
+/**
+ * Opens the sealed response; a non-200 status becomes the matching refusal. With `onEnd`, the
+ * body is hashed as it is read, and `end()` (called once the body has been read to its end)
+ * hands the digest, status and trailers to the check; without, `end()` does nothing.
+ */
+async function openOk(
+  sealed: Pick<SealedHttpRequest, "openResponse">,
+  stream: ReadableStream<Uint8Array>,
+  signal: AbortSignal | undefined,
+  onEnd?: ReplyEndCheck,
+): Promise<{ headers: Headers; body: ReadableStream<Uint8Array>; end: () => Promise<void> }> {
+  const opened = await openStatusOk(sealed, stream, signal);
+  if (!onEnd) return { headers: opened.headers, body: opened.body, end: () => Promise.resolve() };
+  const hash = sha256.create();
+  const body = opened.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        hash.update(chunk);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  const end = async () => {
+    let trailers: Headers;
+    try {
+      trailers = await opened.trailers;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw cryptoFailure(error);
+    }
+    await onEnd({ status: opened.status, digest: hash.digest(), trailers });
+  };
+  return { headers: opened.headers, body, end };
 }
 
 /** Opens the sealed response; a non-200 status becomes the matching refusal. */
-async function openOk(
+async function openStatusOk(
   sealed: Pick<SealedHttpRequest, "openResponse">,
   stream: ReadableStream<Uint8Array>,
   signal: AbortSignal | undefined,
@@ -168,6 +227,7 @@ async function* chunks(
   body: ReadableStream<Uint8Array>,
   maxEventBytes: number,
   signal: AbortSignal | undefined,
+  end: () => Promise<void>,
 ): AsyncGenerator<ChatCompletionChunk> {
   const parser = new SseParser({ maxEventBytes });
   const reader = body.getReader();
@@ -204,6 +264,7 @@ async function* chunks(
   if (!state.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without [DONE]");
   }
+  await end();
 }
 
 /**
@@ -214,6 +275,7 @@ async function* chunks(
 async function* wholeReply(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal | undefined,
+  end: () => Promise<void>,
 ): AsyncGenerator<ChatCompletionChunk> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -242,7 +304,9 @@ async function* wholeReply(
   } finally {
     reader.releaseLock();
   }
-  yield completionChunk(text + decoder.decode());
+  const completion = completionChunk(text + decoder.decode());
+  await end();
+  yield completion;
 }
 
 /** One event, checked: its chat chunk, or nothing for `[DONE]` (then `state.done`). */

@@ -42,6 +42,8 @@ export interface RequestSealerOptions {
 export interface SealedChat {
   /** The `message/ohttp-chunked-req` body to send. */
   readonly bytes: Uint8Array<ArrayBuffer>;
+  /** The inner request's content (the JSON text sealed), which a TEE receipt digests. */
+  readonly content: Uint8Array;
   /** Opens the reply (`message/ohttp-chunked-res`); see `SealedHttpRequest.openResponse`. */
   openResponse(sealed: ReadableStream<Uint8Array>): Promise<OpenedHttpResponse>;
 }
@@ -98,6 +100,9 @@ export class RequestSealer {
     options: { reuse: boolean },
   ): Promise<SealedChat> {
     const get = request.method === "GET";
+    const content = get
+      ? new Uint8Array()
+      : encoder.encode(request.text ?? JSON.stringify(request.body));
     const inner = encodeRequest({
       method: get ? "GET" : "POST",
       scheme: "https",
@@ -106,9 +111,7 @@ export class RequestSealer {
       headers: get
         ? [...request.headers]
         : [...request.headers, ["content-type", "application/json"]],
-      content: get
-        ? new Uint8Array()
-        : encoder.encode(request.text ?? JSON.stringify(request.body)),
+      content,
     });
     const key = options.reuse ? hex(keyConfig) : undefined;
     const prepared = key === undefined ? undefined : this.#take(key);
@@ -119,6 +122,7 @@ export class RequestSealer {
     if (key !== undefined) setImmediate(() => this.#prepare(key, keyConfig));
     return {
       bytes,
+      content,
       async openResponse(sealed) {
         const response = await decodeResponseStream(exchange.openResponse(sealed));
         const trailers = response.trailers.then(toHeaders);

@@ -11,10 +11,16 @@ import { defineRoute, json, type Route } from "../../http/mod.ts";
 import { ollamaRoutes } from "../ollama/mod.ts";
 import { openaiRoutes } from "../openai/mod.ts";
 import { answers, type SurfaceContext } from "../surface/mod.ts";
-import type { VerdictLog } from "../trust/mod.ts";
-import { type GatewayLister, serveGateways, serveVerdicts } from "./transparency.ts";
+import type { ReceiptLog, VerdictLog } from "../trust/mod.ts";
+import { type GatewayLister, serveGateways, serveReceipt, serveVerdicts } from "./transparency.ts";
 import { accountRoutes, type DaemonAccount } from "../account/mod.ts";
-import { GATEWAYS, VERDICTS, verdictsQuery } from "./_transparency_schemas.ts";
+import {
+  GATEWAYS,
+  RECEIPT_PATH,
+  RECEIPT_RECORD,
+  VERDICTS,
+  verdictsQuery,
+} from "./_transparency_schemas.ts";
 
 /** What the route table is built from. */
 export interface RouteTableOptions {
@@ -26,6 +32,8 @@ export interface RouteTableOptions {
   readonly gateways: GatewayLister;
   /** The verdict log, for `GET /v1/verdicts`. */
   readonly verdicts: VerdictLog;
+  /** The receipts of TEE replies, for `GET /v1/verdicts/{id}`. */
+  readonly receipts: ReceiptLog;
   /** The consumer's account, for `GET /v1/account` and `GET /v1/usage` (a daemon that pays). */
   readonly account?: DaemonAccount;
 }
@@ -54,6 +62,21 @@ function transparencyRoutes(options: RouteTableOptions): Route[] {
         content: json(VERDICTS),
       }, { 400: "`invalid_request_error`: a bad `limit`." }),
       handler: (_c, { query }) => serveVerdicts(options.verdicts, query.limit),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/verdicts/{id}",
+      summary: "A TEE reply's verified receipt, with the attestation it names",
+      tags: ["transparency"],
+      params: RECEIPT_PATH,
+      responses: answers("openai", "local", {
+        description: "The receipt record; `deno task verify-receipt` re-verifies it offline.",
+        content: json(RECEIPT_RECORD),
+      }, {
+        400: "`invalid_request_error`: the id is not `r` and 32 hex digits.",
+        404: "`not_found`: no verified receipt has that id (yet).",
+      }),
+      handler: (_c, { params }) => serveReceipt(options.receipts, params.id),
     }),
   ];
 }

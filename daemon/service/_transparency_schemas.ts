@@ -1,6 +1,6 @@
 /**
- * The schemas of the daemon's transparency endpoints, `GET /v1/gateways` and
- * `GET /v1/verdicts`. Module-private (JSR's slow-types rule).
+ * The schemas of the daemon's transparency endpoints, `GET /v1/gateways`, `GET /v1/verdicts`
+ * and `GET /v1/verdicts/{id}`. Module-private (JSR's slow-types rule).
  *
  * @module
  */
@@ -38,3 +38,27 @@ export function verdictsQuery(capacity: number) {
     }),
   });
 }
+
+/** The path of `GET /v1/verdicts/{id}`: a reply's id from its `x-net-receipt` header. */
+export const RECEIPT_PATH = z.object({
+  id: z.string().regex(/^r[0-9a-f]{32}$/).openapi({
+    description: "The reply's id: its `x-net-receipt` header (`r` and 32 hex digits).",
+  }),
+});
+
+/** The answer of `GET /v1/verdicts/{id}`: a receipt record (`docs/protocol.md` §8). */
+export const RECEIPT_RECORD = z.strictObject({
+  version: z.literal(1),
+  provider: z.string(),
+  verified_at: TIME,
+  measurements: z.array(z.string()),
+  attestation: z.record(z.string(), z.unknown()).openapi({
+    description: "The attestation bundle the reply was sealed under (protocol §6).",
+  }),
+  receipt: z.record(z.string(), z.unknown()).openapi({
+    description: "The provider's receipt for the reply (protocol §8).",
+  }),
+}).openapi("ReceiptRecord", {
+  description: "A verified receipt and its attestation; `deno task verify-receipt <file>` " +
+    "re-verifies it offline.",
+});

@@ -30,6 +30,7 @@ import {
   chainMeasurements,
   fileMeasurements,
   type ProviderTrustOptions,
+  ReceiptLog,
   registryRecords,
   VerdictLog,
 } from "../trust/mod.ts";
@@ -90,6 +91,8 @@ export interface Daemon {
   resolver: GatewayResolver;
   /** The verification verdicts (served on `/v1/verdicts`). */
   verdicts: VerdictLog;
+  /** The verified receipts of TEE replies (served on `/v1/verdicts/{id}`). */
+  receipts: ReceiptLog;
   /** The network backend. */
   backend: NetworkBackend;
   /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
@@ -216,6 +219,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     log,
   });
   const verdicts = new VerdictLog();
+  const receipts = new ReceiptLog();
   const metrics = new DaemonMetrics();
   const namedKeys = config.auth.apiKeysFile
     ? readApiKeysFile(config.auth.apiKeysFile)
@@ -246,6 +250,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     resolver,
     trust,
     verdicts,
+    receipts,
     fetch: options.fetch,
     clock,
     attemptTimeoutMs: options.attemptTimeoutMs,
@@ -265,6 +270,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     backend,
     gateways: () => resolver.known.toJSON().gateways,
     verdicts,
+    receipts,
     version: VERSION,
     port: options.port,
     hostnames: config.allowedHosts,
@@ -288,6 +294,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     apiKey,
     resolver,
     verdicts,
+    receipts,
     backend,
     metrics,
     account,

@@ -57,7 +57,7 @@ import {
 import { hygiene, parseOriginPatterns } from "./hygiene.ts";
 import { DaemonMetrics } from "./metrics.ts";
 import type { GatewayLister } from "./transparency.ts";
-import type { VerdictLog } from "../trust/mod.ts";
+import { ReceiptLog, type VerdictLog } from "../trust/mod.ts";
 import { errorResponses, errorSchema, type SurfaceContext } from "../surface/mod.ts";
 import { daemonRoutes, SHARED_ERROR_RESPONSES } from "./_routes.ts";
 
@@ -76,6 +76,12 @@ export interface DaemonHandlerOptions {
   gateways: GatewayLister;
   /** The verdict log the backend appends to; served at `GET /v1/verdicts`. */
   verdicts: VerdictLog;
+  /**
+   * The receipts of TEE replies the backend keeps; served at `GET /v1/verdicts/{id}`.
+   *
+   * @default {an empty ReceiptLog}
+   */
+  receipts?: ReceiptLog;
   /**
    * The daemon's version (deno.json's `version`). `/api/version` serves its `X.Y.Z` part:
    * plain dotted integers, as Open WebUI parses them.
@@ -296,6 +302,7 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
         version,
         gateways: options.gateways,
         verdicts: options.verdicts,
+        receipts: options.receipts ?? new ReceiptLog(),
         account: options.account,
       }),
       { ...metricsRoute(metrics.registry), tags: ["operations"] },

@@ -72,6 +72,7 @@ export const SERVED_BY_HEADERS: readonly string[] = Object.freeze([
   "x-net-tier",
   "x-net-verdict",
   "x-net-gateway",
+  "x-net-receipt",
 ]);
 
 /** Options of {@linkcode checkHost}. */

@@ -6,11 +6,14 @@
  *   gateways can discover gateways through each other.
  * - `GET /v1/verdicts[?limit=N]` — the latest verification verdicts, newest first:
  *   `{"verdicts":[{"at","tier","model","provider","gateway","outcome","verdict","code"}]}`.
+ * - `GET /v1/verdicts/{id}` — a TEE reply's verified receipt with its attestation (the reply's
+ *   `x-net-receipt` header names the id), or `404 not_found`.
  *
  * @module
  */
 
-import { type VerdictLog, verdictToJson } from "../trust/mod.ts";
+import { DaemonError } from "../core/mod.ts";
+import { type ReceiptLog, type VerdictLog, verdictToJson } from "../trust/mod.ts";
 
 /** A gateway as listed by `GET /v1/gateways` (the shape of `GatewayEntryJson`). */
 export interface ListedGateway {
@@ -51,4 +54,21 @@ export const DEFAULT_VERDICT_LIMIT = 50;
 export function serveVerdicts(log: VerdictLog, limit?: number): Response {
   const count = limit ?? Math.min(DEFAULT_VERDICT_LIMIT, log.capacity);
   return json({ verdicts: log.latest(count).map(verdictToJson) });
+}
+
+/**
+ * Serves `GET /v1/verdicts/{id}`: the verified receipt record of a TEE reply.
+ *
+ * @throws {DaemonError} `not_found` when the id is unknown, not verified (yet) or forgotten.
+ */
+export function serveReceipt(log: ReceiptLog, id: string): Response {
+  const record = log.get(id);
+  if (!record) {
+    throw new DaemonError(
+      "not_found",
+      `No verified receipt ${id}: the id is unknown, its reply has not ended, its receipt did ` +
+        "not verify, or it was forgotten (the daemon keeps the latest 1000)",
+    );
+  }
+  return json(record);
 }

@@ -174,6 +174,7 @@ export function servedHeaders(served: ServedBy): Record<string, string> {
     "x-net-tier": headerValue(served.tier satisfies Tier),
     "x-net-verdict": headerValue(served.verdict),
     "x-net-gateway": headerValue(served.gateway),
+    ...(served.receipt ? { "x-net-receipt": headerValue(served.receipt) } : {}),
   };
 }
 

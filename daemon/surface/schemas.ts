@@ -40,7 +40,7 @@ export const USAGE = z.strictObject({
   }),
   cost_wei: z.string().regex(/^(0|[1-9][0-9]*)$/).optional().openapi({
     description: "The exact cost in the chain's smallest unit, from the provider's signed ad " +
-      "prices and this usage (`docs/protocol.md` §8).",
+      "prices and this usage (`docs/protocol.md` §9).",
   }),
 }).openapi("Usage");
 
@@ -154,7 +154,8 @@ export function errorResponses(
       "`forbidden_host` or `forbidden_origin`; or a refusal of trust, which a retry cannot fix " +
         "(nothing was sent; the message is fixed per code): `attestation_mock`, " +
         "`attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, " +
-        "`attestation_failed`.",
+        "`attestation_binding_failed`, `gpu_not_attested`, `gpu_attestation_failed`, " +
+        "`gpu_measurement_not_approved`, `model_not_attested`, `attestation_failed`.",
     );
     out[402] = e(
       "Money, which a retry cannot fix: `budget_exceeded` (a spend cap has less left than the " +
@@ -178,6 +179,10 @@ export const SERVED_HEADERS = z.object({
   "x-net-gateway": z.string().openapi({ description: "The gateway that relayed it." }),
   "x-net-verdict": z.string().openapi({
     description: "Why it was trusted, e.g. `endorsed-key by 0x07c5…, on-chain trust root`.",
+  }),
+  "x-net-receipt": z.string().optional().openapi({
+    description: "TEE tier: the reply's id; `GET /v1/verdicts/{id}` serves its verified " +
+      "receipt once the reply has ended.",
   }),
 });
 

@@ -9,9 +9,11 @@
  *   and not bound to a nonce.
  * - TEE tier: a fresh nonce is issued; the attestation bundle must verify completely
  *   (`verifyAttestation`: not mock, chain to the pinned roots, measurement approved,
- *   report_data binding of nonce and serving key, endorsement by the attested key, nonce
- *   single-use and recent), and the attested serving key must be the ad's. Only then is the
- *   endorsed key configuration used.
+ *   report_data binding of nonce, serving key, GPU evidence and models, every GPU verified
+ *   and approved, endorsement by the attested key, nonce single-use and recent), the attested
+ *   serving key must be the ad's, and the enclave must attest, for the model asked for, the
+ *   weights digest the ad names. Only then is the endorsed key configuration used; the
+ *   attestation is kept with the key so that the reply's receipt can be checked against it.
  *
  * Refusals are {@linkcode DaemonError}s with the client-facing codes of `clients.md`; the full
  * reason stays in `cause` for the log.
@@ -19,7 +21,7 @@
  * @module
  */
 
-import type { Address, Hex } from "viem";
+import { type Address, bytesToHex, type Hex } from "viem";
 import { adCommitment } from "../../chain/ad.ts";
 import { abbreviate } from "../../errors.ts";
 import {
@@ -29,9 +31,12 @@ import {
 } from "../../crypto/endorsement.ts";
 import {
   type ApprovedMeasurements,
+  type AttestationBundle,
   attestationBundleFromJson,
   AttestationError,
+  type AttestationVerdict,
   type CollateralPolicy,
+  type MeasurementId,
   type NonceBook,
   QuoteParseError,
   type TrustRoots,
@@ -79,6 +84,11 @@ export interface ProviderTrustOptions {
   policy?: Partial<CollateralPolicy>;
   /** Verified-tier keys already checked (the endorsement is not verified again until then). */
   keyCache?: TrustedKeyCache;
+  /**
+   * The model the request asks for (`maker/model`): in the TEE tier, the enclave must attest
+   * the weights digest the ad names for it.
+   */
+  model?: string;
 }
 
 /**
@@ -128,6 +138,22 @@ export interface TrustedKey {
   keyConfig: Uint8Array;
   /** A short line for the response headers and the verdict log. */
   verdict: string;
+  /** TEE tier: the attestation the key was verified under (the reply's receipt names it). */
+  attestation?: TeeAttestation;
+}
+
+/** A verified TEE attestation, kept for the reply's receipt. */
+export interface TeeAttestation {
+  /** The nonce it answers; the sealed request names it (`net-attestation-nonce`). */
+  readonly nonce: Uint8Array;
+  /** The bundle, as verified. */
+  readonly bundle: AttestationBundle;
+  /** Its verdict. */
+  readonly verdict: AttestationVerdict;
+  /** When it was verified. */
+  readonly verifiedAt: Date;
+  /** The approved ids it was judged by. */
+  readonly measurements: readonly MeasurementId[];
 }
 
 /**
@@ -211,11 +237,12 @@ export async function trustProvider(
   const raw = await gateway.attestation(provider, nonce, signal);
   try {
     const bundle = attestationBundleFromJson(raw);
+    const verifiedAt = options.clock();
     const verdict = await verifyAttestation(bundle, {
       nonce,
       nonces: options.nonces,
       approved,
-      now: options.clock(),
+      now: verifiedAt,
       roots: options.roots,
       policy: options.policy,
     });
@@ -225,26 +252,25 @@ export async function trustProvider(
         `Cannot trust provider ${provider}: the attested serving key ${verdict.servingKey} is not the ad's ${servingKey}`,
       );
     }
+    const weights = attestedWeights(candidate, verdict, options.model);
+    const gpus = verdict.gpus.length === 0
+      ? "no GPU"
+      : `${verdict.gpus.length} GPU (driver ${verdict.gpus[0].driverVersion}) approved`;
     return {
       keyConfig: verdict.keyConfig,
       verdict:
         `tee:${verdict.format} measurement ${abbreviate(verdict.measurementId, 12)} approved, ` +
-        `tcb ${verdict.tcbStatus}${onChain}`,
+        `${gpus}, weights ${abbreviate(weights, 12)} attested, tcb ${verdict.tcbStatus}${onChain}`,
+      attestation: { nonce, bundle, verdict, verifiedAt, measurements: approved.list() },
     };
   } catch (error) {
     if (error instanceof DaemonError) throw error;
     if (error instanceof AttestationError) {
-      const code: DaemonErrorCode = error.reason === "mock"
-        ? "attestation_mock"
-        : error.reason === "stale"
-        ? "attestation_stale"
-        : error.check === "measurement"
-        ? "measurement_not_approved"
-        : error.check === "endorsement_signer" ||
-            (error.check === "endorsement" && error.reason === "binding")
-        ? "key_not_vouched"
-        : "attestation_failed";
-      throw refuse(code, `Cannot trust provider ${provider}: ${error.shortMessage}`, error);
+      throw refuse(
+        attestationCode(error),
+        `Cannot trust provider ${provider}: ${error.shortMessage}`,
+        error,
+      );
     }
     if (error instanceof QuoteParseError || error instanceof EndorsementError) {
       throw refuse(
@@ -255,6 +281,56 @@ export async function trustProvider(
     }
     throw error;
   }
+}
+
+/** The client code of a refused attestation: one per reason a user can act on. */
+export function attestationCode(error: AttestationError): DaemonErrorCode {
+  if (error.reason === "mock") return "attestation_mock";
+  if (error.reason === "stale") return "attestation_stale";
+  switch (error.check) {
+    case "measurement":
+      return "measurement_not_approved";
+    case "gpu_measurement":
+      return "gpu_measurement_not_approved";
+    case "gpu_required":
+      return "gpu_not_attested";
+    case "report_data":
+      return "attestation_binding_failed";
+    case "endorsement_signer":
+      return "key_not_vouched";
+    case "endorsement":
+      return error.reason === "binding" ? "key_not_vouched" : "attestation_failed";
+  }
+  return error.check.startsWith("gpu_") ? "gpu_attestation_failed" : "attestation_failed";
+}
+
+/**
+ * The weights digest the enclave attests for the model asked for, which must be the one the
+ * ad names (lower-case hex).
+ *
+ * @throws {DaemonError} `model_not_attested`.
+ */
+function attestedWeights(
+  candidate: ProviderCandidate,
+  verdict: AttestationVerdict,
+  model: string | undefined,
+): string {
+  const provider = candidate.provider;
+  const refusal = (message: string) =>
+    refuse("model_not_attested", `Cannot trust provider ${provider}: ${message}`);
+  if (model === undefined) throw refusal("no model was named to check its attested weights");
+  const advertised = candidate.ad.models.find((m) => m.id === model)?.weights_digest;
+  if (!advertised) throw refusal(`its ad names no weights digest for ${model}`);
+  const attested = verdict.models.find((m) => m.id === model);
+  if (!attested) throw refusal(`its enclave attests no weights for ${model}`);
+  const digest = bytesToHex(attested.weightsDigest);
+  if (digest !== advertised.toLowerCase()) {
+    throw refusal(
+      `its enclave attests weights ${abbreviate(digest, 12)} for ${model}, its ad names ` +
+        abbreviate(advertised.toLowerCase(), 12),
+    );
+  }
+  return digest;
 }
 
 /** The refusal code of each endorsement failure that has its own (the rest: `attestation_failed`). */

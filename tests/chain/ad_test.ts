@@ -360,3 +360,20 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
     refused(JSON.parse(JSON.stringify(value)), "invalid_field", field, text);
   }
 });
+
+Deno.test("a model's weights digest: optional, 32 bytes of hex, committed as published", () => {
+  const model = AD.models[0];
+  const digest = `0x${"Ab".repeat(32)}`;
+  const ad = { ...AD, models: [{ ...model, weights_digest: digest }] };
+  const parsed = parseAd(JSON.stringify(ad));
+  assert.equal(parsed.models[0].weights_digest, digest, "kept as published (case too)");
+  assert.notEqual(adCommitment(parsed), COMMITMENT, "the digest is committed");
+  for (const bad of [null, 7, "0x12", `0x${"zz".repeat(32)}`, "ab".repeat(32)]) {
+    refused(
+      { ...AD, models: [{ ...model, weights_digest: bad }] },
+      "invalid_field",
+      "models[0].weights_digest",
+      "64 hex digits",
+    );
+  }
+});

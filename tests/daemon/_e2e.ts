@@ -15,7 +15,9 @@ import {
 } from "../../daemon/service/daemon.ts";
 import { serveDaemon } from "../../daemon/service/serve.ts";
 import type { Attester } from "../../devnet/provider.ts";
-import { buildTdxBundle, createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
+import { buildTdxBundle } from "../crypto/tee/_synthetic_bundle.ts";
+import { createTestNvidiaPki } from "../crypto/tee/_synthetic_nvidia.ts";
 import { serve, type TestServer } from "../_http.ts";
 
 /** A daemon served on 127.0.0.1:0. */
@@ -169,7 +171,12 @@ export function editStream(
   );
 }
 
-/** An Intel-shaped test PKI and an attester producing synthetic TDX bundles under it. */
+/**
+ * An Intel-shaped and an NVIDIA-shaped test PKI and an attester producing synthetic TDX
+ * bundles with one GPU under them, binding the provider's models. `pki.roots` trusts both test
+ * roots; `measurementIds` are the enclave's and the GPU's ids, to approve together. Each option
+ * breaks one thing, for the tests of the daemon's refusals.
+ */
 export async function syntheticTee(
   options: {
     /** Sign the quote's key binding for another key than the provider's. */
@@ -178,29 +185,56 @@ export async function syntheticTee(
     endorsementSigner?: PrivateKeyAccount;
     /** Answer every request with the first bundle produced (a replay). */
     replay?: boolean;
+    /** GPUs the enclave attaches. @default {1} */
+    gpus?: number;
+    /** The GPUs' evidence comes from a PKI whose root the daemon does not trust. */
+    untrustedGpu?: boolean;
+    /** The quote binds other models than the bundle names. */
+    bindOtherModels?: boolean;
+    /** The enclave attests (and binds) other weights than the ad names. */
+    otherWeights?: boolean;
   } = {},
-): Promise<{ pki: TestIntelPki; attester: Attester; measurementId: string }> {
-  const pki = await createTestIntelPki({ now: new Date() });
+): Promise<{
+  pki: TestIntelPki;
+  attester: Attester;
+  measurementId: string;
+  measurementIds: string[];
+}> {
+  const intel = await createTestIntelPki({ now: new Date() });
+  const gpuPki = await createTestNvidiaPki({ now: new Date() });
+  const evidencePki = options.untrustedGpu
+    ? await createTestNvidiaPki({ now: new Date() })
+    : gpuPki;
+  const pki = { ...intel, roots: { ...intel.roots, nvidia: gpuPki.roots.nvidia } };
   let first: unknown;
-  let measurementId = "";
-  const attester: Attester = async ({ nonce, servingKey, keyConfig }) => {
+  const attester: Attester = async ({ nonce, servingKey, keyConfig, models }) => {
     if (options.replay && first) return first;
+    const served = options.otherWeights
+      ? models.map((m) => ({ ...m, weightsDigest: new Uint8Array(32).fill(0x0e) }))
+      : models;
     const built = await buildTdxBundle({
       nonce,
       now: new Date(),
       pki,
+      gpuPki: evidencePki,
+      gpus: options.gpus,
       servingKey: options.otherServingKey ?? servingKey as PrivateKeyAccount,
       endorsementSigner: options.endorsementSigner,
       keyConfig,
+      models: served,
+      ...(options.bindOtherModels ? { boundModels: served.slice(1) } : {}),
     });
-    measurementId = built.measurementId;
     first ??= built.json;
     return built.json;
   };
-  // The measurement id depends only on the default registers: compute it once.
-  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now: new Date(), pki });
-  measurementId = probe.measurementId;
-  return { pki, attester, measurementId };
+  // The ids depend only on the default registers and measurements: compute them once.
+  const probe = await buildTdxBundle({ nonce: new Uint8Array(32), now: new Date(), pki, gpuPki });
+  return {
+    pki,
+    attester,
+    measurementId: probe.measurementId,
+    measurementIds: [...probe.approvedIds],
+  };
 }
 
 /** Writes an approved-measurements file and returns its path. */

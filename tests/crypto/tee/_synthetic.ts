@@ -6,15 +6,7 @@
  * AMD-shaped PKI (ARK → ASK → VCEK, RSA-PSS and P-384) with SEV-SNP reports.
  *
  * Nothing here is trusted by the library unless a test passes the returned `roots` through the
- * `roots` option. Other tests (the daemon's) use {@linkcode buildTdxBundle} to stand up a TEE
- * provider that passes verification:
- *
- * ```ts ignore
- * const { bundle, roots, measurementId } = await buildTdxBundle({ nonce, now });
- * const verdict = await verifyAttestation(bundle, {
- *   nonce, nonces, now, roots, approved: ApprovedMeasurements.fromList([measurementId]),
- * });
- * ```
+ * `roots` option. Whole bundles (with GPUs) are built by `_synthetic_bundle.ts`.
  *
  * @module
  */
@@ -22,21 +14,8 @@
 import * as asn1js from "asn1js";
 import * as pkijs from "pkijs";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { hexToBytes } from "viem";
-import { endorseKey } from "../../../crypto/endorsement.ts";
-import {
-  type AttestationBundleJson,
-  attestationBundleToJson,
-  attestationReportData,
-  type MeasurementId,
-  type SnpBundle,
-  snpMeasurementId,
-  type TdxBundle,
-  type TdxCollateral,
-  tdxMeasurementId,
-  type TrustRoots,
-} from "../../../crypto/tee/mod.ts";
+import type { TdxCollateral, TrustRoots } from "../../../crypto/tee/mod.ts";
 import { INTEL_QE_VENDOR_ID } from "../../../crypto/tee/tdx_quote.ts";
 import { INTEL_TD_QE_MRSIGNER } from "../../../crypto/tee/tdx_verify.ts";
 
@@ -48,11 +27,13 @@ const encoder = new TextEncoder();
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
-function hex(bytes: Uint8Array): string {
+/** Lower-case hex without `0x`. */
+export function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
+/** Concatenates byte arrays. */
+export function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const part of parts) {
@@ -88,13 +69,15 @@ function iso(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-function pem(der: Uint8Array): string {
+/** One certificate as PEM. */
+export function pem(der: Uint8Array): string {
   const base64 = btoa(String.fromCharCode(...der));
   const lines = base64.match(/.{1,64}/g) ?? [];
   return `-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`;
 }
 
-async function ecKeys(curve: "P-256" | "P-384"): Promise<CryptoKeyPair> {
+/** A fresh ECDSA key pair (extractable). */
+export async function ecKeys(curve: "P-256" | "P-384"): Promise<CryptoKeyPair> {
   return await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: curve }, true, [
     "sign",
     "verify",
@@ -106,7 +89,7 @@ async function rawPublicKey(key: CryptoKey): Promise<Uint8Array> {
 }
 
 /** Signs with ECDSA and returns raw `r ‖ s` (WebCrypto's format, Intel's too). */
-async function signRaw(
+export async function signRaw(
   key: CryptoKey,
   data: Uint8Array,
   hash: "SHA-256" | "SHA-384" = "SHA-256",
@@ -116,7 +99,8 @@ async function signRaw(
   );
 }
 
-function name(cn: string, organization: string): pkijs.RelativeDistinguishedNames {
+/** A distinguished name `CN=cn, O=organization`. */
+export function name(cn: string, organization: string): pkijs.RelativeDistinguishedNames {
   return new pkijs.RelativeDistinguishedNames({
     typesAndValues: [
       new pkijs.AttributeTypeAndValue({
@@ -133,7 +117,8 @@ function name(cn: string, organization: string): pkijs.RelativeDistinguishedName
 
 let serialCounter = 0x1000;
 
-interface CertSpec {
+/** What {@linkcode issue} issues. */
+export interface CertSpec {
   subject: string;
   issuer: string;
   organization?: string;
@@ -149,7 +134,7 @@ interface CertSpec {
 }
 
 /** Issues a certificate with pkijs; returns its DER and serial (hex). */
-async function issue(spec: CertSpec): Promise<{ der: Uint8Array; serial: string }> {
+export async function issue(spec: CertSpec): Promise<{ der: Uint8Array; serial: string }> {
   const cert = new pkijs.Certificate();
   const serial = spec.serial ??
     Uint8Array.of(0x01, (serialCounter >> 8) & 0xff, serialCounter++ & 0xff);
@@ -602,15 +587,17 @@ export interface TdxCollateralOptions {
   tamperTcbInfo?: (text: string) => string;
 }
 
-async function crl(
+/** A CRL of `issuerCn` revoking `revoked` (hex serials), signed with `hash`. */
+export async function crl(
   issuerCn: string,
   signingKey: CryptoKey,
   window: Window,
   revoked: string[],
+  options: { organization?: string; hash?: "SHA-256" | "SHA-384" } = {},
 ): Promise<Uint8Array> {
   const list = new pkijs.CertificateRevocationList();
   list.version = 1;
-  list.issuer = name(issuerCn, "Test Corporation");
+  list.issuer = name(issuerCn, options.organization ?? "Test Corporation");
   list.thisUpdate = new pkijs.Time({ type: 0, value: window.from });
   list.nextUpdate = new pkijs.Time({ type: 0, value: window.to });
   if (revoked.length) {
@@ -621,7 +608,7 @@ async function crl(
       })
     );
   }
-  await list.sign(signingKey, "SHA-256");
+  await list.sign(signingKey, options.hash ?? "SHA-256");
   return new Uint8Array(list.toSchema(true).toBER(false));
 }
 
@@ -723,119 +710,6 @@ export async function buildTdxCollateral(
     qeIdentityIssuerChain: pem(pki.tcbSigning.der) + pem(pki.root.der),
     qeIdentity,
     qeIdentitySignature,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Bundles.
-
-const intelPkis = new Map<number, Promise<TestIntelPki>>();
-const amdPkis = new Map<number, Promise<TestAmdPki>>();
-
-/** One PKI per `now` for the builders' default (key generation, RSA above all, is slow). */
-function sharedPki<P>(
-  cache: Map<number, Promise<P>>,
-  now: Date,
-  create: (options: { now: Date }) => Promise<P>,
-): Promise<P> {
-  let pki = cache.get(now.getTime());
-  if (!pki) {
-    pki = create({ now });
-    cache.set(now.getTime(), pki);
-  }
-  return pki;
-}
-
-/** Default HPKE key configuration bytes used by the builders (opaque to this library). */
-export const TEST_KEY_CONFIG: Uint8Array = Uint8Array.from(
-  { length: 41 },
-  (_, i) => (i * 7) & 0xff,
-);
-
-/** What a bundle builder returns. */
-export interface BuiltBundle<B> {
-  /** The bundle. */
-  readonly bundle: B;
-  /** Its JSON form, as a provider would serve it. */
-  readonly json: AttestationBundleJson;
-  /** The roots under which it verifies. */
-  readonly roots: TrustRoots;
-  /** Its measurement id (approve it to make the bundle pass). */
-  readonly measurementId: MeasurementId;
-  /** The serving key. */
-  readonly servingKey: PrivateKeyAccount;
-}
-
-/** Options shared by the bundle builders. */
-export interface BundleOptions {
-  /** The nonce the daemon issued. */
-  nonce: Uint8Array;
-  /** The time the bundle is built for. */
-  now: Date;
-  /** The serving key. @default {a fresh key} */
-  servingKey?: PrivateKeyAccount;
-  /** The key that signs the endorsement. @default {the serving key} */
-  endorsementSigner?: PrivateKeyAccount;
-  /** The HPKE key configuration. @default {TEST_KEY_CONFIG} */
-  keyConfig?: Uint8Array;
-  /** Endorsement expiry, Unix seconds. @default {now + 1 hour} */
-  endorsementExpiresAt?: number;
-  /** Nonce in the endorsement. @default {nonce} */
-  endorsementNonce?: Uint8Array | null;
-  /** Report data override. @default {the protocol's binding of nonce and serving key} */
-  reportData?: Uint8Array;
-  /** Nonce written into the bundle. @default {nonce} */
-  bundleNonce?: Uint8Array;
-}
-
-/** Options of {@linkcode buildTdxBundle}. */
-export interface TdxBundleOptions extends BundleOptions, Omit<TdxQuoteOptions, "reportData"> {
-  /** The PKI to issue under. @default {one shared PKI per `now` value} */
-  pki?: TestIntelPki;
-  /** Collateral: `false` for none, or options. @default {UpToDate collateral valid at now} */
-  collateral?: false | Omit<TdxCollateralOptions, "now">;
-}
-
-async function common(options: BundleOptions) {
-  const servingKey = options.servingKey ?? privateKeyToAccount(generatePrivateKey());
-  const servingPublicKey = hexToBytes(servingKey.publicKey);
-  const reportData = options.reportData ?? attestationReportData(options.nonce, servingPublicKey);
-  const endorsement = await endorseKey(options.endorsementSigner ?? servingKey, {
-    keyConfig: options.keyConfig ?? TEST_KEY_CONFIG,
-    expiresAt: options.endorsementExpiresAt ?? Math.floor(options.now.getTime() / 1000) + 3600,
-    nonce: options.endorsementNonce === undefined ? options.nonce : options.endorsementNonce,
-  });
-  return { servingKey, servingPublicKey, reportData, endorsement };
-}
-
-/**
- * Builds a TDX bundle that verifies under the returned roots (with its measurement approved):
- * a quote binding the nonce and serving key under the given (or a shared) test PKI, collateral
- * and a nonce-bound endorsement.
- */
-export async function buildTdxBundle(options: TdxBundleOptions): Promise<BuiltBundle<TdxBundle>> {
-  const pki = options.pki ?? await sharedPki(intelPkis, options.now, createTestIntelPki);
-  const { servingKey, servingPublicKey, reportData, endorsement } = await common(options);
-  const quote = await buildTdxQuote(pki, { ...options, reportData });
-  const collateral = options.collateral === false
-    ? null
-    : await buildTdxCollateral(pki, { ...options.collateral, now: options.now });
-  const bundle: TdxBundle = {
-    format: "tdx",
-    nonce: options.bundleNonce ?? options.nonce,
-    servingPublicKey,
-    quote,
-    collateral,
-    endorsement,
-  };
-  const rtmrs = options.rtmrs ??
-    [filled(48, 0x20), filled(48, 0x21), filled(48, 0x22), filled(48, 0x23)];
-  return {
-    bundle,
-    json: attestationBundleToJson(bundle),
-    roots: pki.roots,
-    measurementId: tdxMeasurementId({ mrTd: options.mrTd ?? filled(48, 0x11), rtmrs }),
-    servingKey,
   };
 }
 
@@ -982,33 +856,4 @@ export async function buildSnpReport(
   report.set(signature.subarray(0, 48).reverse(), 0x2a0);
   report.set(signature.subarray(48, 96).reverse(), 0x2a0 + 72);
   return report;
-}
-
-/** Options of {@linkcode buildSnpBundle}. */
-export interface SnpBundleOptions extends BundleOptions, Omit<SnpReportOptions, "reportData"> {
-  /** The PKI to issue under. @default {one shared PKI per `now` value} */
-  pki?: TestAmdPki;
-}
-
-/** Builds an SEV-SNP bundle that verifies under the returned roots. */
-export async function buildSnpBundle(options: SnpBundleOptions): Promise<BuiltBundle<SnpBundle>> {
-  const pki = options.pki ?? await sharedPki(amdPkis, options.now, createTestAmdPki);
-  const { servingKey, servingPublicKey, reportData, endorsement } = await common(options);
-  const measurement = options.measurement ?? filled(48, 0x5e);
-  const quote = await buildSnpReport(pki, { ...options, reportData, measurement });
-  const bundle: SnpBundle = {
-    format: "sev-snp",
-    nonce: options.bundleNonce ?? options.nonce,
-    servingPublicKey,
-    quote,
-    collateral: { vcek: pki.vcek.der },
-    endorsement,
-  };
-  return {
-    bundle,
-    json: attestationBundleToJson(bundle),
-    roots: pki.roots,
-    measurementId: snpMeasurementId(measurement),
-    servingKey,
-  };
 }

@@ -4,7 +4,7 @@ import {
   attestationBundleToJson,
   AttestationError,
 } from "../../../crypto/tee/mod.ts";
-import { buildSnpBundle, buildTdxBundle } from "./_synthetic.ts";
+import { buildSnpBundle, buildTdxBundle } from "./_synthetic_bundle.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
 const nonce = new Uint8Array(32).fill(0x42);
@@ -22,8 +22,14 @@ function malformed(value: unknown, label: string, message?: RegExp) {
   );
 }
 
-Deno.test("TDX and SEV-SNP bundles round-trip through JSON", async () => {
-  const tdx = await buildTdxBundle({ nonce, now });
+Deno.test("TDX and SEV-SNP bundles round-trip through JSON, with GPUs and models", async () => {
+  const models = [{ id: "maker/model", weightsDigest: new Uint8Array(32).fill(1) }];
+  const tdx = await buildTdxBundle({ nonce, now, gpus: 2, models });
+  assert.equal(tdx.json.gpus?.length, 2);
+  assert.deepEqual(tdx.json.models, [{
+    id: "maker/model",
+    weights_digest: "0x" + "01".repeat(32),
+  }]);
   const parsed = attestationBundleFromJson(JSON.parse(JSON.stringify(tdx.json)));
   assert.deepEqual(parsed, tdx.bundle);
   assert.deepEqual(attestationBundleToJson(parsed), tdx.json);
@@ -48,6 +54,8 @@ Deno.test("a mock bundle is recognised by its format alone", () => {
 Deno.test("malformed bundles are refused, naming the field", async () => {
   const { json } = await buildTdxBundle({ nonce, now, collateral: false });
   const snp = (await buildSnpBundle({ nonce, now })).json;
+  const gpu = json.gpus![0];
+  const model = { id: "maker/model", weights_digest: "0x" + "ab".repeat(32) };
   const table: [string, unknown, RegExp][] = [
     ["not an object", "tdx", /JSON object/],
     ["array", [json], /JSON object/],
@@ -71,6 +79,19 @@ Deno.test("malformed bundles are refused, naming the field", async () => {
     ["snp without vcek", { ...snp, collateral: null }, /vcek/],
     ["snp with extra", { ...snp, collateral: { vcek: "0x30", other: 1 } }, /unknown field "other"/],
     ["snp vcek not hex", { ...snp, collateral: { vcek: "30" } }, /"vcek" must be 0x/],
+    ["gpus not a list", { ...json, gpus: {} }, /"gpus" must be an array/],
+    ["gpu not an object", { ...json, gpus: ["0x00"] }, /"gpus" entry 0 must be an object/],
+    ["gpu extra field", { ...json, gpus: [{ ...gpu, arch: "hopper" }] }, /unknown field "arch"/],
+    ["gpu report not hex", { ...json, gpus: [{ ...gpu, report: "zz" }] }, /"report"/],
+    ["gpu chain missing", { ...json, gpus: [{ report: gpu.report }] }, /certificate_chain/],
+    ["17 gpus", { ...json, gpus: Array(17).fill(gpu) }, /17 entries, at most 16/],
+    ["gpu collateral", { ...json, gpu_collateral: { ocsp: "x", crls: [] } }, /GPU collateral/],
+    ["models not a list", { ...json, models: "a/b" }, /"models" must be an array/],
+    ["model extra field", { ...json, models: [{ ...model, size: 1 }] }, /unknown field "size"/],
+    ["model id", { ...json, models: [{ ...model, id: 7 }] }, /"id" must be a string/],
+    ["model digest", { ...json, models: [{ ...model, weights_digest: "0x00" }] }, /32 bytes/],
+    ["models unsorted", { ...json, models: [{ ...model, id: "z/z" }, model] }, /sorted/],
+    ["models duplicated", { ...json, models: [model, model] }, /sorted and unique/],
   ];
   for (const [label, value, message] of table) malformed(value, label, message);
 });

@@ -5,12 +5,14 @@ import {
 } from "../../../crypto/tee/collateral_policy.ts";
 import { DEFAULT_COLLATERAL_POLICY } from "../../../crypto/tee/mod.ts";
 
-Deno.test("the default policy accepts UpToDate and SWHardeningNeeded and requires collateral", () => {
+Deno.test("the default policy accepts UpToDate and SWHardeningNeeded, requires collateral and a GPU", () => {
   assert.deepEqual(resolveCollateralPolicy(), {
     acceptTcbStatuses: ["SWHardeningNeeded"],
     allowMissingCollateral: false,
     snpMinimumTcb: {},
     minTcbEvaluationDataNumber: 0,
+    requireGpu: true,
+    allowMissingGpuCollateral: false,
   });
   assert.ok(Object.isFrozen(DEFAULT_COLLATERAL_POLICY));
 });
@@ -36,10 +38,13 @@ Deno.test("bad SEV-SNP minimums are refused", () => {
     () => resolveCollateralPolicy({ snpMinimumTcb: { nope: 1 } as unknown as { snp: number } }),
     TypeError,
   );
-  assert.throws(
-    () => resolveCollateralPolicy({ allowMissingCollateral: "yes" as unknown as boolean }),
-    TypeError,
-  );
+  for (const flag of ["allowMissingCollateral", "requireGpu", "allowMissingGpuCollateral"]) {
+    assert.throws(
+      () => resolveCollateralPolicy({ [flag]: "yes" as unknown as boolean }),
+      (e: unknown) => e instanceof TypeError && e.message.includes(flag),
+      flag,
+    );
+  }
   assert.deepEqual(resolveCollateralPolicy({ snpMinimumTcb: { snp: 8 } }).snpMinimumTcb, {
     snp: 8,
   });

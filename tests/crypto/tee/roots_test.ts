@@ -10,6 +10,8 @@ import {
   AMD_ASK_TURIN_PEM,
   INTEL_SGX_ROOT_CA_PEM,
   INTEL_SGX_ROOT_CA_SHA256,
+  NVIDIA_DEVICE_IDENTITY_CA_PEM,
+  NVIDIA_DEVICE_IDENTITY_CA_SHA256,
 } from "../../../crypto/tee/roots.ts";
 import { readVectorBytes, readVectorJson, readVectorText, vectorTest } from "../../_vectors.ts";
 import { hex, type Manifest } from "./_helpers.ts";
@@ -53,9 +55,19 @@ vectorTest("the embedded AMD ARKs and ASKs equal the vector files", () => {
   assert.deepEqual(PINNED_ROOTS.amd.map((entry) => entry.product), ["Milan", "Genoa", "Turin"]);
 });
 
+vectorTest("the embedded NVIDIA root is the one that ends every real H100 chain", () => {
+  const [der] = derOf(NVIDIA_DEVICE_IDENTITY_CA_PEM);
+  assert.equal(hex(sha256(der)), NVIDIA_DEVICE_IDENTITY_CA_SHA256);
+  for (const file of ["hopper_cert_chain_case1.txt", "hopper_coco_certs1.txt"]) {
+    assert.deepEqual(derOf(readVectorText(`tee/nvidia/${file}`)).at(-1), der, file);
+  }
+  assert.deepEqual(PINNED_ROOTS.nvidia, [NVIDIA_DEVICE_IDENTITY_CA_PEM]);
+});
+
 Deno.test("the pinned roots cannot be modified at run time", () => {
   assert.ok(Object.isFrozen(PINNED_ROOTS));
   assert.ok(Object.isFrozen(PINNED_ROOTS.intel));
   assert.ok(Object.isFrozen(PINNED_ROOTS.amd));
+  assert.ok(Object.isFrozen(PINNED_ROOTS.nvidia));
   assert.throws(() => (PINNED_ROOTS.intel as string[]).push("x"));
 });

@@ -18,15 +18,17 @@ import {
 import { readVectorBytes, readVectorText, vectorTest } from "../../_vectors.ts";
 import { plusSeconds, refused } from "./_helpers.ts";
 import {
-  buildSnpBundle,
-  buildTdxBundle,
   createTestAmdPki,
   createTestIntelPki,
-  type TdxBundleOptions,
-  TEST_KEY_CONFIG,
   type TestAmdPki,
   type TestIntelPki,
 } from "./_synthetic.ts";
+import {
+  buildSnpBundle,
+  buildTdxBundle,
+  type TdxBundleOptions,
+  TEST_KEY_CONFIG,
+} from "./_synthetic_bundle.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
 const nowSeconds = Math.floor(now.getTime() / 1000);
@@ -49,7 +51,7 @@ async function tdx(overrides: Omit<Partial<TdxBundleOptions>, "now"> = {}, at = 
     nonces,
     now: at,
     roots: built.roots,
-    approved: ApprovedMeasurements.fromList([built.measurementId]),
+    approved: ApprovedMeasurements.fromList(built.approvedIds),
   };
   return { nonces, nonce, built, options };
 }
@@ -141,7 +143,8 @@ Deno.test("a serving public key that is not a curve point is malformed", async (
     nonce,
     now,
     pki: intel ??= await createTestIntelPki({ now }),
-    reportData: attestationReportData(nonce, bogus),
+    reportData: attestationReportData(nonce, bogus, { gpuReports: [], models: [] }),
+    gpus: 0,
   });
   await refused(
     verifyAttestation({ ...built.bundle, servingPublicKey: bogus }, {
@@ -149,7 +152,7 @@ Deno.test("a serving public key that is not a curve point is malformed", async (
       nonces,
       now,
       roots: built.roots,
-      approved: ApprovedMeasurements.fromList([built.measurementId]),
+      approved: ApprovedMeasurements.fromList(built.approvedIds),
     }),
     "malformed",
     "serving_key",
@@ -373,7 +376,7 @@ Deno.test("stale collateral is refused as stale; the verdict expires with the co
       nonces,
       now: later,
       roots: built.roots,
-      approved: ApprovedMeasurements.fromList([built.measurementId]),
+      approved: ApprovedMeasurements.fromList(built.approvedIds),
     }),
     "stale",
     "collateral",
@@ -397,7 +400,7 @@ Deno.test("SEV-SNP: success, debug guest, unapproved measurement, minimum TCB", 
       nonces,
       now,
       roots: built.roots,
-      approved: ApprovedMeasurements.fromList([built.measurementId]),
+      approved: ApprovedMeasurements.fromList(built.approvedIds),
     };
     return { built, options };
   };
@@ -470,6 +473,9 @@ vectorTest(
       quote,
       collateral,
       endorsement,
+      gpus: [],
+      gpuCollateral: null,
+      models: [],
     };
     await refused(
       verifyAttestation(bundle, {

@@ -204,9 +204,9 @@ Deno.test("every refusal of trust is a 403 with its code and fixed message, in b
         gateway: mitm.url,
         evm,
         roots: tee.pki.roots,
-        measurementsFile: await measurementsFile([
-          c.unapproved ? `0x${"cd".repeat(32)}` : tee.measurementId,
-        ]),
+        measurementsFile: await measurementsFile(
+          c.unapproved ? [`0x${"cd".repeat(32)}`] : tee.measurementIds,
+        ),
       });
       if (c.warmUp) assert.ok(complete(await chat(daemon.url, { model: c.model })));
       const before = relayed;

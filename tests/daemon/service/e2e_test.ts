@@ -239,7 +239,7 @@ Deno.test("TEE tier: a verified synthetic enclave is served, and each broken bin
         attester: () => tee.attester,
       });
       const file = await measurementsFile(
-        c.approve === false ? ["0x" + "cd".repeat(32)] : [tee.measurementId],
+        c.approve === false ? ["0x" + "cd".repeat(32)] : tee.measurementIds,
       );
       let relayed = 0;
       await using counting = maliciousGateway(devnet.gateways[0], (req, upstream) => {
@@ -283,7 +283,7 @@ Deno.test("TEE tier: a replayed attestation (stale nonce) is refused", async () 
   });
   await using daemon = await startDaemon({
     gateway: counting.url,
-    measurementsFile: await measurementsFile([tee.measurementId]),
+    measurementsFile: await measurementsFile(tee.measurementIds),
     roots: tee.pki.roots,
   });
   const client = openai(daemon.url);
@@ -320,14 +320,16 @@ Deno.test("TEE tier: the approved set comes from the Registry, and an explicit f
   await using before = await startDaemon({ bootstrap: devnet.gateways, evm, roots: tee.pki.roots });
   await refusedWith(ask(before.url), 403, "measurement_not_approved");
 
-  // Governance approves the enclave's measurement on chain: served, no file needed.
+  // Governance approves the enclave's and the GPU's measurements on chain: served, no file.
   const owner = createSigner(devnet.rpcUrl, devAccounts().owner, { chainId: devnet.chainId });
-  await sendAndConfirm(owner, {
-    address: devnet.contracts.registry,
-    abi: registryAbi,
-    functionName: "approveMeasurement",
-    args: [tee.measurementId as `0x${string}`],
-  });
+  for (const id of tee.measurementIds) {
+    await sendAndConfirm(owner, {
+      address: devnet.contracts.registry,
+      abi: registryAbi,
+      functionName: "approveMeasurement",
+      args: [id as `0x${string}`],
+    });
+  }
   await using after = await startDaemon({ bootstrap: devnet.gateways, evm, roots: tee.pki.roots });
   assert.match((await ask(after.url)).choices[0].message.content ?? "", /approved on chain\?/);
 

@@ -212,7 +212,7 @@ Deno.test("handler: allowed origins get CORS headers and preflight answers; othe
   assert.equal(chat.headers.get("access-control-allow-origin"), "app://desktop");
   assert.equal(
     chat.headers.get("access-control-expose-headers"),
-    "x-net-provider, x-net-tier, x-net-verdict, x-net-gateway",
+    "x-net-provider, x-net-tier, x-net-verdict, x-net-gateway, x-net-receipt",
   );
   await chat.body?.cancel();
 

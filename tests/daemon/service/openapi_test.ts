@@ -16,7 +16,7 @@ import { VERSION } from "../../../version.ts";
 import { closedPort } from "../../_http.ts";
 import { answer, OpenApiChecker } from "../../_openapi.ts";
 import { assertRoutesDocumented } from "../../_routes.ts";
-import { startDaemon } from "../_e2e.ts";
+import { measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
 
 const MODEL = "net/verified/devnet/echo";
 const OPTIONS: DaemonHandlerOptions = {
@@ -234,6 +234,38 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await orphan("/api/chat", { model: MODEL, messages }), 503);
   const list = answer("/v1/models", "get", await fetch(`${stranded.url}/v1/models`));
   expect(await list, 503);
+
+  // A TEE reply and its receipt, from a devnet whose TEE provider attests synthetic evidence.
+  const tee = await syntheticTee();
+  await using teeNet = await startDevnet({
+    tokenDelayMs: 0,
+    gateways: 1,
+    verifiedProviders: 0,
+    teeProviders: 1,
+    attester: () => tee.attester,
+  });
+  await using teeDaemon = await startDaemon({
+    gateway: teeNet.gateways[0],
+    roots: tee.pki.roots,
+    measurementsFile: await measurementsFile(tee.measurementIds),
+  });
+  const teeChat = expect(
+    await answer(
+      "/v1/chat/completions",
+      "post",
+      await fetch(`${teeDaemon.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "net/tee/devnet/echo", messages }),
+      }),
+    ),
+    200,
+  );
+  const receipt = async (path: string) =>
+    answer("/v1/verdicts/{id}", "get", await fetch(`${teeDaemon.url}${path}`));
+  expect(await receipt(`/v1/verdicts/${teeChat.headers.get("x-net-receipt")}`), 200);
+  expect(await receipt(`/v1/verdicts/r${"0".repeat(32)}`), 404);
+  expect(await receipt("/v1/verdicts/nope"), 400);
 
   // Every operation's 200 was seen.
   for (const [path, item] of Object.entries(PATHS)) {
