@@ -114,6 +114,7 @@ export interface DevnetProviderOptions {
    * covers it, from a consumer whose deposit covers it. @default {undefined: requests are free}
    */
   payments?: Omit<ProviderTillOptions, "provider">;
+  /**
    * The key that signs a TEE provider's receipts; `null` signs none. Anything but the serving
    * key makes daemons refuse its replies (`receipt_invalid`): tests use it to show that.
    *

@@ -391,7 +391,10 @@ export class NetworkBackend implements ChatBackend {
     const attestation = trusted.attestation;
     await this.#options.payments?.prepare?.();
     const paid = payAttempt(this.#options.payments, request, candidate, call.exchange);
-    const headers: [string, string][] = [["date", this.#clock().toUTCString()], ...paid.headers];
+    const headers: (readonly [string, string])[] = [
+      ["date", this.#clock().toUTCString()],
+      ...paid.headers,
+    ];
     if (attestation) headers.push([ATTESTATION_NONCE_HEADER, hex(attestation.nonce)]);
     let sent = false;
     let sealed;
