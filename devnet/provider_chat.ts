@@ -258,7 +258,12 @@ export async function admitPayment(
 ): Promise<PaymentHold | undefined | ReadableStream<Uint8Array>> {
   if (!context.admit) return undefined;
   const verdict = await context.admit(request);
-  return verdict.ok ? verdict : sealedError(402, verdict.code, verdict.message);
+  if (verdict.ok) return verdict;
+  return sealedError(
+    verdict.code === "account_unavailable" ? 503 : 402,
+    verdict.code,
+    verdict.message,
+  );
 }
 
 /** Seals an error answer: the status and the OpenAI error body. */

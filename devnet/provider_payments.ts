@@ -43,7 +43,9 @@ export type PaymentRefusalCode =
   | "voucher_replayed"
   | "voucher_stale"
   | "voucher_insufficient"
-  | "insufficient_deposit";
+  | "insufficient_deposit"
+  /** The consumer's account could not be read from the chain now (a sealed 503: ask later). */
+  | "account_unavailable";
 
 /** Every {@linkcode PaymentRefusalCode}, for tables and tests. */
 export const PAYMENT_REFUSAL_CODES: readonly PaymentRefusalCode[] = Object.freeze([
@@ -53,9 +55,10 @@ export const PAYMENT_REFUSAL_CODES: readonly PaymentRefusalCode[] = Object.freez
   "voucher_stale",
   "voucher_insufficient",
   "insufficient_deposit",
+  "account_unavailable",
 ]);
 
-/** A refusal: the sealed status is 402. */
+/** A refusal: the sealed status is 402 (503 for `account_unavailable`). */
 export interface PaymentRefusal {
   /** Refused. */
   readonly ok: false;
@@ -195,12 +198,23 @@ export class ProviderTill {
       throw error;
     }
     const started = this.#now();
-    let state = await this.#state(voucher.consumer);
-    let verdict = this.#check(state, voucher, worst);
-    if (verdict?.code === "insufficient_deposit" && state.readAt < started) {
-      // Refuse only on a read made for this request: the consumer may just have topped up.
-      state = await this.#refresh(voucher.consumer);
+    let state: ConsumerState;
+    let verdict: PaymentRefusal | undefined;
+    try {
+      state = await this.#state(voucher.consumer);
       verdict = this.#check(state, voucher, worst);
+      if (verdict?.code === "insufficient_deposit" && state.readAt < started) {
+        // Refuse only on a read made for this request: the consumer may just have topped up.
+        state = await this.#refresh(voucher.consumer);
+        verdict = this.#check(state, voucher, worst);
+      }
+    } catch (error) {
+      return refuse(
+        "account_unavailable",
+        `The Escrow account of ${voucher.consumer} cannot be read now: ${
+          (error as Error)?.message?.split("\n")[0]
+        }`,
+      );
     }
     if (verdict) return verdict;
     return this.#hold(state, voucher, worst);

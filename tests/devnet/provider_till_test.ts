@@ -100,3 +100,19 @@ Deno.test("ProviderTill: what the Escrow already paid counts as owed (a provider
   assert.ok(!low.ok && low.code === "voucher_insufficient");
   assert.ok((await till.admit(header(501n, 2n), 1n)).ok);
 });
+
+Deno.test("ProviderTill: a chain that cannot be read is account_unavailable, never a free pass", async () => {
+  const consumer = new VoucherSigner(generatePrivateKey(), domain);
+  const till = new ProviderTill({
+    provider,
+    domain,
+    readAccount: () => Promise.reject(new Error("connection refused")),
+  });
+  const header = JSON.stringify(
+    voucherToJson(consumer.sign({ provider, cumulative: 10n, seq: 1n })),
+  );
+  const verdict = await till.admit(header, 1n);
+  assert.ok(!verdict.ok && verdict.code === "account_unavailable");
+  assert.match(verdict.ok ? "" : verdict.message, /cannot be read now: connection refused/);
+  assert.deepEqual(till.claims(), []);
+});
