@@ -186,10 +186,13 @@ Deno.test({
       assert.match(tee.out, /"code":"attestation_mock"/);
       assert.match(tee.out, /HTTP 403$/);
       assert.match(find("/api/chat")[0].out, /"done":true/);
-      const embeddings = JSON.parse(find("/v1/embeddings")[0].out.replace(/\nHTTP \d+$/, ""));
+      const embedded = find("/v1/embeddings")[0];
+      const embeddings = JSON.parse(embedded.out.replace(/\nHTTP \d+$/, ""));
+      // As many dimensions as the printed command asks for.
+      const asked = Number(/"dimensions":(\d+)/.exec(embedded.command)![1]);
       assert.deepEqual(embeddings.data.map((d: { embedding: number[] }) => d.embedding.length), [
-        4,
-        4,
+        asked,
+        asked,
       ]);
       assert.match(find("/v1/responses")[0].out, /"object":"response"/);
       assert.match(find("/v1/responses")[0].out, /Hello from the Responses API/);
