@@ -79,6 +79,7 @@ function request(path: string, stream: boolean): Request {
   const messages = [{ role: "user", content: "tell me a long story" }];
   return new Request(`http://127.0.0.1:11435${path}`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "net/verified/devnet/tiny-chat", stream, messages }),
   });
 }

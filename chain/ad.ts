@@ -49,20 +49,36 @@ export const MODEL_KINDS: readonly ModelKind[] = Object.freeze(["chat", "embeddi
  *
  * - `tools`: function calling (`tools`, `tool_calls`) — chat;
  * - `vision`: image inputs — chat;
- * - `json_mode`: `response_format` `json_object` / `json_schema` — chat;
+ * - `json_mode`: JSON mode, `response_format` `json_object` (the reply is one JSON object) —
+ *   chat;
+ * - `structured_outputs`: the reply is valid for a given JSON Schema (`response_format`
+ *   `json_schema`, Ollama's `format` schema, the Responses API's `text.format`) — chat;
  * - `logprobs`: token log probabilities (`logprobs`, `top_logprobs`) — chat;
  * - `dimensions`: shorter vectors on request (the `dimensions` parameter) — embedding.
  */
-export type ModelCapability = "tools" | "vision" | "json_mode" | "logprobs" | "dimensions";
+export type ModelCapability =
+  | "tools"
+  | "vision"
+  | "json_mode"
+  | "structured_outputs"
+  | "logprobs"
+  | "dimensions";
 
 /** Every capability, and the kind it belongs to. */
 export const MODEL_CAPABILITIES: Readonly<Record<ModelCapability, ModelKind>> = Object.freeze({
   tools: "chat",
   vision: "chat",
   json_mode: "chat",
+  structured_outputs: "chat",
   logprobs: "chat",
   dimensions: "embedding",
 });
+
+/** Every capability's name, in the order of {@linkcode MODEL_CAPABILITIES}. */
+export const MODEL_CAPABILITY_NAMES: readonly [ModelCapability, ...ModelCapability[]] = Object
+  .freeze(
+    Object.keys(MODEL_CAPABILITIES) as [ModelCapability, ...ModelCapability[]],
+  );
 
 /** Most dimensions an embedding model may declare. */
 export const MAX_EMBEDDING_DIMENSIONS = 65_536;

@@ -1,6 +1,6 @@
 /**
  * The consumer daemon: `deno run -A daemon/main.ts` (or `deno task daemon`). Serves the
- * OpenAI and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
+ * OpenAI, Anthropic and Ollama APIs on `127.0.0.1:11435` and forwards each request, sealed end to end,
  * to a provider of the network. `--help` lists the options; see `docs/daemon.md`.
  *
  * Every line goes through the structured logger (`io/log.ts`) in the format of `--log-format`
@@ -17,6 +17,7 @@
  */
 
 import { NetError } from "../errors.ts";
+import { listenUrls } from "../http/mod.ts";
 import { logFormatHint, type Logger, type ProgramLogs, programLogs } from "../io/log.ts";
 import {
   type ApiKey,
@@ -78,14 +79,15 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The start-up announcements, on stdout. */
+/** The start-up announcements, on stdout: the addresses clients can use, never `0.0.0.0`. */
 function announce(config: DaemonConfig, port: number, apiKey: ApiKey | null, out: Logger): void {
-  const host = config.bind.hostname.includes(":")
-    ? `[${config.bind.hostname}]`
-    : config.bind.hostname;
-  out.info(`daemon: listening on http://${host}:${port}`);
-  out.info(`daemon:   OpenAI clients: OPENAI_BASE_URL=http://${host}:${port}/v1`);
-  out.info(`daemon:   Ollama clients: OLLAMA_HOST=${host}:${port}`);
+  const urls = listenUrls({ hostname: config.bind.hostname, port });
+  for (const url of urls) out.info(`daemon: listening on ${url}`);
+  // Beyond loopback, the first address other hosts can use; on loopback, loopback.
+  const url = urls.find((u) => !/^http:\/\/(127\.|\[::1\])/.test(u)) ?? urls[0];
+  out.info(`daemon:   OpenAI clients: OPENAI_BASE_URL=${url}/v1`);
+  out.info(`daemon:   Ollama clients: OLLAMA_HOST=${url.slice("http://".length)}`);
+  out.info(`daemon:   Anthropic clients: ANTHROPIC_BASE_URL=${url}`);
   out.info(authLine(config, apiKey));
   out.info(
     `daemon: gateways: ${
@@ -157,7 +159,8 @@ export async function main(
     Promise.resolve(new Response("starting", { status: 503 }));
   let server: DaemonServer;
   try {
-    // Not Deno.serve: it does not tell a waiting request that its client left (service/serve.ts).
+    // Not Deno.serve: no header or idle timeout, and it does not tell a waiting request that
+    // its client left (http/serve.ts).
     server = await serveDaemon((req, info) => handler(req, info), {
       hostname: config.bind.hostname,
       port: config.bind.port,

@@ -1,7 +1,8 @@
 /**
  * The consumer daemon's client-facing surface: a local server that speaks the OpenAI
- * chat-completions API (`/v1/…`) and the Ollama API (`/api/…`), so the programs people already
- * use (Open WebUI, Continue, the OpenAI and Ollama SDKs, LangChain) can point at it unchanged.
+ * chat-completions API (`/v1/…`), Anthropic's Messages API (`/v1/messages`) and the Ollama API
+ * (`/api/…`), so the programs people already use (Open WebUI, Continue, the OpenAI, Anthropic and
+ * Ollama SDKs, Claude Code, LangChain) can point at it unchanged.
  * Behind it, a {@linkcode ChatBackend} reaches the network: gateway resolution, attestation,
  * sealing, failover.
  *

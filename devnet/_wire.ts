@@ -6,6 +6,7 @@
  * @module
  */
 
+import { MODEL_CAPABILITY_NAMES } from "../chain/ad.ts";
 import { z } from "../http/mod.ts";
 
 /** A string that must match `pattern`; a mismatch says `must be <says>` (the pattern is documented). */
@@ -35,7 +36,7 @@ export const Tier = z.enum(["verified", "tee"]);
 /** What a model does (`docs/protocol.md` §1); absent in an ad: `chat`. */
 export const ModelKind = z.enum(["chat", "embedding"]);
 /** What a model supports (`docs/protocol.md` §1). */
-export const Capability = z.enum(["tools", "vision", "json_mode", "logprobs", "dimensions"]);
+export const Capability = z.enum(MODEL_CAPABILITY_NAMES);
 
 const Hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/);
 const Amount = z.string().regex(/^(0|[1-9][0-9]{0,77})$/).openapi({

@@ -151,7 +151,7 @@ export function demoCommands(
     `  ${chat("net/tee/devnet/echo")}`,
     "",
     "  # The Ollama API (any Ollama client works with OLLAMA_HOST=" + host + "):",
-    `  curl -s ${daemon}/api/chat -d '{"model":"net/verified/devnet/echo","stream":false,"messages":[{"role":"user","content":"Hi from Ollama"}]}'`,
+    `  curl -s ${daemon}/api/chat -H 'content-type: application/json' -d '{"model":"net/verified/devnet/echo","stream":false,"messages":[{"role":"user","content":"Hi from Ollama"}]}'`,
     "",
     "  # An Ollama client (ollama-js; with the ollama CLI: OLLAMA_HOST=" + host +
     " ollama run net/verified/devnet/echo):",

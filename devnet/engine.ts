@@ -13,6 +13,7 @@ import type { ModelCapability, ModelKind } from "../chain/ad.ts";
 import { EngineError } from "./engine_error.ts";
 import { devEmbeddings, type EmbedBody, type EmbeddingList } from "./dev_embed.ts";
 import { devToolCall, type ToolCallPlan } from "./dev_tools.ts";
+import { structuredReply } from "./dev_structured.ts";
 
 export type { EmbedBody, EmbeddingList } from "./dev_embed.ts";
 export { EngineError, type EngineFailure } from "./engine_error.ts";
@@ -135,7 +136,7 @@ export const EMBED_DIMENSIONS = 256;
 /**
  * The built-in dev models. Honest about what they are: no weights, no network, deterministic.
  *
- * - `devnet/echo` (chat; `tools`, `logprobs`) answers with what the last user message said,
+ * - `devnet/echo` (chat; `tools`, `logprobs`, `json_mode`, `structured_outputs`) answers with what the last user message said,
  *   token by token, and counts tokens for real. Offered tools (and `tool_choice` not `"none"`)
  *   with a user message last, it calls a tool instead (`dev_tools.ts`): the one `tool_choice`
  *   names, else the first, with its first parameter (the first `required` one, else the first
@@ -143,7 +144,10 @@ export const EMBED_DIMENSIONS = 256;
  *   arguments streamed in pieces. With a tool result last, it answers
  *   `Tool <name> returned: <result>`. With `logprobs: true` each token carries a log
  *   probability of 0 (it is certain of every token it echoes), and `top_logprobs` lists that
- *   token alone.
+ *   token alone. With `response_format` (`json_mode`, `structured_outputs`) it answers JSON
+ *   instead, in pieces of 8 characters: `{"echo": <text>}` for `json_object`, and for
+ *   `json_schema` a value valid for the schema built from the last user message's text
+ *   (`dev_structured.ts`); a schema it cannot follow is a 400 naming the field.
  * - `devnet/embed` (embedding; `dimensions`): a hashed bag of words (`dev_embed.ts`), a unit
  *   vector of 256 dimensions (fewer with `dimensions`).
  */
@@ -162,7 +166,12 @@ export class EchoEngine implements InferenceEngine {
   /** {@inheritDoc InferenceEngine.models} */
   models(): Promise<EngineModel[]> {
     return Promise.resolve([
-      { id: ECHO_MODEL, contextLength: 8192, kind: "chat", capabilities: ["tools", "logprobs"] },
+      {
+        id: ECHO_MODEL,
+        contextLength: 8192,
+        kind: "chat",
+        capabilities: ["tools", "logprobs", "json_mode", "structured_outputs"],
+      },
       {
         id: EMBED_MODEL,
         contextLength: 8192,
@@ -241,9 +250,10 @@ export class EchoEngine implements InferenceEngine {
       yield* this.#callTool(plan, { chunk, usage, signal });
       return;
     }
-    const reply = this.#reply(body);
+    const structured = structuredReply(body.response_format, lastUserText(body));
+    const reply = structured ?? this.#reply(body);
     const limit = body.max_completion_tokens ?? body.max_tokens ?? Infinity;
-    const tokens = devTokens(reply);
+    const tokens = structured === undefined ? devTokens(reply) : jsonPieces(reply);
     const emitted = tokens.slice(0, Math.max(0, limit));
     const top = typeof body.top_logprobs === "number" ? body.top_logprobs : 0;
     yield chunk({ role: "assistant", content: "" });
@@ -272,8 +282,7 @@ export class EchoEngine implements InferenceEngine {
         messageText(last.content).trim()
       }`;
     }
-    const lastUser = [...body.messages].reverse().find((m) => m.role === "user");
-    const said = lastUser ? messageText(lastUser.content).trim() : "";
+    const said = lastUserText(body);
     return said
       ? `You said: "${said}" — echoed by devnet/echo on ${this.#servedBy}.`
       : `Nothing to echo — devnet/echo on ${this.#servedBy} found no user message.`;
@@ -307,6 +316,20 @@ export class EchoEngine implements InferenceEngine {
     yield chunk({}, "tool_calls");
     yield out.usage(1 + plan.pieces.length);
   }
+}
+
+/** The text of the last user message, trimmed (`""` when there is none). */
+function lastUserText(body: ChatBody): string {
+  const lastUser = [...body.messages].reverse().find((m) => m.role === "user");
+  return lastUser ? messageText(lastUser.content).trim() : "";
+}
+
+/** JSON text as the dev model's tokens: pieces of at most 8 characters (code points). */
+function jsonPieces(text: string): string[] {
+  const chars = [...text];
+  const pieces: string[] = [];
+  for (let at = 0; at < chars.length; at += 8) pieces.push(chars.slice(at, at + 8).join(""));
+  return pieces;
 }
 
 /** A token the model is certain of: log probability 0, alone in its `top_logprobs`. */

@@ -5,8 +5,8 @@
  * parsers the first), and no nesting deeper than a limit. Every refusal is an
  * {@linkcode HttpRequestError} that says what was found and what was expected.
  *
- * The body is read whatever its `Content-Type`: `curl -d` sends
- * `application/x-www-form-urlencoded`, and Ollama and OpenAI-compatible servers accept it.
+ * The media type is the service's to check before (`service.ts`: a JSON route refuses any
+ * other `Content-Type` with a 415).
  *
  * @example
  * ```ts

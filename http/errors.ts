@@ -31,6 +31,8 @@ export type HttpFailure =
   | "invalid_request"
   /** The body is larger than the service's limit. */
   | "request_too_large"
+  /** The body is not of the route's media type (a JSON route given text, a form, or no type). */
+  | "unsupported_media_type"
   /** The URL is longer than the layer's limit ({@linkcode MAX_URL_LENGTH}). */
   | "url_too_long"
   /** The headers are larger than the layer's limit ({@linkcode MAX_HEADER_BYTES}). */
@@ -56,6 +58,7 @@ export const HTTP_FAILURE_STATUS: Readonly<Record<HttpFailure, number>> = Object
   invalid_request: 400,
   request_too_large: 413,
   url_too_long: 414,
+  unsupported_media_type: 415,
   headers_too_large: 431,
 });
 

@@ -169,6 +169,13 @@ export function describeIssue(
     const more = issue.keys.length > 1 ? ` (and ${issue.keys.length - 1} more)` : "";
     return { field, message: `${field} is not a known field${more}; remove it` };
   }
+  if (issue.code === "invalid_key") {
+    const field = fieldPath(issue.path);
+    const parent = fieldPath(issue.path.slice(0, -1));
+    const key = JSON.stringify(abbreviate(String(issue.path.at(-1)), 40));
+    const inner = issue.issues[0] ? rule(issue.issues[0]) : "must be valid";
+    return { field, message: `${parent || "the body"} has the key ${key}, whose name ${inner}` };
+  }
   if (issue.code === "invalid_union" && !(issue as { options?: unknown[] }).options) {
     const deeper = deepestBranch(issue);
     if (deeper) {
@@ -176,6 +183,11 @@ export function describeIssue(
     }
   }
   const field = fieldPath(issue.path);
-  const found = describeValue(at(input, issue.path));
-  return { field, message: `${field || "the body"} ${rule(issue)}; found ${found}` };
+  const value = at(input, issue.path);
+  const found = describeValue(value);
+  // JSON reads a number too large for a double (`1e999`) as infinity.
+  const infinite = issue.code === "invalid_type" && typeof value === "number" &&
+    !Number.isFinite(value);
+  const must = infinite ? "must be a finite number" : rule(issue);
+  return { field, message: `${field || "the body"} ${must}; found ${found}` };
 }

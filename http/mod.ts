@@ -2,7 +2,8 @@
  * The project's one HTTP layer (hono, zod and `@hono/zod-openapi`): routes declared once with
  * their schemas ({@linkcode defineRoute}), mounted by {@linkcode createService} with the
  * service's middleware and error mapping; the OpenAPI 3.1 document is generated from the
- * declarations. How to add an endpoint: `docs/http.md`.
+ * declarations; {@linkcode serveHttp} serves a service with header, idle and body timeouts. How to
+ * add an endpoint: `docs/http.md`.
  *
  * @module
  */
@@ -16,6 +17,7 @@ export {
   MAX_URL_LENGTH,
 } from "./errors.ts";
 export { describeIssue, describeValue, fieldPath } from "./issues.ts";
+export { listenUrls, type ListenUrlsOptions } from "./listen_urls.ts";
 export {
   defineRoute,
   json,
@@ -26,6 +28,15 @@ export {
   type RouteMethod,
   type RouteSpec,
 } from "./route.ts";
+export {
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  type HttpHandler,
+  type HttpServer,
+  serveHttp,
+  type ServeHttpOptions,
+} from "./serve.ts";
 export {
   createService,
   DEFAULT_MAX_BODY_BYTES,

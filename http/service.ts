@@ -8,7 +8,8 @@
  *
  * Every request passes, in order: request id and timing; the service's own middleware (Host and
  * Origin rules, CORS, ...); the route table (unknown path → 404, `OPTIONS` → 204 with `Allow`,
- * other methods → 405); validation of path parameters, query and JSON body; the handler. Any
+ * other methods → 405); validation of path parameters, query and JSON body (whose
+ * `Content-Type` must be JSON: else 415); the handler. Any
  * error thrown on the way, including the layer's own {@linkcode HttpRequestError}, goes to the
  * service's `renderError`.
  *
@@ -31,7 +32,11 @@
  *   renderError: (error) => Response.json({ error: String(error) }, { status: 400 }),
  * });
  * const ok = await service.fetch(
- *   new Request("http://127.0.0.1/echo", { method: "POST", body: '{"word":"hi"}' }),
+ *   new Request("http://127.0.0.1/echo", {
+ *     method: "POST",
+ *     headers: { "content-type": "application/json" },
+ *     body: '{"word":"hi"}',
+ *   }),
  * );
  * console.assert((await ok.json()).word === "hi");
  * const doc = service.document();
@@ -47,6 +52,7 @@ import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import { TrieRouter } from "hono/router/trie-router";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { methodOf } from "./_method.ts";
 import { readJsonBody } from "./body.ts";
 import { HttpRequestError, MAX_HEADER_BYTES, MAX_URL_LENGTH } from "./errors.ts";
 import { describeIssue } from "./issues.ts";
@@ -144,6 +150,24 @@ function isJson(mediaType: string | undefined): boolean {
   return mediaType === undefined || /^application\/(.+\+)?json$/.test(mediaType);
 }
 
+/**
+ * A JSON body must say so: `application/json` or `application/<x>+json`, any parameters. Text,
+ * a form (what `curl -d` sends) or no type at all is refused before the body is read.
+ *
+ * @throws {HttpRequestError} `unsupported_media_type` (415) naming the type found.
+ */
+function checkJsonType(header: string | undefined): void {
+  const type = header?.split(";")[0].trim().toLowerCase();
+  if (type !== undefined && isJson(type)) return;
+  throw new HttpRequestError(
+    "unsupported_media_type",
+    `Cannot read the request: its Content-Type is ${
+      type ? JSON.stringify(type.slice(0, 100)) : "missing"
+    }; expected application/json`,
+    { hints: ["With curl, add -H 'Content-Type: application/json' (-d sends a form type)."] },
+  );
+}
+
 function documented(route: Route, common: Readonly<Record<number, ResponseSpec>>) {
   const responses = Object.fromEntries(
     Object.entries({ ...common, ...route.responses }).map(([status, spec]) => [status, {
@@ -228,20 +252,21 @@ export function createService(options: ServiceOptions): Service {
   };
   app.onError(render);
   app.notFound((c) => render(notFound(c), c));
-  app.use(requestId(), timing({ crossOrigin: false }), limitSizes);
+  app.use(requestId(), stampRequestId, timing({ crossOrigin: false }), limitSizes);
   for (const middleware of options.middleware ?? []) app.use(middleware);
   app.use((c, next) => {
     const allow = methodsOf(c.req.path);
     if (allow.length === 0) throw notFound(c);
-    if (c.req.method === "OPTIONS") {
+    const method = methodOf(c.req.raw);
+    if (method === "OPTIONS") {
       return Promise.resolve(
         c.body(null, 204, { allow: [...allow, "OPTIONS"].join(", ") }),
       );
     }
-    if (!allow.includes(c.req.method)) {
+    if (!allow.includes(method)) {
       throw new HttpRequestError(
         "method_not_allowed",
-        `Cannot ${c.req.method} ${shortPath(c.req.path)}: allowed ${allow.join(", ")}`,
+        `Cannot ${shortMethod(method)} ${shortPath(c.req.path)}: allowed ${allow.join(", ")}`,
         { allow },
       );
     }
@@ -256,6 +281,7 @@ export function createService(options: ServiceOptions): Service {
       const query = route.query ? parse(route.query, queryObject(c.req.url), "query") : undefined;
       let body: unknown = undefined;
       if (readsJson) {
+        checkJsonType(c.req.header("content-type"));
         const raw = await readJsonBody(c.req.raw, { maxBytes, tooLargeHint: options.tooLargeHint });
         body = parse(route.body!.schema, raw, "request");
       }
@@ -299,14 +325,37 @@ const limitSizes: MiddlewareHandler = (c, next) => {
   return next();
 };
 
+/**
+ * The request id on every answer, not only on errors: hono's `requestId` sets its header before
+ * the handler runs, and an answer the handler builds itself (`new Response`) does not carry it.
+ */
+const stampRequestId: MiddlewareHandler = async (c, next) => {
+  await next();
+  const id = c.get("requestId");
+  if (!id || c.res.headers.get("x-request-id") === id) return;
+  try {
+    c.res.headers.set("x-request-id", id);
+  } catch {
+    // Immutable headers (a fetched answer passed on): a copy carries the id.
+    const copy = new Response(c.res.body, c.res);
+    copy.headers.set("x-request-id", id);
+    c.res = undefined;
+    c.res = copy;
+  }
+};
+
 function shortPath(path: string): string {
   return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+}
+
+function shortMethod(method: string): string {
+  return method.length > 20 ? `${method.slice(0, 20)}…` : method;
 }
 
 function notFound(c: Context): HttpRequestError {
   return new HttpRequestError(
     "not_found",
-    `Cannot ${c.req.method} ${shortPath(c.req.path)}: no such endpoint`,
+    `Cannot ${shortMethod(methodOf(c.req.raw))} ${shortPath(c.req.path)}: no such endpoint`,
   );
 }
 

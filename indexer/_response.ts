@@ -66,8 +66,13 @@ export const everyAnswer: MiddlewareHandler = async (c, next) => {
   await next();
   const headers = c.res.headers;
   // The indexer's own answers (jsonResponse) carry them already; the layer's (the OPTIONS 204,
-  // the document) get them here.
+  // the document) get them here. Answers with their own caching (the dashboard's page and
+  // assets, the metrics) keep it, and still get CORS: the data is public.
   if (!headers.has("cache-control")) setBaseHeaders(headers);
+  else if (!headers.has("access-control-allow-origin")) {
+    headers.set("access-control-allow-origin", "*");
+    headers.set("access-control-expose-headers", BASE_HEADERS["access-control-expose-headers"]);
+  }
   if (c.req.method === "OPTIONS" && c.res.status === 204) {
     headers.set("access-control-allow-methods", headers.get("allow") ?? ALLOWED_METHODS);
     headers.set(

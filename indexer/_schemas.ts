@@ -11,6 +11,7 @@
  * @module
  */
 
+import { MODEL_CAPABILITY_NAMES } from "../chain/ad.ts";
 import { z } from "../http/mod.ts";
 import { REJECTION_REASONS, type RejectionReason } from "./verify_entry.ts";
 
@@ -225,7 +226,7 @@ export const ModelSchema = z.object({
     "What the model does: embedding when every provider's ad says so, else chat (an ad without " +
       "a kind offers a chat model).",
   ),
-  capabilities: z.array(z.enum(["tools", "vision", "json_mode", "logprobs", "dimensions"]))
+  capabilities: z.array(z.enum(MODEL_CAPABILITY_NAMES))
     .describe("What every provider listing the model supports, sorted."),
   embedding_dimensions: z.int().min(1).optional().describe(
     "An embedding model's vector length: the smallest its providers advertise.",

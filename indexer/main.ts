@@ -33,6 +33,7 @@ import { type ChainClientOptions, createChainClient } from "../chain/client.ts";
 import { checkNetworkContracts } from "../chain/contract_check.ts";
 import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
 import { NetError } from "../errors.ts";
+import { type HttpServer, listenUrls, serveHttp } from "../http/mod.ts";
 import { logFormatHint, type Logger, programLogs } from "../io/log.ts";
 import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
@@ -161,16 +162,14 @@ export async function main(
     log: log.err.errorLogger(),
     metrics,
   });
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: HttpServer;
   try {
-    server = Deno.serve({
+    // Not Deno.serve: it has no header or idle timeout (http/serve.ts).
+    server = await serveHttp(handler, {
       hostname: config.bind.hostname,
       port: config.bind.port,
-      onListen: ({ hostname, port }) => {
-        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-        log.out.info(`indexer: listening on http://${host}:${port}`);
-      },
-    }, handler);
+      onError: (error) => log.err.error("indexer: cannot answer", undefined, error),
+    });
   } catch (error) {
     log.err.error(
       `indexer: Cannot listen on ${config.bind.hostname}:${config.bind.port}: ${
@@ -179,6 +178,7 @@ export async function main(
     );
     return 1;
   }
+  for (const url of listenUrls(server)) log.out.info(`indexer: listening on ${url}`);
   refresher.start();
 
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];

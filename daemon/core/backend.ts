@@ -153,9 +153,31 @@ export interface ForwardedChatBody {
   [field: string]: unknown;
 }
 
+/**
+ * Where a request may go and in which order, as its client asked (OpenRouter's `provider`
+ * object, plus the network's own `require_tier` and `min_stake`). The tier is settled by the
+ * surface ({@linkcode ChatRequest.tier}); the rest the backend honours when it chooses.
+ */
+export interface RoutingPreferences {
+  /** The order of preference: `price` (the default rule), `throughput` or `latency`. */
+  readonly sort?: "price" | "throughput" | "latency";
+  /** Providers (addresses, lower case) to try first, in this order. */
+  readonly order?: readonly string[];
+  /** Whether providers not in `order` may serve it. @default {true} */
+  readonly allowFallbacks?: boolean;
+  /** The only providers that may serve it (lower case). */
+  readonly only?: readonly string[];
+  /** Providers that must not serve it (lower case). */
+  readonly ignore?: readonly string[];
+  /** The highest prices per 1M tokens, in the ads' smallest unit. */
+  readonly maxPrice?: { readonly prompt?: bigint; readonly completion?: bigint };
+  /** The smallest stake (Staking, smallest unit) a provider must have on chain. */
+  readonly minStake?: bigint;
+}
+
 /** One chat request, ready to be sealed and sent. */
 export interface ChatRequest {
-  /** The tier the client asked for (`net/<tier>/…`). */
+  /** The tier to serve it in: the model id's, or higher when the client required it. */
   readonly tier: Tier;
   /** `maker/model`. */
   readonly model: string;
@@ -168,6 +190,8 @@ export interface ChatRequest {
    * @default {false}
    */
   readonly whole?: boolean;
+  /** The client's routing preferences. @default {none: the scheduler's own rule} */
+  readonly preferences?: RoutingPreferences;
   /** The API key name it is paid under (`core/payment.ts`). @default {"local"} */
   readonly payer?: string;
 }

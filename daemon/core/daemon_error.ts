@@ -28,7 +28,8 @@ import { NetError } from "../../errors.ts";
  * is required and none or a wrong one was sent), `too_many_auth_failures` (429: this address
  * sent too many wrong keys; wait `Retry-After`), `forbidden_host` (403),
  * `forbidden_origin` (403), `not_found` (404), `method_not_allowed` (405), `request_too_large`
- * (413), `url_too_long` (414), `headers_too_large` (431), `internal_error` (500).
+ * (413), `url_too_long` (414), `unsupported_media_type` (415: a body that is not JSON),
+ * `headers_too_large` (431), `internal_error` (500).
  *
  * Money (`docs/daemon.md`, "Money"), each a 402 a retry cannot fix: `budget_exceeded` (a spend
  * cap has less left than the request's worst case; nothing was sealed), `insufficient_deposit`
@@ -37,6 +38,8 @@ import { NetError } from "../../errors.ts";
  * chain could not be read (`GET /v1/account`).
  *
  * Raised by the network backend: `model_not_found` (404: the network offers no such model);
+ * `no_matching_provider` (404: the client's routing preferences exclude every provider of the
+ * model; the message names the preference);
  * the refusals of trust, which a retry cannot fix (403: the provider could not be verified;
  * nothing was sent): `attestation_failed`, `attestation_mock`, `attestation_stale`,
  * `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, and in the TEE tier
@@ -58,9 +61,11 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   forbidden_origin: 403,
   not_found: 404,
   model_not_found: 404,
+  no_matching_provider: 404,
   method_not_allowed: 405,
   request_too_large: 413,
   url_too_long: 414,
+  unsupported_media_type: 415,
   too_many_auth_failures: 429,
   headers_too_large: 431,
   internal_error: 500,
@@ -97,9 +102,11 @@ export type DaemonErrorCode =
   | "forbidden_origin"
   | "not_found"
   | "model_not_found"
+  | "no_matching_provider"
   | "method_not_allowed"
   | "request_too_large"
   | "url_too_long"
+  | "unsupported_media_type"
   | "too_many_auth_failures"
   | "headers_too_large"
   | "internal_error"

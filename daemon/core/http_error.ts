@@ -7,6 +7,12 @@
  *   has started, one SSE event `data: {"error":{…}}` (the OpenAI SDKs raise on it).
  * - Ollama (`/api/…`, `/`): status + `{"error":"…"}`; after a stream has started, one NDJSON
  *   line `{"error":"…"}`.
+ * - Anthropic (`/v1/messages…`): status + `{"type":"error","error":{"type","message"}}` with the
+ *   type Anthropic gives the status (`invalid_request_error`, `authentication_error`,
+ *   `permission_error`, `not_found_error`, `request_too_large`, `rate_limit_error`,
+ *   `api_error`, `overloaded_error`, `timeout_error`); after a stream has started, one
+ *   `event: error` with that body. The daemon's code is not part of Anthropic's shape: the
+ *   message says it.
  *
  * The HTTP layer's own refusals ({@linkcode HttpRequestError}: no such path, wrong method, a
  * request that fails its route's schema, size limits) become the matching codes, with `param`
@@ -38,11 +44,40 @@ import { CRYPTO_ERROR_CODES, DaemonError, type DaemonErrorCode } from "./daemon_
 import { ModelIdError } from "./model_id.ts";
 
 /** The API dialect of an endpoint: it decides the shape of bodies and errors. */
-export type Dialect = "openai" | "ollama";
+export type Dialect = "openai" | "ollama" | "anthropic";
 
-/** The dialect of a path: `/v1/…` speaks OpenAI, everything else Ollama. */
+/**
+ * The dialect of a path: `/v1/messages…` speaks Anthropic, the rest of `/v1/…` OpenAI,
+ * everything else Ollama.
+ */
 export function dialectOf(pathname: string): Dialect {
+  if (pathname === "/v1/messages" || pathname.startsWith("/v1/messages/")) return "anthropic";
   return pathname === "/v1" || pathname.startsWith("/v1/") ? "openai" : "ollama";
+}
+
+/** The error `type` Anthropic's API gives a status. */
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 402:
+      return "billing_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    case 504:
+      return "timeout_error";
+    default:
+      return status < 500 ? "invalid_request_error" : "api_error";
+  }
 }
 
 /** Receives errors the daemon could not classify, with a one-line context. */
@@ -98,6 +133,7 @@ const LAYER_CODES: Readonly<Record<HttpFailure, DaemonErrorCode>> = {
   method_not_allowed: "method_not_allowed",
   invalid_request: "invalid_request_error",
   request_too_large: "request_too_large",
+  unsupported_media_type: "unsupported_media_type",
   url_too_long: "url_too_long",
   headers_too_large: "headers_too_large",
 };
@@ -164,6 +200,9 @@ export function openaiErrorType(status: number): string {
 export function errorBody(error: DaemonError, dialect: Dialect): Record<string, unknown> {
   const message = publicMessage(error);
   if (dialect === "ollama") return { error: message };
+  if (dialect === "anthropic") {
+    return { type: "error", error: { type: anthropicErrorType(error.status), message } };
+  }
   return {
     error: {
       message,
@@ -205,7 +244,8 @@ export function errorResponse(
 
 /**
  * Renders any thrown value as the in-stream error of a reply that has already started: one SSE
- * event (`data: {"error":{…}}` and a blank line) for OpenAI, one NDJSON line for Ollama.
+ * event (`data: {"error":{…}}` and a blank line) for OpenAI, `event: error` for Anthropic, one
+ * NDJSON line for Ollama.
  */
 export function streamErrorText(
   error: unknown,
@@ -213,5 +253,6 @@ export function streamErrorText(
   options: RenderErrorOptions = {},
 ): string {
   const body = JSON.stringify(errorBody(toDaemonError(error, options), dialect));
+  if (dialect === "anthropic") return `event: error\ndata: ${body}\n\n`;
   return dialect === "openai" ? `data: ${body}\n\n` : `${body}\n`;
 }

@@ -20,6 +20,7 @@ export type {
   ForwardedChatBody,
   ModelPrices,
   NetworkModel,
+  RoutingPreferences,
   ServedBy,
   Tier,
   ToolCallDelta,
@@ -45,6 +46,7 @@ export {
   withTimeout,
 } from "./deadlines.ts";
 export {
+  anthropicErrorType,
   dialectOf,
   errorResponse,
   publicMessage,

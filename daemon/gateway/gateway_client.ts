@@ -12,7 +12,12 @@
  */
 
 import type { Address, Hex } from "viem";
-import { adCommitment, type ProviderAd, validateAd } from "../../chain/ad.ts";
+import {
+  adCommitment,
+  MODEL_CAPABILITY_NAMES,
+  type ProviderAd,
+  validateAd,
+} from "../../chain/ad.ts";
 import { NetError, ReasonError } from "../../errors.ts";
 import { fetchJson, FetchJsonError, readBodyLimited } from "../../io/fetch_json.ts";
 import type { NetworkModel, Tier } from "../core/mod.ts";
@@ -101,13 +106,7 @@ export interface GatewayClientOptions {
 
 const MODELS_MAX_BYTES = 4 << 20;
 /** The capabilities a model entry may list (`docs/protocol.md` §1); others are ignored. */
-const KNOWN_CAPABILITIES: ReadonlySet<string> = new Set([
-  "tools",
-  "vision",
-  "json_mode",
-  "logprobs",
-  "dimensions",
-]);
+const KNOWN_CAPABILITIES: ReadonlySet<string> = new Set(MODEL_CAPABILITY_NAMES);
 /** Most provider entries of one answer that are validated; the rest are ignored. */
 const MAX_CANDIDATES_READ = 256;
 const PROVIDERS_MAX_BYTES = 8 << 20;

@@ -67,6 +67,7 @@ import { RequestSealer } from "../sealing/mod.ts";
 import type { BackendMetrics } from "./backend_metrics.ts";
 import { payAttempt, settleFailed } from "./_payment.ts";
 import { lookupBill } from "./bill_lookup.ts";
+import { preferred, type StakeOf } from "./preferences.ts";
 import {
   best,
   classify,
@@ -249,16 +250,34 @@ export class NetworkBackend implements ChatBackend {
     }
     checkModelKind(call.exchange.kind, model, candidates);
     this.#remember(tier, model);
+    // The client's routing preferences: who may serve it (a refusal names the one that
+    // excluded the last candidate), then the order the scheduler follows.
+    const preferences = "preferences" in request ? request.preferences : undefined;
+    const allowed = preferences
+      ? new Set(
+        (await preferred(candidates, request as ChatRequest, this.#stakeOf())).map((c) =>
+          c.provider
+        ),
+      )
+      : undefined;
     const failures: Failure[] = [];
     const excluded = new Set<string>();
     const limit = this.#options.maxProviderAttempts ?? Infinity;
     const score = (provider: string) => this.#reputation.score(provider);
     const take = (): Lease | undefined => {
-      const list = this.#candidates.peek(gateway.url, model, tier) ?? candidates;
+      const listed = this.#candidates.peek(gateway.url, model, tier) ?? candidates;
+      const list = allowed ? listed.filter((c) => allowed.has(c.provider)) : listed;
       if (failures.length >= limit || list.every((c) => excluded.has(c.provider))) {
         throw new Exhausted();
       }
-      const pick = this.#scheduler.pick(list, { model, exclude: excluded, score });
+      const pick = this.#scheduler.pick(list, {
+        model,
+        exclude: excluded,
+        score,
+        sort: preferences?.sort,
+        order: preferences?.order,
+        latency: (provider) => this.#reputation.latency(provider),
+      });
       return pick && this.#scheduler.acquire(pick);
     };
     let waited = false;
@@ -279,8 +298,10 @@ export class NetworkBackend implements ChatBackend {
       const { candidate } = lease;
       const metrics = this.#options.metrics;
       try {
+        const attempted = performance.now();
         const reply = await this.#attempt(gateway, { candidate, lease, request }, call);
         this.#reputation.record(candidate.provider, true);
+        this.#reputation.recordLatency(candidate.provider, performance.now() - attempted);
         metrics?.attempted(tier, "ok");
         return reply.finish({
           provider: candidate.provider,
@@ -313,6 +334,19 @@ export class NetworkBackend implements ChatBackend {
         failures.push(failure);
       }
     }
+  }
+
+  /** Reads a provider's stake on chain (cached), when the daemon reads a chain. */
+  #stakeOf(): StakeOf | undefined {
+    const registry = this.#options.trust.registry;
+    if (!registry) return undefined;
+    return async (provider) => {
+      try {
+        return (await registry(provider))?.stake;
+      } catch {
+        return undefined; // unreadable: it cannot show the stake asked for
+      }
+    };
   }
 
   /**

@@ -34,9 +34,13 @@ interface Counts {
   at: number;
 }
 
+/** How much a new latency weighs in the moving average. */
+const LATENCY_WEIGHT = 0.3;
+
 /** Recent successes and failures per provider. */
 export class ProviderReputation {
   readonly #counts = new Map<string, Counts>();
+  readonly #latencies = new Map<string, number>();
   readonly #halfLifeMs: number;
   readonly #clock: () => Date;
   readonly #capacity: number;
@@ -74,6 +78,25 @@ export class ProviderReputation {
     if (this.#counts.size > this.#capacity) {
       this.#counts.delete(this.#counts.keys().next().value!);
     }
+  }
+
+  /** Records how long `provider` took to its first chunk, ms (a moving average is kept). */
+  recordLatency(provider: string, ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) return;
+    const before = this.#latencies.get(provider);
+    this.#latencies.delete(provider);
+    this.#latencies.set(
+      provider,
+      before === undefined ? ms : before + LATENCY_WEIGHT * (ms - before),
+    );
+    if (this.#latencies.size > this.#capacity) {
+      this.#latencies.delete(this.#latencies.keys().next().value!);
+    }
+  }
+
+  /** The provider's average time to its first chunk, ms, or `undefined` when never measured. */
+  latency(provider: string): number | undefined {
+    return this.#latencies.get(provider);
   }
 
   /** The provider's score in (0, 1): ½ when unknown, towards 1 when it keeps serving. */

@@ -55,6 +55,19 @@ export interface PickOptions {
   exclude?: ReadonlySet<string>;
   /** The daemon's reliability score of a provider, in (0, 1). @default {() => 0.5} */
   score?: (provider: string) => number;
+  /**
+   * The client's order of preference (`provider.sort`): `price` is the rule above;
+   * `throughput` takes the highest advertised tokens/s with a free slot, `latency` the lowest
+   * first-chunk latency this daemon observed (`latency`; unknown ones after known ones) —
+   * reliable providers first either way.
+   *
+   * @default {"price"}
+   */
+  sort?: "price" | "throughput" | "latency";
+  /** Providers to take first, in this order, while one has a free slot (`provider.order`). */
+  order?: readonly string[];
+  /** A provider's observed first-chunk latency, ms, when known. @default {() => undefined} */
+  latency?: (provider: string) => number | undefined;
 }
 
 /** A slot this daemon holds at a provider, until {@linkcode Lease.release}. */
@@ -122,12 +135,20 @@ export class ProviderScheduler {
     options: PickOptions,
   ): ProviderCandidate | undefined {
     const score = options.score ?? (() => 0.5);
+    const usable = candidates.filter((c) => !options.exclude?.has(c.provider));
+    for (const address of options.order ?? []) {
+      const ordered = usable.find((c) => c.provider === address);
+      if (ordered && this.free(ordered) > 0) return ordered;
+    }
+    const rest = options.order
+      ? usable.filter((c) => !options.order!.includes(c.provider))
+      : usable;
+    if (options.sort === "throughput" || options.sort === "latency") {
+      return this.#fastest(rest, options.sort, { score, latency: options.latency });
+    }
     // The preference order without load (the listing's free slots are stale; ours count).
     const ranked = rank(
-      candidates.filter((c) => !options.exclude?.has(c.provider)).map((c) => ({
-        ...c,
-        available: 1,
-      })),
+      rest.map((c) => ({ ...c, available: 1 })),
       options.model,
       score,
     );
@@ -155,6 +176,26 @@ export class ProviderScheduler {
       return candidates.find((c) => c.provider === chosen.provider);
     }
     return undefined;
+  }
+
+  /** The first with a free slot by throughput or latency, reliable ones first. */
+  #fastest(
+    candidates: readonly ProviderCandidate[],
+    sort: "throughput" | "latency",
+    how: {
+      score: (provider: string) => number;
+      latency?: (provider: string) => number | undefined;
+    },
+  ): ProviderCandidate | undefined {
+    const latency = (c: ProviderCandidate) => how.latency?.(c.provider) ?? Infinity;
+    const ordered = [...candidates].sort((a, b) => {
+      const reliable = Number(how.score(b.provider) >= 0.5) - Number(how.score(a.provider) >= 0.5);
+      if (reliable !== 0) return reliable;
+      const by = sort === "throughput" ? b.tokensPerSec - a.tokensPerSec : latency(a) - latency(b);
+      if (by !== 0 && !Number.isNaN(by)) return by;
+      return a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0;
+    });
+    return ordered.find((c) => this.free(c) > 0);
   }
 
   /** Takes a slot at `candidate` for one request. */

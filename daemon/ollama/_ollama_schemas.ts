@@ -12,7 +12,14 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, TIER, TIME } from "../surface/mod.ts";
+import {
+  COUNT,
+  OLLAMA_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  TIER,
+  TIME,
+} from "../surface/mod.ts";
 
 /** The roles of an Ollama chat message. */
 export const OLLAMA_ROLES = ["system", "user", "assistant", "tool"] as const;
@@ -42,19 +49,8 @@ export const OLLAMA_MESSAGE = z.looseObject({
 /** A message of `/api/chat`, validated. */
 export type OllamaMessage = z.output<typeof OLLAMA_MESSAGE>;
 
-const NUMBER = z.number().nullable().optional();
-const INTEGER = z.number().int().nullable().optional();
-
-/** The `options` the daemon translates (others are accepted and ignored). */
-export const OLLAMA_OPTIONS = z.looseObject({
-  temperature: NUMBER,
-  top_p: NUMBER,
-  presence_penalty: NUMBER,
-  frequency_penalty: NUMBER,
-  seed: INTEGER,
-  num_predict: INTEGER,
-  stop: z.union([z.string(), z.array(z.string())]).nullable().optional(),
-}).openapi("OllamaOptions");
+/** The `options` the daemon translates or checks (others are accepted and ignored). */
+export const OLLAMA_OPTIONS = z.looseObject(OLLAMA_SAMPLING).openapi("OllamaOptions");
 
 const COMMON = {
   model: REQUESTED_MODEL,
@@ -63,6 +59,7 @@ const COMMON = {
     description: '`0` (or `"0s"`, …) with an empty prompt or `messages` unloads.',
   }),
   options: z.union([OLLAMA_OPTIONS, z.null()]).optional(),
+  provider: PROVIDER_PREFERENCES.optional(),
   format: z.union([z.literal("json"), z.literal(""), z.looseObject({})]).nullable().optional()
     .openapi({ description: '`"json"`, or a JSON schema object.' }),
   think: z.union([z.boolean(), z.enum(["low", "medium", "high"])]).nullable().optional(),

@@ -26,7 +26,6 @@ import {
   aggregateReply,
   type AssembledToolCall,
   type CancelNote,
-  checkLogprobs,
   costHeader,
   endedByCancel,
   ollamaCost,
@@ -130,9 +129,6 @@ export async function serveOllamaChat(
   served: { call: OllamaChatCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
-  if (call.logprobs) {
-    await checkLogprobs(context, { ...call, listing: "POST /api/show" }, served.request);
-  }
   const start = context.clock().getTime();
   const headersOf = (type: string, reply: ChatReply) => {
     const out = ollamaHeaders(type);
@@ -140,7 +136,8 @@ export async function serveOllamaChat(
     return out;
   };
   const what = `${call.endpoint} ${JSON.stringify(call.requestedModel)}`;
-  return await serveReply(context, { ...served, what }, {
+  const capabilities = { listing: "POST /api/show", fields: { format: "format" } };
+  return await serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       let firstToken: number | undefined;
       const whole = await aggregateReply(

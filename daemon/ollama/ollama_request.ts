@@ -38,7 +38,7 @@ import {
   type OllamaGenerateBody,
   type OllamaMessage,
 } from "./_ollama_schemas.ts";
-import { validate } from "../surface/mod.ts";
+import { routed, validate } from "../surface/mod.ts";
 
 /** A validated `/api/chat` or `/api/generate` request that goes to the network. */
 export interface OllamaChatCall {
@@ -288,7 +288,10 @@ export function ollamaCall(
     call: {
       endpoint,
       requestedModel,
-      request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+      request: routed(
+        { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+        body.provider,
+      ),
       stream,
       think,
       logprobs,

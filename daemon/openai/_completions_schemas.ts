@@ -6,7 +6,13 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL, USAGE } from "../surface/mod.ts";
+import {
+  COUNT,
+  OPENAI_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  USAGE,
+} from "../surface/mod.ts";
 
 /** The body of `POST /v1/completions`. */
 export const COMPLETIONS_REQUEST = z.looseObject({
@@ -21,7 +27,8 @@ export const COMPLETIONS_REQUEST = z.looseObject({
   echo: z.boolean().nullable().optional(),
   suffix: z.string().nullable().optional(),
   logprobs: z.number().int().nullable().optional(),
-  max_tokens: z.number().int().min(1).nullable().optional(),
+  ...OPENAI_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
 }).openapi("CompletionRequest", {
   description: "The legacy OpenAI request; other fields (`temperature`, `stop`, …) are " +
     "forwarded to the provider as they are.",

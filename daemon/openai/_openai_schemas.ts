@@ -4,15 +4,23 @@
  * answers with come from the same schemas.
  *
  * Requests are checked strictly where a client can be wrong in a way a provider would not
- * notice or would be confused by (a message's `role` and `content`), and loosely elsewhere:
- * fields the daemon does not know (`temperature`, `tools`, `response_format`, …) are forwarded
- * to the provider as they are.
+ * notice or would be confused by (a message's `role` and `content`, the sampling parameters'
+ * types and ranges: `surface/sampling.ts`), and loosely elsewhere: fields the daemon does not
+ * know (`tools`, vendor options, …) are forwarded to the provider as they are.
  *
  * @module
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, DECIMAL, REQUESTED_MODEL, TIER, USAGE } from "../surface/mod.ts";
+import {
+  COUNT,
+  DECIMAL,
+  OPENAI_SAMPLING,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  TIER,
+  USAGE,
+} from "../surface/mod.ts";
 
 /** The roles of an OpenAI chat message. */
 export const OPENAI_ROLES = [
@@ -67,6 +75,8 @@ export const OPENAI_CHAT_REQUEST = z.looseObject({
     description: "From a model with the `logprobs` capability (else a 400).",
   }),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
+  ...OPENAI_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
 }).openapi("ChatCompletionRequest", {
   description: "The OpenAI request; other fields are forwarded to the provider as they are.",
   required: ["model", "messages"],
@@ -86,10 +96,14 @@ const TOOL_CALL = z.strictObject({
 
 const TOOL_CALL_DELTA = z.strictObject({
   index: COUNT,
-  id: z.string().optional(),
+  id: z.string().optional().openapi({ description: "On a call's first fragment." }),
+  type: z.literal("function").optional().openapi({ description: "On a call's first fragment." }),
   function: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() })
     .optional(),
-}).openapi("ToolCallDelta");
+}).openapi("ToolCallDelta", {
+  description: "A piece of a tool call: the first of each `index` has `id`, `type`, and the " +
+    "function's `name` and `arguments` (empty when none yet); the others a piece of `arguments`.",
+});
 
 const COMPLETION_ID = z.string().regex(/^chatcmpl-/);
 

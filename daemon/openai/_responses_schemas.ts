@@ -6,7 +6,12 @@
  */
 
 import { z } from "../../http/mod.ts";
-import { COUNT, REQUESTED_MODEL } from "../surface/mod.ts";
+import {
+  COUNT,
+  PROVIDER_PREFERENCES,
+  REQUESTED_MODEL,
+  RESPONSES_SAMPLING,
+} from "../surface/mod.ts";
 
 const PART = z.looseObject({ type: z.string().min(1) }).openapi("ResponseInputPart", {
   description: "`input_text` / `output_text` (`text`), `input_image` (`image_url`).",
@@ -38,15 +43,13 @@ export const RESPONSES_REQUEST = z.looseObject({
   model: REQUESTED_MODEL,
   input: z.union([z.string().min(1), z.array(ITEM).min(1)]),
   instructions: z.string().nullable().optional(),
-  max_output_tokens: z.number().int().min(1).nullable().optional(),
-  temperature: z.number().min(0).max(2).nullable().optional(),
-  top_p: z.number().min(0).max(1).nullable().optional(),
+  ...RESPONSES_SAMPLING,
+  provider: PROVIDER_PREFERENCES.optional(),
   tools: z.array(TOOL).optional(),
   tool_choice: z.union([
     z.enum(["auto", "none", "required"]),
     z.looseObject({ type: z.literal("function"), name: z.string() }),
   ]).optional(),
-  parallel_tool_calls: z.boolean().nullable().optional(),
   stream: z.boolean().optional().openapi({ default: false }),
   store: z.boolean().nullable().optional().openapi({
     description: "Only `false` (or absent): the daemon keeps no conversation state.",

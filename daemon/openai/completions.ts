@@ -27,8 +27,10 @@ import {
   openaiUsage,
   randomId,
   type ReplyEvent,
+  routed,
   serveReply,
   type SurfaceContext,
+  withoutPreferences,
 } from "../surface/mod.ts";
 import type { CompletionsBody } from "./_completions_schemas.ts";
 
@@ -102,7 +104,10 @@ export function completionsCall(body: CompletionsBody): CompletionsCall {
   delete forwarded.top_logprobs;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: withoutPreferences(forwarded), whole: !stream },
+      body.provider,
+    ),
     stream: stream ?? false,
     includeUsage: (stream ?? false) && stream_options?.include_usage === true,
   };
@@ -125,7 +130,8 @@ export function serveCompletions(
     model: call.requestedModel,
   };
   const what = `completion ${JSON.stringify(call.requestedModel)}`;
-  return serveReply(context, { ...served, what }, {
+  const capabilities = { listing: "GET /v1/models", fields: { format: "response_format" } };
+  return serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const choice = { text: whole.content, index: 0, logprobs: null };

@@ -25,11 +25,11 @@ import {
   type NetworkModel,
   parseModelId,
   streamErrorText,
+  type ToolCallDelta,
 } from "../core/mod.ts";
 import {
   aggregateReply,
   type CancelNote,
-  checkLogprobs,
   costHeader,
   endedByCancel,
   eventStreamHeaders,
@@ -39,9 +39,11 @@ import {
   openaiUsage,
   randomId,
   type ReplyEvent,
+  routed,
   serveReply,
   type SurfaceContext,
   validate,
+  withoutPreferences,
 } from "../surface/mod.ts";
 import {
   type ChatCompletion,
@@ -88,7 +90,10 @@ export function openAIChatCall(body: OpenAIChatBody): OpenAIChatCall {
   delete forwarded.n;
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: withoutPreferences(forwarded), whole: !stream },
+      body.provider,
+    ),
     stream,
     includeUsage: stream && body.stream_options?.include_usage === true,
   };
@@ -116,14 +121,11 @@ export async function serveOpenAIChat(
   served: { call: OpenAIChatCall; request: Request },
 ): Promise<Response> {
   const { call } = served;
-  if (call.request.body.logprobs === true || call.request.body.top_logprobs != null) {
-    const listing = "GET /v1/models";
-    await checkLogprobs(context, { ...call, listing }, served.request);
-  }
   const id = randomId(context, "chatcmpl-");
   const created = Math.floor(context.clock().getTime() / 1000);
   const what = `chat ${JSON.stringify(call.requestedModel)}`;
-  return await serveReply(context, { ...served, what }, {
+  const capabilities = { listing: "GET /v1/models", fields: { format: "response_format" } };
+  return await serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const completion: ChatCompletion = {
@@ -192,6 +194,23 @@ async function* sseEvents(
         ? open
         : `,"logprobs":null,"finish_reason":${JSON.stringify(finishReason)}}]${usage}}\n\n`
     }`;
+  // A tool call's first fragment carries what OpenAI's does — `id`, `type: "function"`, the
+  // function's `name` and `arguments` (empty when none yet) — whatever the provider sent, so
+  // clients that assemble calls (the SDKs' stream helpers) find every field; the rest carry
+  // their pieces.
+  const started = new Set<number>();
+  const toolDelta = (delta: ToolCallDelta): ToolCallDelta => {
+    if (started.has(delta.index)) {
+      return delta.function ? { index: delta.index, function: delta.function } : delta;
+    }
+    started.add(delta.index);
+    return {
+      index: delta.index,
+      id: delta.id ?? randomId(context, "call_"),
+      type: "function",
+      function: { name: delta.function?.name ?? "", arguments: delta.function?.arguments ?? "" },
+    };
+  };
   try {
     yield chunk({ role: "assistant", content: "" });
     for await (const event of events) {
@@ -206,7 +225,7 @@ async function* sseEvents(
           yield chunk({ reasoning_content: event.text });
           break;
         case "tool_call":
-          yield chunk({ tool_calls: [event.delta] });
+          yield chunk({ tool_calls: [toolDelta(event.delta)] });
           break;
         case "logprobs":
           yield `${prefix}{},"logprobs":${

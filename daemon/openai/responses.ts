@@ -32,6 +32,7 @@ import {
   jsonHeaders,
   openaiUsage,
   randomId,
+  routed,
   serveReply,
   type SurfaceContext,
 } from "../surface/mod.ts";
@@ -216,7 +217,10 @@ export function responsesCall(body: ResponsesBody): ResponsesCall {
   };
   return {
     requestedModel: body.model as string,
-    request: { tier: id.tier, model: id.model, body: forwarded, whole: !body.stream },
+    request: routed(
+      { tier: id.tier, model: id.model, body: forwarded, whole: !body.stream },
+      body.provider,
+    ),
     stream: body.stream ?? false,
     body,
   };
@@ -289,7 +293,11 @@ export function serveResponses(
   const shape = new ResponseShape(context, call);
   return serveReply(
     context,
-    { ...served, what: `response ${JSON.stringify(call.requestedModel)}` },
+    {
+      ...served,
+      what: `response ${JSON.stringify(call.requestedModel)}`,
+      capabilities: { listing: "GET /v1/models", fields: { format: "text.format" } },
+    },
     {
       async whole(events, reply) {
         const whole = await aggregateReply(context, events);

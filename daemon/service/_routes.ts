@@ -1,6 +1,7 @@
 /**
  * The daemon's route table: the Ollama dialect's routes (`ollama/routes.ts`), the OpenAI
- * dialect's (`openai/routes.ts`), then the daemon's own transparency endpoints, each declared
+ * dialect's (`openai/routes.ts`), the Anthropic dialect's (`anthropic/routes.ts`), then the
+ * daemon's own transparency endpoints, each declared
  * once with its request schemas, its answers per status (errors in the dialect of the path) and
  * its handler. The HTTP layer routes, validates and documents from it (`GET /openapi.json`).
  *
@@ -8,6 +9,7 @@
  */
 
 import { defineRoute, json, type Route } from "../../http/mod.ts";
+import { anthropicRoutes } from "../anthropic/mod.ts";
 import { ollamaRoutes } from "../ollama/mod.ts";
 import { openaiRoutes } from "../openai/mod.ts";
 import { answers, type SurfaceContext } from "../surface/mod.ts";
@@ -86,6 +88,7 @@ export function daemonRoutes(options: RouteTableOptions): Route[] {
   return [
     ...ollamaRoutes(options),
     ...openaiRoutes(options.context),
+    ...anthropicRoutes(options.context),
     ...transparencyRoutes(options),
     ...(options.account ? accountRoutes(options.account, options.context.clock) : []),
   ];
@@ -105,5 +108,9 @@ export const SHARED_ERROR_RESPONSES: Readonly<
   OllamaError: {
     description: "An error outside `/v1`, e.g. `not_found` (404) or `method_not_allowed` (405).",
     content: { "application/json": { schema: { $ref: "#/components/schemas/OllamaError" } } },
+  },
+  AnthropicError: {
+    description: "An error under `/v1/messages`, e.g. `method_not_allowed` (405).",
+    content: { "application/json": { schema: { $ref: "#/components/schemas/AnthropicError" } } },
   },
 };

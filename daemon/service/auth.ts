@@ -230,9 +230,9 @@ export function payerByKey(
   const keys = named.then((list) => list.map(({ name, key }) => ({ name, digest: digest(key) })));
   keys.catch(() => {});
   return async (c, next) => {
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header("authorization") ?? "");
-    if (match) {
-      const found = matchingKey(match[1], await keys.catch(() => []));
+    const given = presentedKey(c.req.raw);
+    if (given !== undefined) {
+      const found = matchingKey(given, await keys.catch(() => []));
       if (found) setPayer(c.req.raw, found);
     }
     return await next();
@@ -261,10 +261,13 @@ interface Failures {
 
 /**
  * Counts failed key checks per client address, in bounded memory, and says how long an address
- * must wait before its next attempt is looked at.
+ * must wait before its next attempt is looked at. Checks in flight count as failures until they
+ * are settled ({@linkcode FailureThrottle.admit}), so many wrong keys sent at once get exactly
+ * `freeFailures` comparisons, not more.
  */
 export class FailureThrottle {
   readonly #clients = new Map<string, Failures>();
+  readonly #pending = new Map<string, number>();
   readonly #options: Required<FailureThrottleOptions>;
 
   /** Creates an empty throttle. */
@@ -315,6 +318,36 @@ export class FailureThrottle {
   /** Forgets `client`'s failures (it presented the right key). */
   succeed(client: string): void {
     this.#clients.delete(client);
+  }
+
+  /**
+   * Admits one check of `client`'s key at `now`: 0 when it may be compared (it is then in
+   * flight until {@linkcode FailureThrottle.settle}), else how long to wait, ms — while locked
+   * out, or while its failures and the checks in flight already make `freeFailures` (those may
+   * all fail: the next is not compared before they are settled).
+   */
+  admit(client: string, now: Date): number {
+    const locked = this.lockedFor(client, now);
+    if (locked > 0) return locked;
+    const pending = this.#pending.get(client) ?? 0;
+    const failures = this.#current(client, now.getTime())?.count ?? 0;
+    if (pending > 0 && failures + pending >= this.#options.freeFailures) {
+      return this.#options.firstLockoutMs;
+    }
+    this.#pending.set(client, pending + 1);
+    return 0;
+  }
+
+  /**
+   * Settles a check {@linkcode FailureThrottle.admit} let through: `"right"` forgets the
+   * address's failures, `"wrong"` records one, `"none"` (it could not be done) neither.
+   */
+  settle(client: string, outcome: "right" | "wrong" | "none", now: Date): void {
+    const pending = (this.#pending.get(client) ?? 1) - 1;
+    if (pending > 0) this.#pending.set(client, pending);
+    else this.#pending.delete(client);
+    if (outcome === "right") this.succeed(client);
+    else if (outcome === "wrong") this.fail(client, now);
   }
 
   #current(client: string, time: number): Failures | undefined {
@@ -382,6 +415,17 @@ export interface ApiKeyAuthOptions {
 
 const CHALLENGE = 'Bearer realm="net-consumer daemon"';
 
+/**
+ * The key a request presents: `Authorization: Bearer <key>` (OpenAI and Ollama clients), else
+ * `x-api-key: <key>` (Anthropic clients); `undefined` when it presents none.
+ */
+export function presentedKey(request: Request): string | undefined {
+  const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.get("authorization") ?? "");
+  if (bearer) return bearer[1];
+  const key = request.headers.get("x-api-key")?.trim();
+  return key ? key : undefined;
+}
+
 /** Whether a request is one of {@linkcode OPEN_ENDPOINTS} (`HEAD` counts as `GET`) or a preflight. */
 export function isOpenRequest(method: string, path: string): boolean {
   if (method === "OPTIONS") return true;
@@ -412,7 +456,7 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
     if (isOpenRequest(c.req.method, c.req.path)) return await next();
     const client = clientKey(c.env);
     const now = clock();
-    const wait = throttle.lockedFor(client, now);
+    const wait = throttle.admit(client, now);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
       throw refusal(
@@ -423,21 +467,27 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
         { "retry-after": String(seconds), "www-authenticate": CHALLENGE },
       );
     }
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    const found = match ? matchingKey(match[1], await expected) : undefined;
-    if (found) {
-      throttle.succeed(client);
+    const given = presentedKey(c.req.raw);
+    let found: string | undefined;
+    try {
+      found = given !== undefined ? matchingKey(given, await expected) : undefined;
+    } catch (error) {
+      throttle.settle(client, "none", now);
+      throw error;
+    }
+    const right = found !== undefined;
+    throttle.settle(client, right ? "right" : "wrong", now);
+    if (found !== undefined) {
       setPayer(c.req.raw, found);
       return await next();
     }
-    throttle.fail(client, now);
+    const match = given !== undefined;
     throw refusal(
       new DaemonError(
         "invalid_api_key",
         match
           ? "The API key is not valid for this daemon"
-          : "This daemon requires an API key: send Authorization: Bearer <key>",
+          : "This daemon requires an API key: send Authorization: Bearer <key> (or x-api-key: <key>)",
         {
           hints: [
             "The daemon printed where its key is kept when it started (NET_DAEMON_API_KEY, " +

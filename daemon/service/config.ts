@@ -209,14 +209,15 @@ const hostName = defineKind(
 
 const EPILOGUE = `Point clients at it:
   OpenAI SDKs:    OPENAI_BASE_URL=http://127.0.0.1:11435/v1
+  Anthropic SDKs: ANTHROPIC_BASE_URL=http://127.0.0.1:11435 (Claude Code too)
   Ollama clients: OLLAMA_HOST=127.0.0.1:11435
   Model ids:      net/<tier>/<maker>/<model>, tier verified or tee (":latest" accepted).`;
 
 /** The daemon's settings, declared once: the parser and `--help` come from them. */
 const SETTINGS = defineSettings({
   usage: "Usage: deno run -A daemon/main.ts [options]",
-  summary: "net-consumer daemon: a local OpenAI- and Ollama-compatible server that\n" +
-    "seals every request end to end to a provider of the network.",
+  summary: "net-consumer daemon: a local OpenAI-, Anthropic- and Ollama-compatible server\n" +
+    "that seals every request end to end to a provider of the network.",
   epilogue: EPILOGUE,
 }, {
   bind: {

@@ -21,7 +21,7 @@ import { type ApiKey, resolveApiKey } from "./auth.ts";
 import { readApiKeysFile } from "./api_keys.ts";
 import { DaemonAccount } from "../account/mod.ts";
 import type { AttemptPayments, BillLookup } from "../core/mod.ts";
-import type { DaemonConfig, EvmConfig } from "./config.ts";
+import { type DaemonConfig, type EvmConfig, isLoopbackBind } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
 import { DaemonMetrics } from "./metrics.ts";
@@ -274,6 +274,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     version: VERSION,
     port: options.port,
     hostnames: config.allowedHosts,
+    anyHostWithKey: !isLoopbackBind(config.bind),
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.maxBodyBytes,
     apiKey: config.auth.required || options.apiKey !== undefined

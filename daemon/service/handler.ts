@@ -97,6 +97,14 @@ export interface DaemonHandlerOptions {
    */
   hostnames?: readonly string[];
   /**
+   * With `apiKey`: a request that presents a key is served whatever its `Host` (the key is
+   * checked instead). For a daemon bound beyond loopback, where other hosts reach it by names
+   * no allowlist foresees; a request without a key is held to the Host rule as always.
+   *
+   * @default {false}
+   */
+  anyHostWithKey?: boolean;
+  /**
    * Origins allowed to call the daemon from a browser page, as patterns (`*`, `null`,
    * `scheme://host[:port]` with `*` wildcards, e.g. `http://localhost:*`). Requests with
    * any other `Origin` are refused with 403.
@@ -212,19 +220,23 @@ function surfaceContext(options: DaemonHandlerOptions): SurfaceContext {
 }
 
 const DESCRIPTION =
-  "A local OpenAI- and Ollama-compatible server; every request is sealed end to end to a " +
-  "provider of the network. Model ids are `net/<tier>/<maker>/<model>` with tier `verified` " +
-  "or `tee` (`:latest` accepted). Paths under `/v1` speak the OpenAI dialect, errors included " +
-  '(`{"error": {"message", "type", "param", "code"}}`); every other path speaks Ollama\'s ' +
-  '(`{"error": "message"}`). An unknown path is answered with `not_found` (404) and a wrong ' +
+  "A local OpenAI-, Anthropic- and Ollama-compatible server; every request is sealed end to " +
+  "end to a provider of the network. Model ids are `net/<tier>/<maker>/<model>` with tier " +
+  "`verified` or `tee` (`:latest` accepted). `/v1/messages` speaks Anthropic's dialect " +
+  '(`{"type": "error", "error": {"type", "message"}}`), the rest of `/v1` the OpenAI dialect, ' +
+  'errors included (`{"error": {"message", "type", "param", "code"}}`); every other path ' +
+  'speaks Ollama\'s (`{"error": "message"}`). A JSON body must say so (`Content-Type: ' +
+  "application/json`): else `unsupported_media_type` (415). An unknown path is answered with " +
+  "`not_found` (404) and a wrong " +
   "method with `method_not_allowed` (405, with `Allow`) in the dialect of the path " +
   "(`components.responses`). `HEAD` is answered for every `GET`; `OPTIONS` lists the methods, " +
   "or answers a CORS preflight for an allowed origin. Every request must carry an allowed " +
   "`Host` (DNS-rebinding protection) and, from a browser, an allowed `Origin`. When the " +
   "daemon listens beyond loopback (or was started with `--require-api-key`), every request " +
   "but `GET /`, `GET /api/version` and `GET /v1/gateways` must also carry " +
-  "`Authorization: Bearer <key>`: without it, `invalid_api_key` (401); after repeated wrong " +
-  "keys from one address, `too_many_auth_failures` (429, `Retry-After`).";
+  "`Authorization: Bearer <key>` (or `x-api-key: <key>`): without it, `invalid_api_key` " +
+  "(401); after repeated wrong keys from one address, `too_many_auth_failures` (429, " +
+  "`Retry-After`). Beyond loopback, a request with the key is served whatever its `Host`.";
 
 /** The API key's answers (401, 429) in `dialect`; `busy` is an operation's own 429, kept. */
 function authAnswers(dialect: Dialect, busy?: string): Record<number, ResponseSpec> {
@@ -282,7 +294,12 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   // Metrics first: the refusals of the rules after it are counted too.
   const middleware = [
     metrics.middleware(),
-    hygiene({ port, hostnames: options.hostnames, origins }),
+    hygiene({
+      port,
+      hostnames: options.hostnames,
+      origins,
+      anyHostWithKey: options.anyHostWithKey === true && options.apiKey !== undefined,
+    }),
   ];
   if (options.apiKey !== undefined) {
     middleware.push(apiKeyAuth({

@@ -33,6 +33,7 @@
 import type { MiddlewareHandler } from "hono";
 import { abbreviate, ReasonError } from "../../errors.ts";
 import { DaemonError } from "../core/mod.ts";
+import { presentedKey } from "./auth.ts";
 
 /** The loopback hostnames always allowed in `Host`. */
 export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
@@ -270,6 +271,16 @@ export function preflightResponse(request: Request, origin: string): Response {
 export interface HygieneOptions extends HostCheckOptions {
   /** The allowed origins, compiled ({@linkcode parseOriginPatterns}). @default {[]} */
   origins?: readonly OriginPattern[];
+  /**
+   * Whether a request that presents an API key is served whatever its `Host` (its key is then
+   * checked by the API-key rule, which runs next): for a daemon bound beyond loopback, where
+   * the key is required. Clients on other hosts reach it by names no allowlist can foresee,
+   * and a web page cannot send the key, so the rebinding the Host rule stops is not possible.
+   * A request without a key is held to the Host rule as always.
+   *
+   * @default {false}
+   */
+  anyHostWithKey?: boolean;
 }
 
 /**
@@ -286,7 +297,7 @@ export function hygiene(options: HygieneOptions): MiddlewareHandler {
   const origins = options.origins ?? [];
   return async (c, next) => {
     const request = c.req.raw;
-    checkHost(request, hosts);
+    if (!options.anyHostWithKey || presentedKey(request) === undefined) checkHost(request, hosts);
     const origin = checkOrigin(request, origins);
     if (origin === null) return await next();
     await next();

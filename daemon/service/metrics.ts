@@ -56,7 +56,7 @@ import type {
 } from "../network/mod.ts";
 
 /** The `dialect` label: the API a route belongs to. */
-export type DialectLabel = "openai" | "ollama" | "other";
+export type DialectLabel = "openai" | "ollama" | "anthropic" | "other";
 
 const TIERS = ["verified", "tee"];
 const ATTEMPT_RESULTS: readonly AttemptResult[] = [
@@ -73,14 +73,16 @@ const VERIFICATION_RESULTS = ["ok", "incomplete", ...TRUST_REFUSAL_CODES];
 const FIRST_CHUNK_BUCKETS = [...LATENCY_BUCKETS, 60, 120, 300];
 
 /**
- * The API a request belongs to, from its route template: `/v1/…` OpenAI, `/` and `/api/…`
- * Ollama, the daemon's own (`/metrics`, `/openapi.json`) `other`. A request no route served is
+ * The API a request belongs to, from its route template: `/v1/messages…` Anthropic, the rest of
+ * `/v1/…` OpenAI, `/` and `/api/…` Ollama, the daemon's own (`/metrics`, `/openapi.json`)
+ * `other`. A request no route served is
  * labelled with the dialect its error was answered in.
  */
 export function dialectLabel(route: string, path: string): DialectLabel {
   if (route === UNMATCHED_ROUTE) return dialectOf(path);
   if (route === "/" || route.startsWith("/api/")) return "ollama";
-  return route.startsWith("/v1/") ? "openai" : "other";
+  if (route.startsWith("/v1/")) return dialectOf(route) === "anthropic" ? "anthropic" : "openai";
+  return "other";
 }
 
 /** The daemon's metrics registry, its request middleware and the backend's recorders. */
@@ -167,7 +169,7 @@ export class DaemonMetrics implements BackendMetrics {
     return this.#middleware ??= httpMetrics(this.registry, {
       labels: {
         names: ["dialect"],
-        values: { dialect: ["openai", "ollama", "other"] },
+        values: { dialect: ["openai", "ollama", "anthropic", "other"] },
         of: (c: Context, route: string) => ({ dialect: dialectLabel(route, c.req.path) }),
       },
     });

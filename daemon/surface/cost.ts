@@ -7,10 +7,10 @@
  * - OpenAI: OpenRouter's `usage.cost` (a number, in the chain's whole unit: wei ÷ 10^18, as
  *   precise as a JSON number is) and `usage.cost_wei` (the exact decimal string), in the whole
  *   reply and in the last streamed chunk with usage;
- * - every whole reply (OpenAI and Ollama, chats and embeddings): the header `x-net-cost`, the
- *   exact decimal form in the whole unit (`0.000000000000001234`);
- * - Ollama's last streamed line (after its headers are gone): `cost`, the same exact decimal
- *   form.
+ * - every whole reply (OpenAI, Ollama and Anthropic, chats and embeddings): the header
+ *   `x-net-cost`, the exact decimal form in the whole unit (`0.000000000000001234`);
+ * - Ollama's last streamed line (after its headers are gone) and Anthropic's `usage` (the whole
+ *   message's and the streamed `message_delta`'s): `cost`, the same exact decimal form.
  *
  * @module
  */

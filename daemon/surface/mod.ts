@@ -12,7 +12,8 @@ export { randomId } from "./context.ts";
 export { COST_HEADER, costHeader, costWei, ollamaCost, openaiUsage } from "./cost.ts";
 export type { SurfaceContext } from "./context.ts";
 export { EMBEDDINGS_DESCRIPTION, embeddingsResponse, runEmbed } from "./embeddings.ts";
-export { checkLogprobs, findModel, listNetworkModels } from "./models.ts";
+export { capabilitiesNeeded, checkCapabilities, findModel, listNetworkModels } from "./models.ts";
+export type { CapabilityFields } from "./models.ts";
 export {
   endedByCancel,
   eventStreamHeaders,
@@ -27,6 +28,7 @@ export { providerError } from "./reply_events.ts";
 export type { ReplyEvent, TokenLogprob } from "./reply_events.ts";
 export {
   answers,
+  ANTHROPIC_ERROR,
   COUNT,
   DECIMAL,
   embeddingInputs,
@@ -44,3 +46,12 @@ export {
   wholeOrStreamed,
 } from "./schemas.ts";
 export { validate } from "./validate.ts";
+export {
+  ANTHROPIC_SAMPLING,
+  MAX_STOP_SEQUENCES,
+  OLLAMA_SAMPLING,
+  OPENAI_SAMPLING,
+  RESPONSES_SAMPLING,
+} from "./sampling.ts";
+export { PROVIDER_PREFERENCES, routed, withoutPreferences } from "./preferences.ts";
+export type { ProviderPreferences } from "./preferences.ts";

@@ -8,6 +8,7 @@
 import {
   type ChatRequest,
   DaemonError,
+  type ForwardedChatBody,
   isNetworkModelId,
   type ModelId,
   type NetworkModel,
@@ -92,27 +93,77 @@ export function findModel(
   return models.find((m) => m.tier === id.tier && m.model === id.model);
 }
 
+/** Where a dialect's request carries what a capability is needed for, for messages and `param`. */
+export interface CapabilityFields {
+  /** The structured-output field: `response_format`, Ollama's `format`, `text.format`, … */
+  readonly format: string;
+  /** The log-probabilities field. @default {"logprobs"} */
+  readonly logprobs?: string;
+}
+
+/** One capability a request needs, and the field that needs it. */
+interface Need {
+  /** Any one of these will do (`json_object` is honoured by `structured_outputs` too). */
+  readonly anyOf: readonly string[];
+  /** The request's field that needs it. */
+  readonly field: string;
+  /** What the field asks, e.g. `a JSON schema`. */
+  readonly asks: string;
+}
+
+/** The capabilities a forwarded chat body needs beyond a plain chat. */
+export function capabilitiesNeeded(body: ForwardedChatBody, fields: CapabilityFields): Need[] {
+  const needs: Need[] = [];
+  if (body.logprobs === true || (body.top_logprobs !== undefined && body.top_logprobs !== null)) {
+    needs.push({ anyOf: ["logprobs"], field: fields.logprobs ?? "logprobs", asks: "logprobs" });
+  }
+  const format = (body.response_format as { type?: unknown } | undefined)?.type;
+  if (format === "json_schema") {
+    needs.push({ anyOf: ["structured_outputs"], field: fields.format, asks: "a JSON schema" });
+  } else if (format === "json_object") {
+    needs.push({
+      anyOf: ["json_mode", "structured_outputs"],
+      field: fields.format,
+      asks: "JSON mode",
+    });
+  }
+  return needs;
+}
+
 /**
- * Refuses log probabilities for a model whose providers do not all advertise the `logprobs`
- * capability: answering none instead would be silently wrong. A model the network does not list
- * is left to the backend (`model_not_found`). `listing` names where the client can see each
- * model's capabilities in its dialect.
+ * Refuses a request that needs a capability (log probabilities, JSON mode, structured outputs)
+ * of a model whose providers do not all advertise it: answering free text or no log
+ * probabilities instead would be silently wrong. Reads the model list only when something is
+ * needed; a model the network does not list is left to the backend (`model_not_found`).
+ * `listing` names where the client can see each model's capabilities in its dialect.
  *
- * @throws {DaemonError} `invalid_request_error` with `param: "logprobs"`.
+ * @throws {DaemonError} `invalid_request_error` naming the capability, with the field as `param`.
  */
-export async function checkLogprobs(
+export async function checkCapabilities(
   context: SurfaceContext,
-  asked: { request: ChatRequest; requestedModel: string; listing: string },
+  asked: {
+    request: ChatRequest;
+    requestedModel: string;
+    listing: string;
+    fields: CapabilityFields;
+  },
   httpRequest: Request,
 ): Promise<void> {
+  const needs = capabilitiesNeeded(asked.request.body, asked.fields);
+  if (needs.length === 0) return;
   const models = await listNetworkModels(context, httpRequest);
   const model = findModel(models, asked.request);
-  if (!model || (model.supports ?? []).includes("logprobs")) return;
+  if (!model) return;
+  const supports = model.supports ?? [];
+  const missing = needs.find((need) => !need.anyOf.some((c) => supports.includes(c)));
+  if (!missing) return;
+  const capability = missing.anyOf.map((c) => JSON.stringify(c)).join(" or ");
   throw new DaemonError(
     "invalid_request_error",
-    `Cannot give logprobs for ${JSON.stringify(asked.requestedModel)}: its providers do not ` +
-      `advertise the "logprobs" capability (${asked.listing} lists each model's capabilities); ` +
-      "send the request without logprobs and top_logprobs",
-    { param: "logprobs" },
+    `Cannot give ${missing.asks} (${missing.field}) for ${
+      JSON.stringify(asked.requestedModel)
+    }: its providers do not advertise the ${capability} capability (${asked.listing} lists ` +
+      `each model's capabilities); send the request without ${missing.field}`,
+    { param: missing.field },
   );
 }

@@ -22,6 +22,7 @@ import {
   withTimeout,
 } from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
+import { type CapabilityFields, checkCapabilities } from "./models.ts";
 import { type ReplyEvent, replyEvents } from "./reply_events.ts";
 
 /** The events of a reply, as `reply_events.ts` reads them. */
@@ -64,10 +65,17 @@ export async function serveReply(
     call: { request: ChatRequest; requestedModel: string; stream: boolean };
     request: Request;
     what: string;
+    /**
+     * Where the dialect lists each model's capabilities, and the fields of its request that
+     * need one: a request that needs a capability its model's providers do not advertise is
+     * refused before anything is sent ({@linkcode checkCapabilities}).
+     */
+    capabilities: { listing: string; fields: CapabilityFields };
   },
   answer: ReplyAnswer,
 ): Promise<Response> {
   const { call } = served;
+  await checkCapabilities(context, { ...call, ...served.capabilities }, served.request);
   const { controller, release } = requestController(served.request);
   const cancel: CancelNote = {
     controller,
@@ -161,9 +169,10 @@ function closeChunks(reply: ChatReply | undefined): void {
   }
 }
 
-/** Printable ASCII only, at most 200 characters: safe as an HTTP header value. */
+/** Printable ASCII only (`…` as `...`), at most 200 characters: safe as an HTTP header value. */
 function headerValue(value: string): string {
-  const clean = value.replace(/[^\x20-\x7e]/g, "?").trim();
+  // An abbreviation (`0x07c5…`) reads `0x07c5...`; anything else outside ASCII becomes `?`.
+  const clean = value.replaceAll("…", "...").replace(/[^\x20-\x7e]/g, "?").trim();
   return clean.length <= 200 ? clean : clean.slice(0, 200);
 }
 

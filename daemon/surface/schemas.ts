@@ -88,11 +88,31 @@ export const OPENAI_ERROR = z.strictObject({
   }),
 }).openapi("OpenAIError");
 
+/** An error under `/v1/messages`, Anthropic's shape. */
+export const ANTHROPIC_ERROR = z.strictObject({
+  type: z.literal("error"),
+  error: z.strictObject({
+    type: z.enum([
+      "invalid_request_error",
+      "authentication_error",
+      "permission_error",
+      "not_found_error",
+      "request_too_large",
+      "rate_limit_error",
+      "api_error",
+      "overloaded_error",
+      "timeout_error",
+    ]),
+    message: z.string(),
+  }),
+}).openapi("AnthropicError");
+
 /** An error outside `/v1`. */
 export const OLLAMA_ERROR = z.strictObject({ error: z.string() }).openapi("OllamaError");
 
 /** The error shape of a dialect. */
 export function errorSchema(dialect: Dialect): z.ZodType {
+  if (dialect === "anthropic") return ANTHROPIC_ERROR;
   return dialect === "openai" ? OPENAI_ERROR : OLLAMA_ERROR;
 }
 
@@ -132,6 +152,9 @@ export function errorResponses(
     );
     out[404] = e("`model_not_found`: the network offers no such model in that tier.");
     out[413] = e("`request_too_large`: the body is over the limit (`--max-body-bytes`).");
+    out[415] = e(
+      "`unsupported_media_type`: the body's `Content-Type` is not JSON (text, a form, or none).",
+    );
   }
   if (kind !== "local") {
     out[502] = e(

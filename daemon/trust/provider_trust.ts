@@ -57,6 +57,8 @@ export interface RegistryRecord {
   adCommitment: Hex;
   /** Registry-active and staked at least the minimum bond (Staking). */
   bonded: boolean;
+  /** The stake in Staking, smallest unit, when it was read. */
+  stake?: bigint;
   /**
    * Set when the record is not a fresh read (the chain could not be read and an older read
    * within the grace period stands in): shown in the verdict, e.g. `read 4 min ago, chain

@@ -179,6 +179,7 @@ export function registryRecords(
           active: record.active,
           adCommitment: record.adCommitment,
           bonded: bond?.bonded ?? false,
+          ...(bond ? { stake: bond.stake } : {}),
         };
       } catch (error) {
         throw chainFailure(`the Registry record of ${provider}`, error);

@@ -9,6 +9,8 @@ import {
   canonicalAd,
   comparePrices,
   MAX_AD_BYTES,
+  MODEL_CAPABILITIES,
+  MODEL_CAPABILITY_NAMES,
   modelKind,
   parseAd,
   type ProviderAd,
@@ -279,7 +281,10 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
   assert.deepEqual(Object.keys(old.models[0]).sort(), ["context_length", "id", "prices"]);
   assert.equal(adCommitment(old), COMMITMENT);
 
-  const chat = withModel({ kind: "chat", capabilities: ["tools", "logprobs", "json_mode"] });
+  const chat = withModel({
+    kind: "chat",
+    capabilities: ["tools", "logprobs", "json_mode", "structured_outputs", "vision"],
+  });
   const embed = withModel({
     id: "devnet/embed",
     kind: "embedding",
@@ -324,6 +329,16 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
       "chat model",
     ],
     [
+      "structured outputs on an embedding model",
+      withModel({
+        kind: "embedding",
+        embedding_dimensions: 8,
+        capabilities: ["structured_outputs"],
+      }),
+      "models[0].capabilities[0]",
+      "embedding model",
+    ],
+    [
       "chat capability on an embedding model",
       withModel({ kind: "embedding", embedding_dimensions: 8, capabilities: ["tools"] }),
       "models[0].capabilities[0]",
@@ -358,6 +373,20 @@ Deno.test("a model entry's kind, capabilities and dimensions: optional, strict, 
   for (const [label, value, field, text] of cases) {
     assert.doesNotThrow(() => JSON.stringify(value), label);
     refused(JSON.parse(JSON.stringify(value)), "invalid_field", field, text);
+  }
+});
+
+Deno.test("docs/protocol.md lists every capability, and only those, with its kind", async () => {
+  const text = await Deno.readTextFile(new URL("../../docs/protocol.md", import.meta.url));
+  const table = text.slice(text.indexOf("What each capability promises"));
+  const rows = table.slice(0, table.indexOf("\n\n", table.indexOf("|")))
+    .split("\n").filter((line) => /^\| `/.test(line))
+    .map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
+  assert.deepEqual(rows, [...MODEL_CAPABILITY_NAMES]);
+  const field = text.split("\n").find((line) => line.startsWith("| `models[].capabilities`"))!;
+  for (const [name, kind] of Object.entries(MODEL_CAPABILITIES)) {
+    const said = field.slice(field.indexOf(`${kind}:`));
+    assert.ok(said.includes(`\`${name}\``), `${name} is listed under ${kind}`);
   }
 });
 

@@ -13,6 +13,8 @@
  *   with a `get_weather` tool call whose JSON arguments arrive in three fragments; when the
  *   last message is a tool result, it answers `The weather is <result>`;
  * - every request, and the abort signal it came with, is recorded;
+ * - `devnet/tiny-chat` (verified) advertises `json_mode` and `structured_outputs`, the others
+ *   nothing: a structured-output request for them is refused before it reaches the double;
  * - failures are scripted: refuse before the first chunk, fail after N chunks, stall, send raw
  *   chunks, claim another tier.
  *
@@ -41,6 +43,7 @@ export const TEST_MODELS: readonly NetworkModel[] = [
     providers: 2,
     cheapestPrice: { input: "150000", output: "600000" },
     capabilities: ["completion", "tools"],
+    supports: ["tools", "json_mode", "structured_outputs"],
   },
   {
     tier: "tee",

@@ -26,6 +26,7 @@ async function chatsWithMarker(url: string, marker: string): Promise<string> {
   }
   const generate = await fetch(`${url}/api/generate`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "net/verified/devnet/echo", prompt: content, stream: false }),
   });
   assert.equal(generate.status, 200);
@@ -34,6 +35,7 @@ async function chatsWithMarker(url: string, marker: string): Promise<string> {
   assert.equal(refused.status, 403, refused.body);
   const invalid = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({
       model: "net/verified/devnet/echo",
       messages: [{ role: marker, content }],

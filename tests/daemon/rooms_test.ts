@@ -29,6 +29,7 @@ const ROOMS: Readonly<Record<string, readonly string[]>> = {
   network: ["core", "gateway", "trust", "sealing"],
   openai: ["core", "surface"],
   ollama: ["core", "surface"],
+  anthropic: ["core", "surface"],
   account: ["core", "surface"],
   service: [
     "core",
@@ -39,6 +40,7 @@ const ROOMS: Readonly<Record<string, readonly string[]>> = {
     "network",
     "openai",
     "ollama",
+    "anthropic",
     "account",
   ],
 };

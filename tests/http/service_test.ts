@@ -94,7 +94,11 @@ function service(middleware = []): Service {
 
 const base = "http://127.0.0.1:1";
 const post = (body: BodyInit, headers: Record<string, string> = {}) =>
-  new Request(`${base}/items`, { method: "POST", body, headers });
+  new Request(`${base}/items`, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+  });
 
 Deno.test("routes answer with their validated input", async () => {
   const s = service();
@@ -106,15 +110,41 @@ Deno.test("routes answer with their validated input", async () => {
   });
   const ok = await s.fetch(post('{"name":"x","role":"user","content":[{"text":"hi"}]}'));
   assert.equal(ok.status, 200);
-  // A JSON body is read whatever its content type (curl -d sends a form type).
-  const form = await s.fetch(
-    post('{"name":"x","role":"user","content":"hi"}', {
-      "content-type": "application/x-www-form-urlencoded",
-    }),
-  );
-  assert.equal(form.status, 200);
-  await form.body?.cancel();
   await ok.body?.cancel();
+  for (const type of ["application/json; charset=utf-8", "application/vnd.api+json"]) {
+    const typed = await s.fetch(post('{"name":"x","role":"user","content":"hi"}', {
+      "content-type": type,
+    }));
+    assert.equal(typed.status, 200, type);
+    await typed.body?.cancel();
+  }
+});
+
+Deno.test("a JSON route refuses a body that does not say it is JSON: 415, nothing handled", async () => {
+  const s = service();
+  const before = received.length;
+  const body = '{"name":"x","role":"user","content":"hi"}';
+  for (
+    const [type, found] of [
+      ["text/plain;charset=UTF-8", '"text/plain"'],
+      ["application/x-www-form-urlencoded", '"application/x-www-form-urlencoded"'],
+      ["multipart/form-data; boundary=x", '"multipart/form-data"'],
+      [undefined, "missing"],
+    ] as const
+  ) {
+    const request = new Request(`${base}/items`, { method: "POST", body });
+    if (type) request.headers.set("content-type", type);
+    else request.headers.delete("content-type");
+    const refused = await s.fetch(request);
+    assert.equal(refused.status, 415, String(type));
+    const error = (await refused.json()).error;
+    assert.equal(error.code, "unsupported_media_type");
+    assert.equal(
+      error.message,
+      `Cannot read the request: its Content-Type is ${found}; expected application/json`,
+    );
+  }
+  assert.equal(received.length, before, "the handler received nothing");
 });
 
 Deno.test("404 for unknown paths, 405 with Allow, OPTIONS with Allow, HEAD for GET", async () => {
@@ -225,7 +255,12 @@ Deno.test("a body over the limit is refused whether or not its length is declare
     },
   });
   const streamed = await s.fetch(
-    new Request(`${base}/items`, { method: "POST", body: endless, duplex: "half" } as RequestInit),
+    new Request(`${base}/items`, {
+      method: "POST",
+      body: endless,
+      duplex: "half",
+      headers: { "content-type": "application/json" },
+    } as RequestInit),
   );
   assert.equal(streamed.status, 413);
   assert.ok(pulled < 10, `read ${pulled} chunks of an endless body`);

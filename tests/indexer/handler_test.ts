@@ -227,6 +227,22 @@ Deno.test("/health while serving: 200 with the snapshot, its age and the settlem
   });
 });
 
+Deno.test("every answer carries CORS and its request id: the page, the metrics, data and errors", async () => {
+  const h = handler(servingState());
+  for (
+    const [path, status] of [["/", 200], ["/metrics", 200], ["/stats", 200], ["/x", 404]] as const
+  ) {
+    const response = await h.get(path);
+    await response.body?.cancel();
+    assert.equal(response.status, status, path);
+    assert.equal(response.headers.get("access-control-allow-origin"), "*", path);
+    assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/, path);
+  }
+  const kept = await h.get("/stats", { headers: { "x-request-id": "client-chosen-1" } });
+  await kept.body?.cancel();
+  assert.equal(kept.headers.get("x-request-id"), "client-chosen-1");
+});
+
 Deno.test("unknown paths are 404, other methods 405, both with CORS", async () => {
   const h = handler(servingState());
   for (const path of ["/stats/", "/v1/stats", "/STATS", "/health/x", "/index.html"]) {

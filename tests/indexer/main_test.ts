@@ -1,6 +1,7 @@
 // The real entry point as a subprocess: start-up errors, --help, and a full run against a
 // real anvil chain and a real router, stopped with SIGTERM.
 import assert from "node:assert/strict";
+import { checkFrontDoor } from "../_front_door.ts";
 import { fileURLToPath } from "node:url";
 import { createRouterHandler, type RouterEntry } from "../../devnet/router.ts";
 import { startChainFixture } from "../_chain_fixture.ts";
@@ -124,6 +125,14 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     const total = chain.expected.settlements.reduce((sum, b) => sum + b.settlements, 0);
     assert.equal(settlements.count, total);
     assert.ok((await Deno.stat(`${dataDir}/pgdata`)).isDirectory);
+    // The page and the metrics are public data too; the front door closes slow connections.
+    for (const path of ["/", "/metrics"]) {
+      const page: Response = await fetch(`${url}${path}`);
+      assert.equal(page.status, 200, path);
+      assert.equal(page.headers.get("access-control-allow-origin"), "*", path);
+      await page.body?.cancel();
+    }
+    await checkFrontDoor(url, { path: "/health" });
     child.kill("SIGTERM");
     const status = await child.status;
     await rest;

@@ -57,6 +57,7 @@ async function one(url: string, i: number): Promise<string> {
     if (kind === 3) {
       const response = await fetch(`${url}/api/chat`, {
         method: "POST",
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({
           model: MODEL,
           stream: false,

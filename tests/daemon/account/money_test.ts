@@ -2,9 +2,10 @@
  * The consumer's money end to end, on the real devnet (anvil, Escrow, providers that take
  * vouchers, gateways) and the real daemon over HTTP, with the real `openai` and `ollama` clients:
  *
- * - an empty deposit: `402 insufficient_deposit` in both dialects, surfaced by both clients at
- *   once (no retry);
- * - funded: every reply says its cost (`usage.cost`, `cost_wei`, `x-net-cost`, Ollama's `cost`),
+ * - an empty deposit: `402 insufficient_deposit` in every dialect, surfaced by the `openai`,
+ *   `ollama` and Anthropic clients at once (no retry);
+ * - funded: every reply says its cost (`usage.cost`, `cost_wei`, `x-net-cost`, Ollama's and
+ *   Anthropic's `cost`),
  *   `GET /v1/account` reads the Escrow, `GET /v1/usage` totals what the ledger recorded, and
  *   the providers redeem exactly that at the Escrow;
  * - a key's cap holds under 100 concurrent requests: every request is answered (200, or 402
@@ -12,6 +13,7 @@
  *   never exceeds its cap.
  */
 
+import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
@@ -57,6 +59,7 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
   });
   const openai = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused" }); // default retries
   const ollama = new Ollama({ host: daemon.url });
+  const anthropic = new Anthropic({ baseURL: daemon.url, apiKey: "unused" }); // default retries
   const chain = await createChainClient(devnet.rpcUrl);
   const provider = devnet.providers[0].address;
 
@@ -80,8 +83,20 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
         return true;
       },
     );
-    // At once: one HTTP request each, no retry by either client.
-    assert.equal(await requests() - before, 2);
+    await assert.rejects(
+      anthropic.messages.create({
+        model: MODEL,
+        max_tokens: 16,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+      (error: InstanceType<typeof Anthropic.APIError>) => {
+        assert.equal(error.status, 402);
+        assert.equal((error.error as { error?: { type?: string } }).error?.type, "billing_error");
+        return true;
+      },
+    );
+    // At once: one HTTP request each, no retry by any client.
+    assert.equal(await requests() - before, 3);
     const account = await getJson(`${daemon.url}/v1/account`);
     assert.equal(account.address, consumer.address);
     assert.deepEqual([account.deposit, account.available, account.pending], ["0", "0", "0"]);
@@ -134,6 +149,7 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
       );
       const plain = await fetch(`${daemon.url}/api/chat`, {
         method: "POST",
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({
           model: MODEL,
           stream: false,
@@ -156,6 +172,25 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
         embedded.response.headers.get("x-net-cost"),
         formatCost(priced(embedUsage.prompt_tokens, 0)),
       );
+      const message = await anthropic.messages.create({
+        model: MODEL,
+        max_tokens: 64,
+        messages: [{ role: "user", content: "anthropic whole" }],
+      }).withResponse();
+      const paid = priced(message.data.usage.input_tokens, message.data.usage.output_tokens);
+      assert.equal((message.data.usage as { cost?: string }).cost, formatCost(paid));
+      assert.equal(message.response.headers.get("x-net-cost"), formatCost(paid));
+      const events = anthropic.messages.stream({
+        model: MODEL,
+        max_tokens: 64,
+        messages: [{ role: "user", content: "anthropic streamed" }],
+      });
+      let delta: { output_tokens: number; cost?: string } | undefined;
+      for await (const event of events) {
+        if (event.type === "message_delta") delta = event.usage as typeof delta;
+      }
+      const streamed = (await events.finalMessage()).usage;
+      assert.equal(delta?.cost, formatCost(priced(streamed.input_tokens, streamed.output_tokens)));
       const account = await getJson(`${daemon.url}/v1/account`);
       const onChain = await readEscrowAccount(chain, escrow, consumer.address);
       assert.deepEqual([account.deposit, account.available], [
@@ -238,7 +273,9 @@ async function countRequests(url: string): Promise<number> {
   for (const line of text.split("\n")) {
     if (
       line.startsWith("net_daemon_http_requests_total{") &&
-      (line.includes('route="/v1/chat/completions"') || line.includes('route="/api/chat"'))
+      ['"/v1/chat/completions"', '"/api/chat"', '"/v1/messages"'].some((route) =>
+        line.includes(`route=${route}`)
+      )
     ) total += Number(line.split(" ").at(-1));
   }
   return total;

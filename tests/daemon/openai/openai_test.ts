@@ -198,11 +198,60 @@ Deno.test("openai SDK: tool calls carry string arguments, and the round trip wor
   );
   const fragments = streamed.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
   assert.equal(fragments[0].id, "call_weather_1");
+  assert.equal(fragments[0].type, "function", "the first fragment says what it is");
   assert.equal(fragments[0].function?.name, "get_weather");
+  assert.equal(typeof fragments[0].function?.arguments, "string");
+  assert.ok(fragments.slice(1).every((f) => f.id === undefined && f.type === undefined));
   assert.ok(fragments.every((f) => f.index === 0));
   const args = fragments.map((f) => f.function?.arguments ?? "").join("");
   assert.deepEqual(JSON.parse(args), { city: "Paris", unit: "celsius" });
   assert.equal(streamed[streamed.length - 1].choices[0].finish_reason, "tool_calls");
+});
+
+Deno.test("openai SDK: chat.completions.stream() assembles a streamed tool call", async () => {
+  await using server = serveSurface();
+  const openai = client(server.url);
+  const stream = openai.chat.completions.stream({
+    model: MODEL,
+    messages: [{ role: "user", content: "weather in Paris?" }],
+    tools: [weatherTool],
+  });
+  const done: string[] = [];
+  stream.on("tool_calls.function.arguments.done", (event) => done.push(event.name));
+  const final = await stream.finalChatCompletion();
+  const [call] = final.choices[0].message.tool_calls!;
+  assert.equal(call.type, "function");
+  assert.equal(call.id, "call_weather_1");
+  assert.ok(call.type === "function" && call.function.name === "get_weather");
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: "Paris", unit: "celsius" });
+  assert.deepEqual(done, ["get_weather"]);
+});
+
+Deno.test("openai SDK: runTools({ stream: true }) calls the function and answers with its result", async () => {
+  await using server = serveSurface();
+  const openai = client(server.url);
+  const calls: unknown[] = [];
+  const runner = openai.chat.completions.runTools({
+    model: MODEL,
+    stream: true,
+    messages: [{ role: "user", content: "What is the weather in Paris?" }],
+    tools: [{
+      type: "function",
+      function: {
+        name: "get_weather",
+        description: "The weather in a city",
+        parameters: weatherTool.function.parameters,
+        parse: JSON.parse,
+        function: (args: unknown) => {
+          calls.push(args);
+          return "18C and cloudy";
+        },
+      },
+    }],
+  });
+  assert.equal(await runner.finalContent(), "The weather is 18C and cloudy");
+  assert.deepEqual(calls, [{ city: "Paris", unit: "celsius" }]);
+  assert.equal(server.backend.chats.length, 2, "the call, then the answer to its result");
 });
 
 Deno.test("openai SDK: errors surface as the SDK's own types with status and code", async () => {

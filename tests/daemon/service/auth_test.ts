@@ -32,7 +32,9 @@ function info(hostname: string): Deno.ServeHandlerInfo {
   } as Deno.ServeHandlerInfo;
 }
 
-function protectedHandler(options: { clock?: () => Date; throttle?: FailureThrottle } = {}) {
+function protectedHandler(
+  options: { clock?: () => Date; throttle?: FailureThrottle; anyHostWithKey?: boolean } = {},
+) {
   return createDaemonHandler({
     backend: new TestBackend(),
     gateways: () => [],
@@ -42,6 +44,7 @@ function protectedHandler(options: { clock?: () => Date; throttle?: FailureThrot
     apiKey: Promise.resolve(KEY),
     authThrottle: options.throttle,
     clock: options.clock,
+    anyHostWithKey: options.anyHostWithKey,
     log: () => {},
   });
 }
@@ -200,6 +203,101 @@ Deno.test("auth: repeated failures lock the address out (429, Retry-After), othe
   // Each further failure doubles the lockout.
   assert.equal((await ask("guess")).status, 401);
   assert.equal((await ask("guess")).retry, "2");
+});
+
+Deno.test("auth: 50 wrong keys at once get exactly 5 comparisons; the other 45 are 429 unread", async () => {
+  const handler = protectedHandler({ clock: () => new Date("2026-11-22T12:00:00Z") });
+  const attacker = info("203.0.113.50");
+  const statuses = await Promise.all(
+    Array.from({ length: 50 }, async (_, i) => {
+      const response = await handler(
+        new Request(`${BASE}/v1/models`, { headers: bearer(`guess-${i}`) }),
+        attacker,
+      );
+      await response.body?.cancel();
+      return response.status;
+    }),
+  );
+  assert.equal(statuses.filter((s) => s === 401).length, 5, "compared, and wrong");
+  assert.equal(statuses.filter((s) => s === 429).length, 45, "refused without a comparison");
+  // The address is locked out now: the right key is not looked at either.
+  const locked = await handler(
+    new Request(`${BASE}/v1/models`, { headers: bearer(KEY) }),
+    attacker,
+  );
+  assert.equal(locked.status, 429);
+  await locked.body?.cancel();
+});
+
+Deno.test("auth: x-api-key is a key like Bearer's; a wrong one counts; Anthropic's 401 shape", async () => {
+  const handler = protectedHandler();
+  const from = info("192.0.2.60");
+  const ok = await handler(
+    new Request(`${BASE}/v1/models`, { headers: { "x-api-key": KEY } }),
+    from,
+  );
+  assert.equal(ok.status, 200);
+  await ok.body?.cancel();
+  const message = await handler(
+    post("/v1/messages", {
+      model: MODEL,
+      max_tokens: 8,
+      messages: [{ role: "user", content: "hi" }],
+    }, { "x-api-key": KEY }),
+    from,
+  );
+  assert.equal(message.status, 200);
+  await message.body?.cancel();
+  const wrong = await handler(
+    post("/v1/messages", { model: MODEL, max_tokens: 8, messages: [] }, { "x-api-key": "nope" }),
+    from,
+  );
+  assert.equal(wrong.status, 401);
+  const body = await wrong.json();
+  assert.deepEqual(body, {
+    type: "error",
+    error: { type: "authentication_error", message: "The API key is not valid for this daemon" },
+  });
+  assert.match(wrong.headers.get("www-authenticate") ?? "", /^Bearer realm=/);
+});
+
+Deno.test("auth: beyond loopback, a request with the key is served whatever its Host", async () => {
+  const handler = protectedHandler({ anyHostWithKey: true });
+  const from = info("192.0.2.70");
+  // How another host reaches it: by the machine's address or name, not a loopback one.
+  for (const host of ["192.168.1.20:11435", "workstation.lan:11435", "[fd00::5]:11435"]) {
+    const keyed = await handler(
+      new Request(`${BASE}/v1/models`, { headers: { host, ...bearer(KEY) } }),
+      from,
+    );
+    assert.equal(keyed.status, 200, host);
+    await keyed.body?.cancel();
+    const anthropic = await handler(
+      new Request(`${BASE}/v1/models`, { headers: { host, "x-api-key": KEY } }),
+      from,
+    );
+    assert.equal(anthropic.status, 200, `${host} with x-api-key`);
+    await anthropic.body?.cancel();
+    // Without a key: refused by the Host rule, exactly as before.
+    const bare = await handler(new Request(`${BASE}/v1/models`, { headers: { host } }), from);
+    assert.equal(bare.status, 403, host);
+    assert.equal((await bare.json()).error.code, "forbidden_host");
+  }
+  // A wrong key and a foreign Host: the key is checked (and counted), not waved through.
+  const wrong = await handler(
+    new Request(`${BASE}/v1/models`, { headers: { host: "evil.example", ...bearer("guess") } }),
+    from,
+  );
+  assert.equal(wrong.status, 401);
+  await wrong.body?.cancel();
+  // Without the option (loopback with --require-api-key), a foreign Host is refused even with it.
+  const loopback = protectedHandler();
+  const refused = await loopback(
+    new Request(`${BASE}/v1/models`, { headers: { host: "evil.example", ...bearer(KEY) } }),
+    from,
+  );
+  assert.equal(refused.status, 403);
+  await refused.body?.cancel();
 });
 
 Deno.test("auth: the failure table is bounded and forgets idle addresses", () => {

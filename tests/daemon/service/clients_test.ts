@@ -321,7 +321,7 @@ Deno.test("logprobs: passed through from a model that advertises them, whole and
   const client = openai(daemon.url);
   const models = await (await fetch(`${daemon.url}/v1/models`)).json();
   const echo = models.data.find((m: { id: string }) => m.id === CHAT);
-  assert.deepEqual(echo.net.capabilities, ["logprobs", "tools"]);
+  assert.deepEqual(echo.net.capabilities, ["json_mode", "logprobs", "structured_outputs", "tools"]);
   const whole = await client.chat.completions.create({
     model: CHAT,
     messages: [{ role: "user", content: "two words" }],

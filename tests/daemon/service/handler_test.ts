@@ -94,7 +94,7 @@ Deno.test("handler: /v1/models lists well-formed models once each, sorted", asyn
       context_length: 8192,
       cheapest_price: { input: "150000", output: "600000" },
       kind: "chat",
-      capabilities: [],
+      capabilities: ["tools", "json_mode", "structured_outputs"],
     },
   });
   assert.equal(fixture.logged.length, 4, "each malformed entry is logged");
@@ -233,7 +233,7 @@ Deno.test("handler: served-by headers are sanitized to printable ASCII", async (
   assert.equal(response.status, 200);
   assert.equal(
     response.headers.get("x-net-verdict"),
-    "tee:tdx measurement 0x91eb? approved??x-evil: 1",
+    "tee:tdx measurement 0x91eb... approved??x-evil: 1",
   );
   assert.equal(response.headers.get("x-evil"), null);
   await response.body?.cancel();
@@ -310,6 +310,7 @@ Deno.test("handler: a client that disconnects mid-stream stops the backend (real
   const controller = new AbortController();
   const response = await fetch(`${server.url}/api/chat`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "a b c" }] }),
     signal: controller.signal,
   });

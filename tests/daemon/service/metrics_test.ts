@@ -223,6 +223,7 @@ Deno.test("against a real devnet: the counters move with real traffic in both di
   assert.ok(complete(ollama, "ollama"), ollama.body);
   const generate = await fetch(`${daemon.url}/api/generate`, {
     method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "net/verified/devnet/echo", prompt: "hi", stream: false }),
   });
   assert.equal(generate.status, 200);

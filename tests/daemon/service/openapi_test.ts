@@ -193,6 +193,38 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await call("/openapi.json"), 200);
   expect(await call("/metrics"), 200);
 
+  // Anthropic dialect.
+  const version = { "anthropic-version": "2023-06-01" };
+  const message = expect(
+    await post("/v1/messages", { model: MODEL, max_tokens: 32, messages }, version),
+    200,
+  );
+  assert.equal(JSON.parse(message.body).type, "message");
+  const stream = expect(
+    await post("/v1/messages", { model: MODEL, max_tokens: 32, messages, stream: true }),
+    200,
+  );
+  assert.match(stream.body, /^event: message_start\n/);
+  assert.match(stream.body, /event: message_stop\n/);
+  expect(await post("/v1/messages", { model: MODEL, messages }), 400);
+  expect(
+    await post("/v1/messages", { model: "net/verified/x/none", max_tokens: 8, messages }),
+    404,
+  );
+  expect(
+    await post("/v1/messages", { model: "net/tee/devnet/echo", max_tokens: 8, messages }),
+    403,
+  );
+  expect(await post("/v1/messages/count_tokens", { model: MODEL, messages }), 200);
+  expect(await post("/v1/messages/count_tokens", { model: "net/verified/x/none", messages }), 404);
+  // A body that is not JSON, in each dialect.
+  for (const path of ["/v1/chat/completions", "/v1/messages", "/api/chat"]) {
+    expect(
+      await call(path, { method: "post", body: "{}", headers: { "content-type": "text/plain" } }),
+      415,
+    );
+  }
+
   expect(await call("/api/tags", { method: "HEAD" }), 200);
   // The layer's limits, in each dialect: a URL over 8 KiB, headers over 32 KiB.
   const long = "x".repeat(9000);
@@ -221,6 +253,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   expect(await call("/api/nope"), 404, "OllamaError");
   expect(await call("/v1/chat/completions"), 405, "OpenAIError");
   expect(await call("/api/chat"), 405, "OllamaError");
+  expect(await call("/v1/messages"), 405, "AnthropicError");
 
   // No gateway reachable: 503 in both dialects.
   await using stranded = await startDaemon({ gateway: `http://127.0.0.1:${closedPort()}` });
@@ -228,7 +261,11 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
     answer(
       path,
       "post",
-      await fetch(`${stranded.url}${path}`, { method: "POST", body: JSON.stringify(body) }),
+      await fetch(`${stranded.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
     );
   expect(await orphan("/v1/chat/completions", { model: MODEL, messages }), 503);
   expect(await orphan("/api/chat", { model: MODEL, messages }), 503);

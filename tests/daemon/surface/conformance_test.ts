@@ -192,6 +192,7 @@ for (const dialect of DIALECTS) {
     }
     const notUtf8 = new Request(`http://127.0.0.1:11435${dialect.path}`, {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]),
     });
     expectError(dialect, await dialect.readError(await call(fixture, notUtf8)), {
@@ -295,6 +296,7 @@ for (const dialect of DIALECTS) {
     const bytes = new TextEncoder().encode(JSON.stringify(body));
     const undeclared = new Request(`http://127.0.0.1:11435${dialect.path}`, {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: new ReadableStream({
         start(controller) {
           for (let i = 0; i < bytes.length; i += 100) controller.enqueue(bytes.slice(i, i + 100));

@@ -178,6 +178,7 @@ Deno.test("registryRecords and chainMeasurements: one read per TTL, a failure ne
       active: bonded.active,
       adCommitment: bonded.adCommitment,
       bonded: true,
+      stake: bonded.stake,
     });
     assert.equal(source.calls, 1);
     time.advance(999);
