@@ -30,6 +30,7 @@ import { type Lease, ProviderScheduler } from "../daemon/network/scheduler.ts";
 import { serveDaemon } from "../daemon/service/serve.ts";
 import { VerdictLog } from "../daemon/trust/verdict_log.ts";
 import { chatExchange } from "../daemon/network/exchanges.ts";
+import { RELAY_READ_AHEAD_BYTES } from "../daemon/network/network_backend.ts";
 import { VERSION } from "../version.ts";
 
 const encoder = new TextEncoder();
@@ -83,7 +84,12 @@ class PlainBackend implements ChatBackend {
       const lease: Lease = await this.#queue.wait(model, take, { signal, deadline });
       const { candidate } = lease;
       try {
-        const stream = await this.#gateway.relay(candidate.provider, bytes, signal);
+        const relayed = Promise.withResolvers<void>();
+        const stream = await this.#gateway.relay(candidate.provider, bytes, {
+          signal,
+          readAheadBytes: RELAY_READ_AHEAD_BYTES,
+          onEnd: relayed.resolve,
+        });
         const finish = await exchange.open(
           plainOpened(request.whole === true),
           stream,
@@ -91,6 +97,7 @@ class PlainBackend implements ChatBackend {
           signal,
           candidate,
         );
+        void relayed.promise.then(() => lease.release());
         return finish({
           provider: candidate.provider,
           tier,

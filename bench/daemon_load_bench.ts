@@ -16,13 +16,19 @@
  * delay, an idle runtime's wake-ups dominate that figure, so it is not shown); ratios are
  * sealed ÷ plaintext.
  *
+ * Then the saturated case: 15 ms per token, streamed, at concurrency 120 and 240, while two busy
+ * loops (a process of their own) compete for the CPU — the daemon must not hold a provider slot
+ * longer than the work needs, or the queue's deadline answers the requests that wait 503. Each
+ * system gets both concurrencies with the loops running, the order alternating.
+ *
  * Then the soak: 200 concurrent streams against 10 providers × 20 slots at 15 ms per token, for
  * `NET_BENCH_SOAK_SECONDS` (default 60; the issue's goal is 600), printing the daemon's
  * resident memory as it goes.
  *
  * Environment: `NET_BENCH_LOAD_CONCURRENCY` (e.g. `1,8`), `NET_BENCH_LOAD_DELAYS` (e.g. `0`;
  * `none` skips the table), `NET_BENCH_LOAD_REQUESTS` (chats per cell with no token delay,
- * default 100), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
+ * default 100), `NET_BENCH_SATURATED_CONCURRENCY` (default `120,240`; `none` skips the saturated
+ * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
  *
  * Run: `deno task bench` (or `deno run -A bench/daemon_load_bench.ts`).
  *
@@ -47,6 +53,7 @@ const list = (name: string, fallback: number[]) => {
 };
 const CONCURRENCY = list("NET_BENCH_LOAD_CONCURRENCY", [1, 8, 40, 120, 240]);
 const DELAYS = list("NET_BENCH_LOAD_DELAYS", [0, 15]);
+const SATURATED = list("NET_BENCH_SATURATED_CONCURRENCY", [120, 240]);
 const SOAK_SECONDS = Number(Deno.env.get("NET_BENCH_SOAK_SECONDS") ?? 60);
 /** Chats per cell with no token delay (at least twice the concurrency). */
 const REQUESTS = Number(Deno.env.get("NET_BENCH_LOAD_REQUESTS") ?? 100);
@@ -169,6 +176,62 @@ async function runLoad() {
   return { rows, summary };
 }
 
+/** Two busy loops in a process of their own (`_busy_loops.ts`), competing for the CPU. */
+function busyLoops(): Promise<Child> {
+  return spawn(["bench/_busy_loops.ts"], /^busy$/);
+}
+
+/** 15 ms per token, streamed, at each of `concurrency`, with the CPU saturated. */
+async function runSaturated(concurrency: readonly number[]) {
+  const rows: Record<string, Record<string, string | number>> = {};
+  const summary: string[] = [];
+  const { systems, stop } = await startSystems(SLOTS, 15);
+  try {
+    for (const system of systems) {
+      await cell(system.url, system.pid, {
+        c: 4,
+        requests: 8,
+        stream: true,
+        content: prompt(WORDS),
+      });
+    }
+    const loops = await busyLoops();
+    try {
+      let flip = false;
+      for (const c of concurrency) {
+        const results = new Map<string, CellResult>();
+        flip = !flip;
+        for (const system of flip ? systems : [...systems].reverse()) {
+          const options = { c, requests: 2 * c, stream: true, content: prompt(WORDS) };
+          results.set(system.name, await cell(system.url, system.pid, options));
+        }
+        const plain = results.get("plaintext relay")!;
+        const sealed = results.get("sealed daemon")!;
+        const label = `15 ms/token, stream, c=${c}, CPU saturated`;
+        for (const [name, r] of [["plaintext", plain], ["sealed", sealed]] as const) {
+          rows[`${label}, ${name}`] = {
+            "ok/failed": `${r.ok}/${r.failed}`,
+            p50: ms(r.p50),
+            p99: ms(r.p99),
+            "tokens/s": Math.round(r.tokens / r.seconds),
+            "relay CPU/token": perToken(r),
+            "p50 ratio": name === "sealed" ? ratio(sealed.p50, plain.p50) : "1.00×",
+            "CPU/token ratio": name === "sealed"
+              ? ratio(sealed.cpuMs / sealed.tokens, plain.cpuMs / plain.tokens)
+              : "1.00×",
+          };
+          if (r.sample) summary.push(`${label}, ${name}: a failure: ${r.sample}`);
+        }
+      }
+    } finally {
+      await loops.stop();
+    }
+  } finally {
+    await stop();
+  }
+  return { rows, summary };
+}
+
 /** 200 concurrent streams for `seconds`, with the daemon's resident memory as it goes. */
 async function runSoak(seconds: number) {
   const streams = 200;
@@ -221,6 +284,15 @@ if (DELAYS.length > 0) {
       "loop; each cell runs the plaintext relay and the sealed daemon one after the other. " +
       "The daemon runs with --insecure-gateway-keys (the load network has no chain: it trusts " +
       "the keys its gateway lists; every request is still sealed end to end):",
+  );
+  console.table(rows);
+  for (const line of summary) console.log(line);
+}
+if (SATURATED.length > 0) {
+  const { rows, summary } = await runSaturated(SATURATED);
+  console.log(
+    `\nSaturated: the same network and systems, 15 ms per token, streamed, with two busy loops ` +
+      "competing for the CPU; failures are the queue's deadline (503 overloaded):",
   );
   console.table(rows);
   for (const line of summary) console.log(line);

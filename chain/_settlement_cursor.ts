@@ -9,7 +9,8 @@
 import type { Address, Hex } from "viem";
 import { abbreviate } from "../errors.ts";
 import { SettlementScanError } from "./errors.ts";
-import type { SettlementBucket, SettlementCursor } from "./settlements.ts";
+import type { SettlementCursor } from "./settlements.ts";
+import type { SettlementBucket } from "./settlement_buckets.ts";
 
 const OPERATION = "scan settlements";
 const DECIMAL = /^(0|[1-9][0-9]*)$/;
@@ -104,21 +105,6 @@ export function parseCursor(value: unknown, escrow: string): CursorState {
     totals.set(key, entry);
   });
   return { next, last, chunk: Number(chunk), totals };
-}
-
-/** The totals sorted by provider, then epoch. */
-export function sortedBuckets(totals: Map<string, SettlementBucket>): SettlementBucket[] {
-  return [...totals.values()].sort((a, b) =>
-    a.provider < b.provider
-      ? -1
-      : a.provider > b.provider
-      ? 1
-      : a.epoch < b.epoch
-      ? -1
-      : a.epoch > b.epoch
-      ? 1
-      : 0
-  );
 }
 
 /** The cursor to continue after a scan. */

@@ -2,9 +2,10 @@
  * Reading the Escrow's `Settled` logs (private to `chain/`; `settlements.ts` re-exports what
  * others use): the strict decoder of one log, the "too much" recognizer, and
  * {@linkcode SettlementLogReader}, which reads a block range in adaptive chunks and splits a
- * chunk the endpoint cannot answer, down to one block. A settlement paid by a consumer's voucher
- * is followed, in the same transaction, by `VoucherRedeemed`: the reader reads both and gives the
- * settlement the consumer whose signature backs it.
+ * chunk the endpoint does not answer — whatever the error — down to one block, following the
+ * range or the limit the provider names when it names one. A settlement paid by a consumer's
+ * voucher is followed, in the same transaction, by `VoucherRedeemed`: the reader reads both and
+ * gives the settlement the consumer whose signature backs it.
  *
  * @module
  */
@@ -12,9 +13,12 @@
 import { type Address, encodeEventTopics, type Hex, numberToHex } from "viem";
 import { abbreviate } from "../errors.ts";
 import { escrowAbi } from "./abi.ts";
-import type { ChainClient } from "./client.ts";
+import { type ChainClient, rpcPoolOf } from "./client.ts";
 import { SettlementScanError } from "./errors.ts";
+import { type LogsRefusal, readLogsRefusal } from "./_logs_refusal.ts";
 import type { SettlementScanStats } from "./settlements.ts";
+
+export type { LogsRefusal, LogsRefusalKind } from "./_logs_refusal.ts";
 
 const OPERATION = "scan settlements";
 /** The `Settled(address indexed provider, uint256 indexed epoch, uint256, uint256)` topic. */
@@ -58,6 +62,12 @@ export interface SettledRange {
   to: bigint;
   /** The events, in the order the endpoint returned them. */
   events: SettledEvent[];
+  /**
+   * With `withBlockHash`: the hash of block `to` on the endpoint that answered the logs (lower
+   * case), asked in the same JSON-RPC batch — so the logs come from an endpoint that had
+   * reached `to`, and the hash is of the same chain as they are.
+   */
+  toHash?: Hex;
 }
 
 /** A log as `eth_getLogs` returns it. */
@@ -81,31 +91,16 @@ export function firstLine(error: unknown): string {
   return extra && !head.includes(extra) ? `${head} (${extra})` : head;
 }
 
-/** Error names (anywhere in the cause chain) that mean "this answer is too much". */
-const TOO_MUCH_NAMES = new Set(["ResponseBodyTooLargeError", "TimeoutError"]);
-
 /**
  * Whether an RPC error says the requested log range is too large or returns too much: a
  * node's or provider's limit on the block range or the result count (each words it
- * differently: all of them mention a range, a limit or a result count), HTTP 413, viem's
- * response body size limit (10 MiB), or a timeout (the node could not answer in time).
+ * differently; `_logs_refusal.ts` reads them), HTTP 413 or 408, viem's response body size
+ * limit (10 MiB), or a timeout (the node could not answer in time). The reader splits the range
+ * on any error; this only says whether the error names the range as the cause.
  */
 export function isRangeLimitError(error: unknown): boolean {
-  const texts: string[] = [];
-  const seen = new Set<unknown>();
-  for (
-    let current = error as Record<string, unknown> | undefined;
-    current && typeof current === "object" && !seen.has(current);
-    current = current.cause as Record<string, unknown> | undefined
-  ) {
-    seen.add(current);
-    texts.push(String(current.message ?? ""), String(current.details ?? ""));
-    if (current.status === 413 || current.status === 408) return true;
-    if (typeof current.name === "string" && TOO_MUCH_NAMES.has(current.name)) return true;
-  }
-  const text = texts.join(" ");
-  return /block range|range (is )?too (large|wide|big)|too many (results|logs|blocks)|more than \d+ (results|logs)|exceed(s|ed)? (the )?(max|maximum|limit)|limit exceeded|response size|query timeout|max(imum)? (block )?range|log response|body exceeded the size limit|(response|body|payload|entity|request) (is )?too large|timed out|took too long/i
-    .test(text);
+  const kind = readLogsRefusal(error, 0n, 0n).kind;
+  return kind === "range" || kind === "results";
 }
 
 const HEX_WORD = /^0x[0-9a-fA-F]{64}$/;
@@ -250,20 +245,41 @@ export interface SettlementLogReaderOptions {
    */
   maxChunkSize?: number;
   /**
-   * Retries of a request that failed for another reason than "too much" (network, node
-   * error), with a doubling delay from 200 ms. A "too much" answer is never retried as is:
-   * the range is split.
+   * Retries of a one-block request that failed (a longer range is split instead), with a
+   * doubling delay from 200 ms (or the endpoint's `Retry-After`). After them the reader fails
+   * with the reason the last error names.
    *
    * @default {2}
    */
   retries?: number;
   /**
-   * Aborts the reading between requests.
+   * Ask the hash of each chunk's last block of the same endpoint, in the same batch as its
+   * logs (`SettledRange.toHash`); an endpoint that has not reached that block yet counts as a
+   * failure of the chunk. Needs a client of `createChainClient`.
+   *
+   * @default {false}
+   */
+  withBlockHash?: boolean;
+  /**
+   * Aborts the reading between requests (and a wait before one).
    *
    * @default {undefined}
    */
   signal?: AbortSignal;
 }
+
+/** What a {@linkcode SettlementLogReader} did, and what the endpoint said last. */
+export interface LogReaderStats extends SettlementScanStats {
+  /** Failed `eth_getLogs` requests by kind of refusal. */
+  refusals: Record<LogsRefusal["kind"], number>;
+  /** The smallest limit a provider named (blocks per request), or `null`. */
+  namedLimit: number | null;
+  /** The last refusal read, or `null`. */
+  lastRefusal: LogsRefusal | null;
+}
+
+/** Longest wait before the next request after a rate limit or an unreachable endpoint, ms. */
+const MAX_BACKOFF_MS = 5_000;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -278,27 +294,47 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /**
  * Reads the Escrow's `Settled` events over a block range with `eth_getLogs` in adaptive chunks.
- * An answer that is too much — a range or result-count limit, HTTP 413, viem's response body
- * limit, a timeout ({@linkcode isRangeLimitError}) — halves the chunk and asks again, down to
- * one block; {@linkcode GROW_AFTER} successes in a row double it again, up to `maxChunkSize`,
- * but not back to a size that was too much in the last {@linkcode RETRY_TOO_MUCH_AFTER}
- * chunks (each such try costs a refused answer of up to the endpoint's limit).
- * Chunks are yielded in block order as they are read, so a caller can commit each one and
- * keep what it has when a later one fails.
+ *
+ * **Any error splits the range.** What the error says ({@linkcode readLogsRefusal}) decides
+ * how far: a range the provider suggests (`this block range should work: [0x…, 0x…]`) is used
+ * as is; a limit it names (`limited to a 10,000 range`, `Max range: 800`) gives the chunk (one
+ * block under it) and caps the growth for the reader's life; otherwise the chunk is halved. A
+ * rate limit or an unreachable endpoint (HTTP 5xx, no connection) waits first (its
+ * `Retry-After`, else a doubling delay up to 5 s) and asks the same range once more before it
+ * splits, so random faults do not shrink the chunk. A one-block request that fails is retried `retries` times and then fails
+ * with a specific reason: `range_limit` (the endpoint refuses or cannot answer even that block),
+ * `rate_limited`, or `rpc`.
+ *
+ * {@linkcode GROW_AFTER} successes in a row double the chunk again, up to `maxChunkSize`, but
+ * not back to a size that was refused as too much in the last {@linkcode RETRY_TOO_MUCH_AFTER}
+ * chunks (each such try costs a refused answer). Chunks are yielded in block order as they are
+ * read, so a caller can commit each one and keep what it has when a later one fails.
  */
 export class SettlementLogReader {
   /** The current chunk size, in blocks (the next start value for a later reader). */
   chunk: number;
   /** What the reader did so far. */
-  readonly stats: SettlementScanStats = { getLogsRequests: 0, shrinks: 0, logs: 0 };
+  readonly stats: LogReaderStats = {
+    getLogsRequests: 0,
+    shrinks: 0,
+    logs: 0,
+    refusals: { range: 0, results: 0, rate: 0, unreachable: 0, other: 0 },
+    namedLimit: null,
+    lastRefusal: null,
+  };
   readonly #client: ChainClient;
   readonly #escrow: Address;
   readonly #maxChunk: number;
   readonly #retries: number;
   readonly #signal: AbortSignal | undefined;
+  readonly #withBlockHash: boolean;
   /** The smallest chunk that was too much lately: growth stops below it for a while. */
   #tooMuch = Infinity;
   #sinceTooMuch = 0;
+  /** Blocks per request the provider allows, from its own words. */
+  #limit = Infinity;
+  /** Failed requests in a row, for the delay after rate limits and unreachable endpoints. */
+  #failures = 0;
 
   /** A reader of `escrow`'s logs through `client`. */
   constructor(client: ChainClient, escrow: Address, options: SettlementLogReaderOptions = {}) {
@@ -308,25 +344,28 @@ export class SettlementLogReader {
     this.chunk = Math.max(1, Math.min(options.chunkSize ?? 2_000, this.#maxChunk));
     this.#retries = options.retries ?? 2;
     this.#signal = options.signal;
+    this.#withBlockHash = options.withBlockHash ?? false;
   }
 
   /**
    * Yields every `Settled` event of blocks `from` to `end` (inclusive), one chunk at a time,
    * in block order.
    *
-   * @throws {SettlementScanError} `range_limit` when even the single block `from` of a chunk
-   * cannot be read (the message names it), `rpc` for any other failure, `invalid_log`.
+   * @throws {SettlementScanError} when even the single block `from` of a chunk cannot be read
+   * (the message names it and the endpoint's words): `range_limit` (refused as too much),
+   * `rate_limited`, `rpc` for any other failure; `invalid_log`.
    */
   async *ranges(from: bigint, end: bigint): AsyncGenerator<SettledRange, void, void> {
     let streak = 0;
     while (from <= end) {
       this.#signal?.throwIfAborted();
       const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
-      const logs = await this.#getLogs(from, to);
-      if (logs === undefined) {
+      const answer = await this.#getLogs(from, to);
+      if (answer === undefined) {
         streak = 0;
         continue;
       }
+      const { logs, toHash } = answer;
       if (!Array.isArray(logs)) {
         throw new SettlementScanError(
           "invalid_log",
@@ -336,10 +375,10 @@ export class SettlementLogReader {
       }
       const events = decodeSettlementLogs(logs, this.#escrow, from, to);
       this.stats.logs += events.length;
-      yield { from, to, events };
+      yield toHash === undefined ? { from, to, events } : { from, to, events, toHash };
       from = to + 1n;
       if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
-      const ceiling = Math.min(this.#maxChunk, this.#tooMuch - 1);
+      const ceiling = Math.min(this.#maxChunk, this.#limit, this.#tooMuch - 1);
       if (++streak >= GROW_AFTER && this.chunk < ceiling) {
         this.chunk = Math.min(this.chunk * 2, ceiling);
         streak = 0;
@@ -347,51 +386,131 @@ export class SettlementLogReader {
     }
   }
 
-  /** The logs of one chunk, or `undefined` when the answer was too much (chunk halved). */
-  async #getLogs(from: bigint, to: bigint): Promise<RawLog[] | undefined> {
+  /** One chunk's logs (and its last block's hash), or `undefined` when it was split. */
+  async #getLogs(
+    from: bigint,
+    to: bigint,
+  ): Promise<{ logs: RawLog[]; toHash?: Hex } | undefined> {
     for (let attempt = 0;; attempt++) {
       this.stats.getLogsRequests++;
       try {
-        return await this.#client.request({
-          method: "eth_getLogs",
-          params: [{
-            address: this.#escrow,
-            topics: [[SETTLED_TOPIC, VOUCHER_REDEEMED_TOPIC]],
-            fromBlock: numberToHex(from),
-            toBlock: numberToHex(to),
-          }],
-        }, { retryCount: 0 }) as unknown as RawLog[];
+        const answer = await this.#request(from, to);
+        this.#failures = 0;
+        return answer;
       } catch (cause) {
         this.#signal?.throwIfAborted();
-        if (isRangeLimitError(cause)) return this.#split(from, to, cause);
-        if (attempt < this.#retries) {
-          await sleep(200 * 2 ** attempt, this.#signal);
+        const refusal = readLogsRefusal(cause, from, to);
+        this.stats.refusals[refusal.kind]++;
+        this.stats.lastRefusal = refusal;
+        this.#failures++;
+        const span = Number(to - from + 1n);
+        // A rate limit or a gateway error is asked again once as is (a random fault should
+        // not shrink the chunk); when it comes back for the same range, the range is split.
+        const transient = refusal.kind === "rate" || refusal.kind === "unreachable";
+        if (span > 1 && !(transient && attempt === 0)) {
+          this.#split(span, refusal);
+          await this.#pause(refusal);
+          return undefined;
+        }
+        if (span > 1 || attempt < this.#retries) {
+          await this.#pause(refusal, span > 1 ? 0 : 200 * 2 ** attempt);
           continue;
         }
-        throw new SettlementScanError(
-          "rpc",
-          `Cannot ${OPERATION}: eth_getLogs for blocks ${from}–${to} failed: ${firstLine(cause)}`,
-          { cause },
-        );
+        throw floorFailure(from, refusal, cause);
       }
     }
   }
 
-  #split(from: bigint, to: bigint, cause: unknown): undefined {
-    const range = Number(to - from + 1n);
-    if (range <= 1) {
-      throw new SettlementScanError(
-        "range_limit",
-        `Cannot ${OPERATION}: the endpoint cannot answer eth_getLogs even for the single block ${from}: ${
-          firstLine(cause)
-        }`,
-        { cause },
+  async #request(from: bigint, to: bigint): Promise<{ logs: RawLog[]; toHash?: Hex }> {
+    const getLogs = {
+      method: "eth_getLogs" as const,
+      params: [{
+        address: this.#escrow,
+        topics: [[SETTLED_TOPIC, VOUCHER_REDEEMED_TOPIC]],
+        fromBlock: numberToHex(from),
+        toBlock: numberToHex(to),
+      }] as [{ address: Address; topics: Hex[][]; fromBlock: Hex; toBlock: Hex }],
+    };
+    if (!this.#withBlockHash) {
+      const logs = await this.#client.request(getLogs, { retryCount: 0 });
+      return { logs: logs as unknown as RawLog[] };
+    }
+    const pool = rpcPoolOf(this.#client);
+    if (!pool) throw new TypeError("withBlockHash needs a client of createChainClient");
+    const [logs, block] = await pool.onOne([
+      getLogs,
+      { method: "eth_getBlockByNumber", params: [numberToHex(to), false] },
+    ], this.#signal);
+    const hash = (block as { hash?: unknown } | null)?.hash;
+    if (typeof hash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(hash)) {
+      throw new Error(
+        `the endpoint that answered the logs of blocks ${from}–${to} has no block ${to} yet ` +
+          "(it is behind the others)",
       );
     }
-    this.chunk = Math.max(1, Math.floor(range / 2));
-    this.#tooMuch = Math.min(this.#tooMuch, range);
-    this.#sinceTooMuch = 0;
-    this.stats.shrinks++;
-    return undefined;
+    return { logs: logs as RawLog[], toHash: hash.toLowerCase() as Hex };
   }
+
+  /** Waits before the next request: the endpoint's `Retry-After`, or a doubling delay. */
+  async #pause(refusal: LogsRefusal, atLeast = 0): Promise<void> {
+    const transient = refusal.kind === "rate" || refusal.kind === "unreachable";
+    const backoff = transient ? Math.min(MAX_BACKOFF_MS, 100 * 2 ** (this.#failures - 1)) : 0;
+    const ms = Math.max(atLeast, refusal.retryAfterMs ?? backoff);
+    if (ms > 0) await sleep(Math.min(ms, 60_000), this.#signal);
+    this.#signal?.throwIfAborted();
+  }
+
+  /** The next chunk after a failed request of `span` blocks. */
+  #split(span: number, refusal: LogsRefusal): void {
+    let next = Math.floor(span / 2);
+    if (refusal.suggested) {
+      next = Number(refusal.suggested.to - refusal.suggested.from + 1n);
+    } else if (refusal.maxBlocks !== undefined && refusal.maxBlocks - 1 < span) {
+      next = Math.max(1, refusal.maxBlocks - 1);
+    }
+    if (refusal.maxBlocks !== undefined) {
+      this.#limit = Math.min(this.#limit, Math.max(1, refusal.maxBlocks - 1));
+      this.stats.namedLimit = Math.min(this.stats.namedLimit ?? Infinity, refusal.maxBlocks);
+    }
+    if (refusal.kind !== "rate" && refusal.kind !== "unreachable") {
+      this.#tooMuch = Math.min(this.#tooMuch, span);
+      this.#sinceTooMuch = 0;
+    }
+    this.chunk = Math.max(1, Math.min(next, span - 1));
+    this.stats.shrinks++;
+  }
+}
+
+/** The failure of a one-block request, named by what its error says. */
+function floorFailure(block: bigint, refusal: LogsRefusal, cause: unknown): SettlementScanError {
+  const said = firstLine(cause) === refusal.words
+    ? refusal.words
+    : `${firstLine(cause)} (${refusal.words})`;
+  if (refusal.kind === "range" || refusal.kind === "results") {
+    return new SettlementScanError(
+      "range_limit",
+      `Cannot ${OPERATION}: the endpoint cannot answer eth_getLogs even for the single block ${block}: ${said}`,
+      {
+        cause,
+        hints: [
+          "Use an endpoint without this limit (a second --rpc-url), or a paid plan of this one.",
+        ],
+      },
+    );
+  }
+  if (refusal.kind === "rate") {
+    return new SettlementScanError(
+      "rate_limited",
+      `Cannot ${OPERATION}: the endpoint rate-limits eth_getLogs for block ${block}: ${said}`,
+      {
+        cause,
+        hints: ["Lower --rpc-max-rps, or add an endpoint (a second --rpc-url)."],
+      },
+    );
+  }
+  return new SettlementScanError(
+    "rpc",
+    `Cannot ${OPERATION}: eth_getLogs for block ${block} failed: ${said}`,
+    { cause },
+  );
 }

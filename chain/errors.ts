@@ -52,8 +52,10 @@ export type SettlementScanFailure =
   | "reorg"
   /** The RPC request failed for a reason other than a range limit. */
   | "rpc"
-  /** The endpoint refuses even a one-block range. */
+  /** The endpoint refuses (or cannot answer) even a one-block range. */
   | "range_limit"
+  /** The endpoint keeps rate-limiting even a one-block range. */
+  | "rate_limited"
   /** A log does not decode as the Escrow's `Settled` event. */
   | "invalid_log";
 

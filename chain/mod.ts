@@ -14,8 +14,8 @@
  *   — chain id, RPC URLs, contracts, deployment block, bootstrap gateways.
  * - {@linkcode checkNetworkContracts}: the given addresses have code, answer their contract's
  *   interface and name each other (Registry → Staking, Emission, Escrow; Escrow → Emission).
- * - {@linkcode scanSettlements}: settled volume per provider per epoch from `Settled` logs,
- *   adaptive chunks, resumable cursor, confirmation depth.
+ * - {@linkcode bucketSettlements}: settled volume per provider per epoch, in the one order
+ *   ({@linkcode compareBuckets}: provider, then epoch).
  * - {@linkcode parseAd}, {@linkcode adCommitment}: provider ads (`docs/protocol.md` §1).
  * - {@linkcode VoucherSigner}, {@linkcode VoucherVerifier}, {@linkcode parseVoucher}: the
  *   EIP-712 vouchers consumers pay providers with (`docs/protocol.md` §9).
@@ -150,14 +150,11 @@ export {
   type ReadProviderOptions,
 } from "./provider.ts";
 export {
-  scanSettlements,
-  type ScanSettlementsOptions,
+  bucketSettlements,
+  compareBuckets,
   type SettlementBucket,
-  type SettlementBucketJson,
-  type SettlementCursor,
-  type SettlementScan,
-  type SettlementScanStats,
-} from "./settlements.ts";
+  type SettlementItem,
+} from "./settlement_buckets.ts";
 export {
   type BlockRef,
   type BlockSelector,

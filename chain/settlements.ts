@@ -1,6 +1,9 @@
 /**
  * `scanSettlements`: realized settled volume (amount and tokens) per provider per epoch, from
- * the Escrow's `Settled(provider indexed, epoch indexed, amount, tokens)` logs.
+ * the Escrow's `Settled(provider indexed, epoch indexed, amount, tokens)` logs, bucketed by
+ * `settlement_buckets.ts`. Not exported by `@net/consumer/chain`: the services read logs with
+ * {@linkcode SettlementLogReader}; this whole-history scan checks the devnet's seed and exercises
+ * the reader's adaptive chunks in the tests.
  *
  * - Only blocks at least `confirmations` deep are counted, so an ordinary reorg never touches
  *   the totals. A reorg deeper than that is detected (the cursor remembers the hash of the
@@ -13,7 +16,8 @@
  *
  * @example Scan, save the cursor, resume later
  * ```ts ignore
- * import { createChainClient, scanSettlements } from "@net/consumer/chain";
+ * import { createChainClient } from "@net/consumer/chain";
+ * import { scanSettlements } from "./settlements.ts";
  *
  * const client = await createChainClient("http://127.0.0.1:8545");
  * const escrow = "0x…";
@@ -30,8 +34,11 @@ import type { Address, Hex } from "viem";
 import { abbreviate } from "../errors.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainConfigError, SettlementScanError } from "./errors.ts";
-import { cursorOf, type CursorState, parseCursor, sortedBuckets } from "./_settlement_cursor.ts";
+import { cursorOf, type CursorState, parseCursor } from "./_settlement_cursor.ts";
+import { addSettlement, type SettlementBucket, sortedBuckets } from "./settlement_buckets.ts";
 import { firstLine, SettlementLogReader } from "./_settlement_logs.ts";
+
+export type { SettlementBucket };
 
 export {
   decodeSettled,
@@ -50,20 +57,6 @@ export interface SettlementScanStats {
   shrinks: number;
   /** `Settled` logs read. */
   logs: number;
-}
-
-/** Settled volume of one provider in one epoch. */
-export interface SettlementBucket {
-  /** The provider (lower case). */
-  provider: Address;
-  /** The epoch of the Emission clock at settlement. */
-  epoch: bigint;
-  /** Sum of settled amounts. */
-  amount: bigint;
-  /** Sum of settled tokens. */
-  tokens: bigint;
-  /** Number of `Settled` events. */
-  settlements: number;
 }
 
 /** A bucket in a cursor: bigints as decimal strings. */
@@ -218,7 +211,7 @@ export async function scanSettlements(
   if (end >= from) {
     const endHash = await blockHash(client, end);
     for await (const range of scan.ranges(from, end)) {
-      for (const event of range.events) add(state.totals, event);
+      for (const event of range.events) addSettlement(state.totals, event);
     }
     from = end + 1n;
     const endHashAfter = await blockHash(client, end);
@@ -290,26 +283,5 @@ async function checkCursorBlock(
       }: a reorg deeper than the confirmation depth`,
       { hints: ["Rescan from the Escrow's deployment block, with a larger confirmation depth."] },
     );
-  }
-}
-
-function add(
-  totals: Map<string, SettlementBucket>,
-  event: { provider: Address; epoch: bigint; amount: bigint; tokens: bigint },
-): void {
-  const key = `${event.provider}:${event.epoch}`;
-  const bucket = totals.get(key);
-  if (bucket) {
-    bucket.amount += event.amount;
-    bucket.tokens += event.tokens;
-    bucket.settlements += 1;
-  } else {
-    totals.set(key, {
-      provider: event.provider,
-      epoch: event.epoch,
-      amount: event.amount,
-      tokens: event.tokens,
-      settlements: 1,
-    });
   }
 }

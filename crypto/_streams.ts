@@ -6,6 +6,34 @@
 
 import { ByteQueue } from "./_byte_queue.ts";
 
+/**
+ * What the stream readers here need of a `ReadableStreamDefaultReader`: a reader of bytes that
+ * may also be a pipeline of readers, each turning what it reads into what it gives, without a
+ * stream (and its promises and queues) between them.
+ */
+export interface ByteReader {
+  /** The next piece, or `done` at the end; rejects with the source's or the step's error. */
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** Cancels the source. */
+  cancel(reason?: unknown): Promise<void>;
+  /** Lets go of the source. */
+  releaseLock(): void;
+}
+
+/** A stream of what `reader` gives, read as it is pulled (no read-ahead). */
+export function streamOfReader(reader: ByteReader): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
+
 /** A stream that yields `head` (when not empty) and then whatever `reader` yields. */
 export function prepend(
   head: Uint8Array,

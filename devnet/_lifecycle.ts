@@ -44,6 +44,7 @@ export class Teardown {
 /** Background loops: each runs its work every interval, never twice at once. */
 export class Loops {
   readonly #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #running = new Set<Promise<void>>();
   readonly #log: (line: string) => void;
   #stopped = false;
 
@@ -55,22 +56,30 @@ export class Loops {
   /** Runs `work` every `ms`, skipping a round while the previous one still runs. */
   every(ms: number, name: string, work: () => Promise<unknown>): void {
     let running = false;
-    this.#timers.push(setInterval(async () => {
+    this.#timers.push(setInterval(() => {
       if (running || this.#stopped) return;
       running = true;
-      try {
-        await work();
-      } catch (error) {
-        if (!this.#stopped) this.#log(`devnet: ${name} failed: ${(error as Error).message}`);
-      } finally {
-        running = false;
-      }
+      const round = (async () => {
+        try {
+          await work();
+        } catch (error) {
+          if (!this.#stopped) this.#log(`devnet: ${name} failed: ${(error as Error).message}`);
+        } finally {
+          running = false;
+        }
+      })();
+      this.#running.add(round);
+      round.finally(() => this.#running.delete(round));
     }, ms));
   }
 
-  /** Stops every loop (a round under way finishes, unreported). */
-  stop(): void {
+  /**
+   * Stops every loop and waits for the rounds under way (they finish unreported): after it,
+   * nothing of the background work touches the chain or the servers any more.
+   */
+  async stop(): Promise<void> {
     this.#stopped = true;
     for (const timer of this.#timers) clearInterval(timer);
+    await Promise.all(this.#running);
   }
 }

@@ -64,6 +64,8 @@ export interface ChainOptions {
   publicHost: string;
   /** The anvil binary. */
   anvilBinary?: string;
+  /** Start anvil in its own process group (`AnvilOptions.detached`). */
+  detached?: boolean;
 }
 
 /**
@@ -85,6 +87,7 @@ export async function startChain(
       port: options.port,
       binary: options.anvilBinary,
       host: options.hostname,
+      detached: options.detached,
     });
     teardown.add(() => anvil.stop());
     const publicRpcUrl = `http://${options.publicHost}:${anvil.port}`;

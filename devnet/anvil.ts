@@ -76,6 +76,15 @@ export interface AnvilOptions {
    */
   host?: string;
   /**
+   * Run anvil in its own process group, so a terminal's Ctrl-C (SIGINT to the whole foreground
+   * group) does not reach it and the program that started it stops it last, after what reads
+   * the chain. Such a program must stop it on SIGINT, SIGTERM and SIGHUP; an instance still
+   * running when the process unloads is killed either way.
+   *
+   * @default {false}
+   */
+  detached?: boolean;
+  /**
    * How long to wait for anvil to accept RPC requests, in milliseconds.
    *
    * @default {30_000}
@@ -159,6 +168,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   const host = options.host ?? "127.0.0.1";
   const child = new Deno.Command(binary, {
     args: anvilArgs(options, port, host),
+    detached: options.detached ?? false,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -58,13 +58,17 @@ export const DEMO_SETTINGS = defineSettings({
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
-/** A child process of the demo. */
-interface Child {
+/** One service the demo checks before it says `demo: ready`. */
+interface Service {
   name: string;
-  process: Deno.ChildProcess;
   url: string;
-  /** Whether a 200 body of `url` means ready (default: any 200). */
+  /** Whether a 200 body means ready (default: any 200). */
   ready?: (body: string) => boolean;
+}
+
+/** A child process of the demo: a service it started. */
+interface Child extends Service {
+  process: Deno.ChildProcess;
 }
 
 /** Starts `deno run -A <entry>` with `env`, prefixing its output with its name. */
@@ -104,18 +108,41 @@ async function ready(child: Child, timeoutMs: number): Promise<void> {
   child.process.status.then(() => (exited = true));
   while (Date.now() < deadline) {
     if (exited) throw new Error(`${child.name} exited before it was ready (see its output above)`);
-    try {
-      const res = await fetch(child.url, { signal: AbortSignal.timeout(2000) });
-      const body = await res.text();
-      if (res.ok && (child.ready?.(body) ?? true)) return;
-    } catch {
-      // not listening yet
-    }
+    if (await notReady(child) === undefined) return;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(
     `${child.name} did not become ready at ${child.url} within ${timeoutMs / 1000} s`,
   );
+}
+
+/** Why `service` is not ready now, or undefined when it answers 200 (and its check passes). */
+async function notReady(service: Service): Promise<string | undefined> {
+  try {
+    const res = await fetch(service.url, { signal: AbortSignal.timeout(5000) });
+    const body = await res.text();
+    if (res.status !== 200) return `${service.name}: ${res.status} at ${service.url}`;
+    if (!(service.ready?.(body) ?? true)) return `${service.name}: not ready at ${service.url}`;
+    return undefined;
+  } catch (error) {
+    return `${service.name}: ${(error as Error).message} at ${service.url}`;
+  }
+}
+
+/**
+ * Waits until every service answers 200 in the same pass (the indexer with a snapshot), so
+ * `demo: ready` is true when it is printed; throws naming what was not ready at the deadline.
+ */
+async function allReady(services: readonly Service[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const problems = (await Promise.all(services.map(notReady))).filter((p) => p !== undefined);
+    if (problems.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(`not every service answers 200: ${problems.join("; ")}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /** The commands printed once everything is up. */
@@ -250,11 +277,17 @@ class Demo {
   devnet: Devnet | undefined;
   stopping = false;
 
-  /** Stops every child, then the devnet, then exits with `code`. */
+  /**
+   * Stops everything in the order that leaves nothing failing, then exits with `code`: the
+   * devnet's background work (its block miner writes to the chain every second), the indexer
+   * and the daemon, then the devnet's servers and its chain (anvil is in its own process
+   * group: a terminal's Ctrl-C reaches the demo and its children, not the chain they read).
+   */
   async stop(code: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     console.log("demo: stopping…");
+    await this.devnet?.stopBackground();
     for (const child of this.children) {
       try {
         child.process.kill("SIGTERM");
@@ -299,6 +332,7 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
     stateDir: settings.stateDir,
     upstream: settings.upstream,
     upstreamApiKey: settings.upstreamApiKey,
+    detachChain: true,
     log: (l) => console.log(`  [devnet] ${l}`),
   });
   console.log(describeDevnet(devnet, settings.stateDir));
@@ -318,6 +352,13 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   const daemon = startDaemon(profile, { port: daemonPort, stateDir: settings.stateDir });
   demo.children.push(daemon);
   await ready(daemon, 60_000);
+  await allReady([
+    ...devnet.gateways.map((url, i) => ({ name: `gateway ${i}`, url: `${url}/v1/gateways` })),
+    ...devnet.routers.map((url, i) => ({ name: `router ${i}`, url: `${url}/v1/ads` })),
+    ...devnet.providers.map((p, i) => ({ name: `provider ${i}`, url: `${p.url}/v1/ad` })),
+    indexer,
+    daemon,
+  ], 60_000);
   // The daemon pays with vouchers from its consumer address: the devnet funds it.
   const consumer = await consumerOf(`http://127.0.0.1:${daemonPort}`, 60_000);
   await devnet.fundConsumer(consumer, DEMO_DEPOSIT);
@@ -355,7 +396,11 @@ async function main(args: readonly string[], env: Record<string, string>): Promi
   }
   const demo = new Demo();
   Deno.addSignalListener("SIGINT", () => demo.stop(0));
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", () => demo.stop(0));
+  if (Deno.build.os !== "windows") {
+    Deno.addSignalListener("SIGTERM", () => demo.stop(0));
+    // A closed terminal: the chain is in its own process group and would outlive it.
+    Deno.addSignalListener("SIGHUP", () => demo.stop(0));
+  }
   try {
     await run(demo, settings);
   } catch (error) {

@@ -8,6 +8,7 @@
 
 import {
   adCommitment,
+  bucketSettlements,
   type EmissionState,
   isBonded,
   type NetworkState,
@@ -101,29 +102,12 @@ function expectedEmission(plan: NetworkPlan): EmissionState {
   };
 }
 
-/** The settlements summed per provider and epoch, ordered by provider then epoch. */
+/**
+ * The settlements of the plan summed per provider and epoch (the one bucketing, over what the
+ * plan sent rather than what the chain logged).
+ */
 function expectedSettlements(plan: NetworkPlan): SettlementBucket[] {
-  const buckets = new Map<string, SettlementBucket>();
-  for (const { epoch, items } of plan.settlements) {
-    for (const item of items) {
-      const key = `${item.provider}:${epoch}`;
-      const bucket = buckets.get(key) ??
-        { provider: item.provider, epoch, amount: 0n, tokens: 0n, settlements: 0 };
-      bucket.amount += item.amount;
-      bucket.tokens += item.tokens;
-      bucket.settlements += 1;
-      buckets.set(key, bucket);
-    }
-  }
-  return [...buckets.values()].sort((a, b) =>
-    a.provider < b.provider
-      ? -1
-      : a.provider > b.provider
-      ? 1
-      : a.epoch < b.epoch
-      ? -1
-      : a.epoch > b.epoch
-      ? 1
-      : 0
+  return bucketSettlements(
+    plan.settlements.flatMap(({ epoch, items }) => items.map((item) => ({ ...item, epoch }))),
   );
 }

@@ -203,25 +203,34 @@ async function main(args: readonly string[], env: Record<string, string>): Promi
     Deno.exit(2);
   }
   const log = (line: string) => console.log(`devnet: ${line}`);
-  let devnet: Devnet;
+  // The signals are handled from the start: the chain runs in its own process group, so a
+  // Ctrl-C during the start must stop it too (the unload handler kills it on exit).
+  let devnet: Devnet | undefined;
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log("devnet: stopping…");
+    await devnet?.stop();
+    console.log("devnet: stopped");
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  if (Deno.build.os !== "windows") {
+    Deno.addSignalListener("SIGTERM", stop);
+    // A closed terminal: the chain is in its own process group and would outlive it.
+    Deno.addSignalListener("SIGHUP", stop);
+  }
   try {
     // An existing chain needs no anvil here (nor an install of one).
     if (!options.rpcUrl) await ensureAnvil(log);
-    devnet = await startDevnet({ ...options, log });
+    devnet = await startDevnet({ ...options, detachChain: true, log });
   } catch (error) {
     console.error(`devnet: cannot start: ${(error as Error).message}`);
     Deno.exit(1);
   }
   console.log(describeDevnet(devnet, options.stateDir));
   console.log("\ndevnet: ready (Ctrl-C to stop)");
-  const stop = async () => {
-    console.log("devnet: stopping…");
-    await devnet.stop();
-    console.log("devnet: stopped");
-    Deno.exit(0);
-  };
-  Deno.addSignalListener("SIGINT", stop);
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", stop);
 }
 
 if (import.meta.main) await main(Deno.args, Deno.env.toObject());

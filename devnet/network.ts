@@ -126,6 +126,14 @@ export interface DevnetOptions {
   /** Path of the anvil binary. @default {anvilBinary()} */
   anvilBinary?: string;
   /**
+   * Start anvil in its own process group ({@linkcode AnvilOptions.detached}): a Ctrl-C in the
+   * terminal then reaches only the program, which stops the chain last, after everything that
+   * reads it. For programs that stop the devnet on SIGINT (`deno task demo|devnet`).
+   *
+   * @default {false}
+   */
+  detachChain?: boolean;
+  /**
    * Use this existing dev chain (an anvil, or any node with anvil's funded test accounts and
    * `evm_mine`) instead of starting anvil. The chain is left running on stop. On a chain that
    * is not fresh the contract addresses differ from a fresh deployment's.
@@ -185,7 +193,13 @@ export interface Devnet extends AsyncDisposable {
   settleNow(): Promise<void>;
   /** Deposits `amount` (wei) into the Escrow for `consumer`, from the devnet's consumer account. */
   fundConsumer(consumer: `0x${string}`, amount: bigint): Promise<void>;
-  /** Stops everything; idempotent. */
+  /**
+   * Stops the background work (blocks, settlements, emission, gateway refresh) and waits for
+   * the rounds under way; the servers and the chain keep running. A program that started
+   * others on this devnet calls it first, stops them, then {@linkcode Devnet.stop}.
+   */
+  stopBackground(): Promise<void>;
+  /** Stops everything (the background work first, the chain last); idempotent. */
   stop(): Promise<void>;
 }
 
@@ -291,9 +305,11 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   const log = options.log ?? (() => {});
   const teardown = new Teardown(log);
   const loops = new Loops(log);
-  const stop = () => {
-    loops.stop();
-    return teardown.run();
+  // The background work first (no round may touch a chain or server being stopped), then
+  // everything started, last first: the chain after what uses it.
+  const stop = async () => {
+    await loops.stop();
+    await teardown.run();
   };
   try {
     // 1. The chain: our own anvil, or an existing dev chain; the contracts.
@@ -307,6 +323,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         hostname,
         publicHost,
         anvilBinary: options.anvilBinary,
+        detached: options.detachChain,
       },
       teardown,
       log,
@@ -403,6 +420,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       settleNow,
       fundConsumer: (consumer, amount) =>
         depositFor(chain.consumer, deployment.contracts.escrow, consumer, amount),
+      stopBackground: () => loops.stop(),
       stop,
       [Symbol.asyncDispose]: stop,
     };

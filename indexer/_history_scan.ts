@@ -21,6 +21,8 @@ export interface ScanProgress {
   onCommit(cursor: StoreCursor, settlements: number): void;
   /** A reorg deeper than the depth: the history was discarded and is scanned again. */
   onRescan(reason: string): void;
+  /** The pass's log reader, once created (its stats: refusals, a limit the provider named). */
+  onReader?(reader: SettlementLogReader): void;
 }
 
 /** Options of {@linkcode scanPass}. */
@@ -100,10 +102,18 @@ export async function scanPass(
     chunkSize: cursor.chunkSize,
     maxChunkSize: options.maxChunkSize,
     signal: options.signal,
+    withBlockHash: true,
   });
+  options.progress.onReader?.(reader);
   for await (const range of reader.ranges(cursor.nextBlock, head)) {
     const blocks = neededBlocks(range, safe);
-    const found = await canonicalHashes(client, blocks);
+    // The chunk's last block comes with its logs, from the same endpoint (so an endpoint
+    // behind the others cannot pass off blocks it has not seen as empty).
+    const others = blocks.filter((b) => b !== range.to);
+    const fetched = await canonicalHashes(client, others);
+    const found = blocks.map((b) =>
+      b === range.to && range.toHash !== undefined ? range.toHash : fetched[others.indexOf(b)]
+    );
     const hashes: BlockHash[] = [];
     const byBlock = new Map<bigint, Hex>();
     for (let i = 0; i < blocks.length; i++) {

@@ -20,11 +20,11 @@ import { REJECTION_REASONS, type RejectionReason } from "./verify_entry.ts";
  * generator turns a described copy of a named schema into the component itself (the first
  * copy's description replaces the component's), so a named schema is only ever used as is.
  */
-const decimal = (description = DECIMAL) =>
+export const decimal = (description = DECIMAL) =>
   z.string().regex(/^(0|[1-9][0-9]*)$/).describe(description);
 const DECIMAL = "An unsigned integer in decimal (uint256 values do not fit a JSON number).";
 /** An RFC 3339 UTC time (inline, like {@linkcode decimal}). */
-const time = (description?: string) => {
+export const time = (description?: string) => {
   const schema = z.iso.datetime();
   return description ? schema.describe(description) : schema;
 };
@@ -35,12 +35,12 @@ const RejectionReasonSchema = z.enum(REJECTION_REASONS as [RejectionReason, ...R
   .openapi("RejectionReason");
 
 /** A count the indexer makes: a JSON integer, at least 0. */
-const count = (description?: string) => {
+export const count = (description?: string) => {
   const schema = z.int().min(0);
   return description ? schema.describe(description) : schema;
 };
 /** The schema or `null` (a union: `.nullable()` on a named schema documents it wrongly). */
-const nullable = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()]);
+export const nullable = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()]);
 
 const RejectionCounts = z.object(
   Object.fromEntries(REJECTION_REASONS.map((reason) => [reason, count()])) as Record<
@@ -79,7 +79,10 @@ export const ERROR_CODES = [
   "headers_too_large",
   "no_snapshot",
   "stale",
+  "too_many_streams",
   "chain_unreachable",
+  "rpc_rate_limited",
+  "rpc_error",
   "chain_error",
   "routers_unreachable",
   "aborted",
@@ -95,7 +98,8 @@ export const ErrorSchema = z.object({
   }).strict(),
 }).strict().openapi("Error", { description: "The network's error shape (`docs/protocol.md` §0)." });
 
-const snapshotFields = {
+/** The fields of a snapshot, shared with `/health`. */
+export const snapshotFields = {
   block_number: decimal("The block every chain value was read at."),
   block_hash: Hash,
   block_timestamp: decimal("Unix seconds."),
@@ -107,7 +111,8 @@ const nextCursor = nullable(z.string()).describe(
 );
 
 /** The history's own state, carried by every body with settlement figures. */
-const historyFields = {
+/** The fields of the history's state, shared with `/health`. */
+export const historyFields = {
   synced: z.boolean().describe(
     "Whether the settlement history has caught up with the snapshot (it counts every block up " +
       "to the snapshot's block minus the confirmation depth). Until then every figure derived " +
@@ -291,56 +296,6 @@ export const ProvidersSchema = z.object({
   history: HistorySchema,
 }).strict().openapi("Providers");
 
-/** The `/health` body (the same shape for its 200 and its 503). */
-export const HealthSchema = z.object({
-  status: z.enum(["ok", "starting", "unavailable", "stale"]),
-  live: z.literal(true),
-  serving: z.boolean(),
-  error: nullable(ErrorDetail),
-  last_snapshot_at: nullable(time()),
-  last_attempt_at: nullable(time()),
-  last_error: nullable(z.object({ code: z.string(), message: z.string(), at: time() }).strict()),
-  snapshot: nullable(
-    z.object({ ...snapshotFields, age_secs: count("Age of the served snapshot, seconds.") })
-      .strict(),
-  ),
-  routers: nullable(
-    z.object({ total: count("Routers."), reachable: count("Reachable.") }).strict(),
-  ),
-  refresh_secs: z.int().min(1),
-  stale_after_secs: z.int().min(1),
-  next_refresh_at: nullable(time()),
-  refreshing: z.boolean(),
-  settlements: z.object({
-    ...historyFields,
-    last_block: nullable(decimal("The last block scanned, unconfirmed window included.")),
-    role: nullable(z.enum(["writer", "reader"])).describe(
-      "`writer`: this process scans and writes the history; `reader`: another replica does; " +
-        "null while the store is not open.",
-    ),
-    store: nullable(
-      z.object({
-        backend: z.enum(["embedded", "postgres"]),
-        location: z.string().describe("The data directory, or the database URL without password."),
-      }).strict(),
-    ),
-    unreadable_block: nullable(
-      z.object({
-        block: decimal("The block no answer could be read for, even alone."),
-        message: z.string(),
-        since: time(),
-      }).strict(),
-    ).describe("The block the scan waits at, retrying every pass; null when none."),
-    failing: z.boolean().describe("Whether the history's last pass failed."),
-    last_error: nullable(z.object({ code: z.string(), message: z.string(), at: time() }).strict()),
-    stopped: nullable(z.string()).describe(
-      "Why the history stopped for good (the store cannot be used by this process), or null.",
-    ),
-    rescans: count("Rescans from the start block."),
-    last_rescan: nullable(z.object({ at: time(), reason: z.string() }).strict()),
-  }).strict(),
-}).strict().openapi("Health");
-
 /** One epoch of `/epochs`. */
 export const EpochSchema = z.object({
   epoch: decimal("The epoch."),
@@ -380,6 +335,51 @@ const ProviderEpochSchema = z.object({
 }).strict().openapi("ProviderEpoch");
 
 /** The `/providers/{address}` body. */
+/** The trust fields of `/providers/{address}` (`views_trust.ts`). */
+export const ProviderTrustSchema = z.object({
+  verification: z.object({
+    ad_commitment: z.enum(["verified", "rejected", "not_seen"]).describe(
+      "`verified`: a router serves an ad whose keccak256(JCS(ad)) equals the on-chain " +
+        "commitment; `rejected`: its entry failed verification (`reason`); `not_seen`: no " +
+        "router lists it now.",
+    ),
+    reason: nullable(RejectionReasonSchema),
+    message: nullable(z.string()),
+    routers: count("Routers serving a verified entry for it."),
+  }).strict(),
+  tee: nullable(
+    z.object({
+      evidence: nullable(
+        z.object({
+          status: z.enum(["verified", "refused", "not_offered", "unreachable"]).describe(
+            "What the indexer's last check of its attestation found (`verified`: the quote " +
+              "chains to the vendor roots, its measurement is approved, and it attests the " +
+              "Registry's serving key).",
+          ),
+          checked_at: time("When it was checked."),
+          age_secs: count("How long ago, seconds."),
+          format: nullable(z.enum(["tdx", "sev-snp"])),
+          measurement: nullable(z.string().describe("The attested measurement id.")),
+          tcb_status: nullable(z.string().describe("From the collateral; `unknown` without.")),
+          expires_at: nullable(time("When a verified outcome stops being valid.")),
+          message: nullable(z.string().describe("Why it is not `verified`.")),
+        }).strict(),
+      ).describe("Null until the indexer has checked it (it is checked once live-verified)."),
+      approved_measurements: count("Measurements the Registry approves (network-wide)."),
+      gpu: nullable(
+        z.object({
+          count: count("GPUs the verified evidence attests."),
+          measurements: z.array(z.string()).describe("Each GPU's approved measurement id."),
+          drivers: z.array(z.string()).describe("Each GPU's driver version."),
+        }).strict(),
+      ).describe(
+        "The GPUs of the machine, verified with its evidence (NVIDIA reports to the pinned " +
+          "root, measurements approved, bound to the nonce); null unless `evidence` is verified.",
+      ),
+    }).strict(),
+  ).describe("For a TEE-tier provider; null for the verified tier."),
+}).strict().openapi("ProviderTrust");
+
 export const ProviderDetailSchema = z.object({
   provider: Address,
   registry: nullable(
@@ -414,6 +414,8 @@ export const ProviderDetailSchema = z.object({
     ),
     next_cursor: nextCursor,
   }).strict(),
+  verification: ProviderTrustSchema.shape.verification,
+  tee: ProviderTrustSchema.shape.tee,
   history: HistorySchema,
   snapshot: SnapshotSchema,
 }).strict().openapi("ProviderDetail");

@@ -1,11 +1,13 @@
 /**
  * What the data endpoints serve now, and how long anyone may keep it: the refusal rule (no
- * snapshot, a failed refresh, a stale snapshot → 503), the history's position against the
+ * snapshot, or one past its freshness bound → 503, with the failed refresh's code when
+ * refreshes fail; a failed refresh alone does not stop a fresh snapshot being served), the history's position against the
  * served snapshot, the bodies serialized once per snapshot, history figures and query, and
  * the **cache-safe answers**:
  *
  * - `ETag`: the SHA-256 of the body (strong; so it changes with the snapshot, the history's
- *   figures and the query, and only with them), and `If-None-Match` → 304;
+ *   figures and the query, and only with them), and `If-None-Match` → 304 (while `max-age` is
+ *   above 0: in the snapshot's last second, the whole body, so a proxy's copy is not renewed);
  * - `Cache-Control: public, max-age=N` with N the whole seconds left until the snapshot
  *   reaches its freshness bound (`taken_at + stale_after_secs`), less one second for the
  *   answer's time in transit, never negative: a shared cache that honours it can never serve
@@ -42,6 +44,16 @@ export function refusal(state: IndexerState, now: Date): IndexerRequestError | n
     );
   }
   const ageMs = now.getTime() - state.snapshot.takenAt.getTime();
+  if (ageMs > state.staleAfterSecs * 1000 && state.failing && state.lastError) {
+    // Refreshes fail and the last snapshot is past its bound: the failure is the reason.
+    return new IndexerRequestError(
+      "unavailable",
+      `${state.lastError.message} (the last snapshot, block ${state.snapshot.chain.block.number}, is ${
+        Math.floor(ageMs / 1000)
+      } s old, past the freshness bound of ${state.staleAfterSecs} s)`,
+      { code: state.lastError.code, retryAfterSecs },
+    );
+  }
   if (ageMs > state.staleAfterSecs * 1000) {
     return new IndexerRequestError(
       "stale",
@@ -162,7 +174,10 @@ export function cacheableAnswer(
 
 function answerWith(request: Request, body: Body, etag: string, maxAge: number): Response {
   const headers = { etag, "cache-control": `public, max-age=${maxAge}` };
-  if (matchesEtag(request.headers.get("if-none-match"), etag)) {
+  // With nothing left to keep (max-age 0), the whole body, never a 304: a caching proxy that
+  // revalidates its expired copy would otherwise keep it again for the copy's own max-age
+  // (nginx re-applies the stored answer's headers when a 304 brings none it can use).
+  if (maxAge > 0 && matchesEtag(request.headers.get("if-none-match"), etag)) {
     return notModifiedResponse(headers);
   }
   return jsonResponse(body.bytes, 200, headers);

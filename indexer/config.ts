@@ -18,7 +18,8 @@
  * | `--database-url <url>`     | `NET_STATS_DATABASE_URL`      | unset: the embedded store   |
  * | `--rebuild-history`        | `NET_STATS_REBUILD_HISTORY`   | off                         |
  * | `--log-format human\|json` | `NET_STATS_LOG_FORMAT`        | `human`                     |
- * | —                          | `NET_EVM_RPC_URL`             | `http://127.0.0.1:8545`     |
+ * | `--rpc-url <url>` (repeat) | `NET_EVM_RPC_URL` (a list)    | `http://127.0.0.1:8545`     |
+ * | `--rpc-max-rps <n>`        | `NET_EVM_RPC_MAX_RPS`         | unset: no budget            |
  * | —                          | `NET_EVM_ESCROW`              | required (or the profile's) |
  * | —                          | `NET_EVM_STAKING`             | required (or the profile's) |
  * | —                          | `NET_EVM_EMISSION`            | required (or the profile's) |
@@ -57,6 +58,7 @@ import {
   resolveNetworkProfile,
 } from "../chain/network_profile.ts";
 import type { ChainContracts } from "../chain/types.ts";
+import { redactRpcUrl } from "../chain/client_endpoints.ts";
 import type { BindAddress } from "../io/bind_address.ts";
 import { LOG_FORMATS, type LogFormat } from "../io/log.ts";
 import {
@@ -67,6 +69,7 @@ import {
   defineSettings,
   integer,
   type Kind,
+  list,
   rpcUrl,
   SettingError,
   text,
@@ -192,11 +195,23 @@ const SETTINGS = defineSettings({
     help: "How log lines are written on stderr: human (one line of text each) or json (one " +
       "JSON object a line: time, level, message, logger, fields).",
   },
-  rpcUrl: {
+  rpcUrls: {
+    flag: "rpc-url",
     env: "NET_EVM_RPC_URL",
-    kind: rpcUrl(),
-    defaultText: "the profile's first, else http://127.0.0.1:8545.",
-    help: "Any EVM JSON-RPC endpoint (http: or https:).",
+    kind: { ...list(rpcUrl()), placeholder: "<url>" },
+    repeatable: true,
+    defaultText: "the profile's, else http://127.0.0.1:8545.",
+    help: "An EVM JSON-RPC endpoint (http: or https:); repeat the flag (or give the variable " +
+      "a comma-separated list) for several: reads are spread over them and fail over, each " +
+      "one's chain id is checked, and a snapshot is always read at one block.",
+  },
+  rpcMaxRps: {
+    flag: "rpc-max-rps",
+    env: "NET_EVM_RPC_MAX_RPS",
+    kind: integer({ min: 1, max: 100_000, unit: "calls per second" }),
+    defaultText: "unset (no budget).",
+    help: "Most JSON-RPC calls per second to each endpoint (a batch counts each call), to " +
+      "stay under a free tier's limit; a 429's Retry-After is honoured per endpoint anyway.",
   },
   escrow: {
     env: CONTRACTS.escrow,
@@ -247,8 +262,12 @@ export interface IndexerConfig {
   readonly scanFromBlock: bigint;
   /** Confirmation depth of the settlement scan. */
   readonly confirmations: number;
-  /** The JSON-RPC endpoint. */
+  /** The first JSON-RPC endpoint (of `rpcUrls`). */
   readonly rpcUrl: string;
+  /** The JSON-RPC endpoints, in the order given (at least one). */
+  readonly rpcUrls: readonly string[];
+  /** Most JSON-RPC calls per second to each endpoint, or `null` for no budget. */
+  readonly rpcMaxRps: number | null;
   /** The chain id the endpoint must serve (the profile's), or `null` for any. */
   readonly chainId: number | null;
   /** The network profile's name and where it came from, or `null` without one. */
@@ -344,6 +363,19 @@ export function parseIndexerConfig(
         `expected at least ${values.refreshSecs}`,
     );
   }
+  const rpcUrls = values.rpcUrls?.length
+    ? [...values.rpcUrls]
+    : profile
+    ? [...profile.rpcUrls]
+    : ["http://127.0.0.1:8545"];
+  const twice = rpcUrls.find((url, i) => rpcUrls.indexOf(url) !== i);
+  if (twice !== undefined) {
+    const name = sources.rpcUrls.name;
+    throw new SettingError(
+      name,
+      `Cannot use ${name}: the endpoint ${redactRpcUrl(twice)} is listed twice; expected each once`,
+    );
+  }
   return {
     help: false,
     config: {
@@ -353,8 +385,10 @@ export function parseIndexerConfig(
       routerTimeoutMs: values.routerTimeoutMs,
       scanFromBlock: values.scanFromBlock ?? profile?.deployedAtBlock ?? 0n,
       confirmations: values.confirmations,
-      rpcUrl: values.rpcUrl ?? profile?.rpcUrls[0] ?? "http://127.0.0.1:8545",
-      chainId: profile && values.rpcUrl === undefined ? profile.chainId : null,
+      rpcUrl: rpcUrls[0],
+      rpcUrls,
+      rpcMaxRps: values.rpcMaxRps ?? null,
+      chainId: profile && values.rpcUrls === undefined ? profile.chainId : null,
       network: profile ? { name: profile.name, source: profile.source } : null,
       contracts: contracts as ChainContracts,
       multicall: values.multicall ?? null,

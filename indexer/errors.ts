@@ -35,8 +35,12 @@ export class RouterAdsError extends ReasonError<RouterAdsFailure> {
 
 /** Why a snapshot could not be taken. */
 export type SnapshotFailure =
-  /** The RPC endpoint did not answer (refused, timed out, transport error). */
+  /** No RPC endpoint answered (refused, timed out, a gateway error). */
   | "chain_unreachable"
+  /** Every RPC endpoint rate-limits us (HTTP 429 or a rate-limit answer). */
+  | "rpc_rate_limited"
+  /** The RPC endpoint answered the reads with an error (not a revert, not bad data). */
+  | "rpc_error"
   /** The endpoint answered, but the reads failed (wrong chain, reverted call, bad data). */
   | "chain_error"
   /** Routers are registered on chain, and none of them gave a usable answer. */
@@ -67,7 +71,9 @@ export type IndexerRequestFailure =
   /** The last snapshot is older than its freshness bound (the refresh loop is stuck). */
   | "stale"
   /** `/providers/{address}`: neither the Registry nor the settlement history knows it (404). */
-  | "unknown_provider";
+  | "unknown_provider"
+  /** `/events`: as many change streams are open as the indexer serves (503). */
+  | "too_many_streams";
 
 /** Options of {@linkcode IndexerRequestError}. */
 export interface IndexerRequestErrorOptions extends NetErrorOptions {

@@ -14,13 +14,15 @@
  * | `/providers`           | `{"providers": [...], "next_cursor", "history"}` (paginated, filters) |
  * | `/providers/{address}` | one provider, live or not, with its per-epoch history (paginated)     |
  * | `/epochs`              | per epoch: settled volume and emission reward (paginated)             |
- * | `/health`              | liveness, `last_snapshot_at`, `last_error`, ... (200 serving, else 503) |
+ * | `/health`              | readiness, `problems` by code, the RPC endpoints (200 serving, else 503) |
+ * | `/events`              | the change stream (server-sent events, `Last-Event-ID` replays)        |
  * | `/metrics`             | Prometheus metrics (`metrics.ts`)                                     |
  * | `/openapi.json`        | the generated OpenAPI 3.1 document of these endpoints                 |
  *
  * **Never stale.** The data paths answer 503 (with `Retry-After` and a JSON error that says
- * what is unreachable) before the first snapshot, after a failed refresh, and when the
- * snapshot is older than `staleAfterSecs` — never an older snapshot. **Cache-safe**: their 200s
+ * what is unreachable) before the first snapshot and once the snapshot is older than
+ * `staleAfterSecs` (with the failed refresh's code when refreshes fail) — never an older
+ * snapshot; a failed refresh alone keeps the fresh snapshot served (`/health` says `degraded`). **Cache-safe**: their 200s
  * carry a strong `ETag` (`If-None-Match` → 304) and `Cache-Control: public, max-age=N` with N
  * never past the snapshot's freshness bound (`_serving.ts`); everything else is `no-store`.
  * Every answer carries `Access-Control-Allow-Origin: *` (`_response.ts`); `OPTIONS` answers
@@ -48,7 +50,7 @@ import { VERSION } from "../version.ts";
 import { httpMetrics, metricsRoute } from "../http/metrics.ts";
 import { z } from "../http/mod.ts";
 import type { HistorySync } from "./_history_data.ts";
-import { everyAnswer, jsonResponse } from "./_response.ts";
+import { everyAnswer } from "./_response.ts";
 import {
   assertServing,
   BodyCache,
@@ -56,7 +58,6 @@ import {
   cacheableAnswer,
   historySync,
   maxAgeSecs,
-  refusal,
 } from "./_serving.ts";
 import {
   AllowHeaders,
@@ -64,7 +65,6 @@ import {
   EpochsQuery,
   EpochsSchema,
   ErrorSchema,
-  HealthSchema,
   MAX_LIST_PAGE,
   ModelsQuery,
   ModelsSchema,
@@ -76,21 +76,18 @@ import {
   RetryAfterHeaders,
   StatsSchema,
 } from "./_schemas.ts";
+import { IndexerEvents } from "./events.ts";
+import { eventsRoute, healthRoute } from "./_routes_live.ts";
+import type { TeeEvidence } from "./tee_evidence.ts";
+import type { RpcEndpointStatus } from "../chain/client.ts";
 import { IndexerRequestError } from "./errors.ts";
-import { errorResponse, retryAfter } from "./http_error.ts";
+import { errorResponse } from "./http_error.ts";
 import type { Snapshot } from "./snapshot.ts";
 import type { IndexerState } from "./state.ts";
 import type { BlockHash, SettlementBucket } from "./store/mod.ts";
 import { DASHBOARD_PATHS, dashboardRoutes } from "./dashboard/mod.ts";
 import { IndexerMetrics } from "./metrics.ts";
-import {
-  healthView,
-  type ListPage,
-  modelsView,
-  providersView,
-  statsView,
-  type ViewOptions,
-} from "./views.ts";
+import { type ListPage, modelsView, providersView, statsView, type ViewOptions } from "./views.ts";
 import { type EpochPage, epochsView, providerDetailView } from "./views_history.ts";
 
 /** One provider's whole history as the store holds it, read at one confirmed block. */
@@ -131,6 +128,26 @@ export interface IndexerHandlerOptions {
    */
   readProviderHistory?: (address: string) => Promise<ProviderHistoryAnswer | null>;
   /**
+   * The change stream `GET /events` serves (the refresher's `events`).
+   *
+   * @default {a stream nothing is published to}
+   */
+  events?: IndexerEvents;
+  /**
+   * The last TEE evidence check of a provider, for `/providers/{address}`'s `tee` (e.g.
+   * `(address) => refresher.teeEvidence(address)`).
+   *
+   * @default {undefined} (never checked)
+   */
+  teeEvidence?: (address: string) => TeeEvidence | undefined;
+  /**
+   * Every RPC endpoint's state, for `/health`'s `rpc` and `problems` (e.g.
+   * `() => refresher.rpcStatus()`).
+   *
+   * @default {undefined} (no endpoint shown)
+   */
+  rpc?: () => readonly RpcEndpointStatus[];
+  /**
    * The metrics `GET /metrics` exposes (the refresher records into the same ones); the service
    * adds its request metrics and reads the state gauges from `state`.
    *
@@ -140,9 +157,11 @@ export interface IndexerHandlerOptions {
 }
 
 const UNAVAILABLE = {
-  description: "No fresh snapshot: before the first refresh (`no_snapshot`), after a failed " +
-    "refresh (`chain_unreachable`, `chain_error`, `routers_unreachable`, `internal`) or when " +
-    "the snapshot is older than the freshness bound (`stale`). Never stale data.",
+  description: "No fresh snapshot: before the first refresh (`no_snapshot`), after failed " +
+    "refreshes once the last snapshot is past its freshness bound (`chain_unreachable`, " +
+    "`rpc_rate_limited`, `rpc_error`, `chain_error`, `routers_unreachable`, `internal`), or " +
+    "when the snapshot is older than the bound while the loop is stuck (`stale`). Never stale " +
+    "data.",
   headers: RetryAfterHeaders,
   content: json(ErrorSchema),
 };
@@ -234,7 +253,8 @@ function ok(description: string, schema: z.ZodType) {
   return {
     200: { description, headers: CACHE_HEADERS, content: json(schema) },
     304: {
-      description: "Not modified: `If-None-Match` names the current body's ETag.",
+      description: "Not modified: `If-None-Match` names the current body's ETag (while " +
+        "`max-age` is above 0; in the snapshot's last second the whole body is sent).",
       headers: CACHE_HEADERS,
     },
     503: UNAVAILABLE,
@@ -393,39 +413,10 @@ function providerRoute({ options, serving, viewOptions, clock }: RouteContext): 
         detailSync.synced ? read : null,
         epochPage(query),
         viewOptions,
+        { tee: options.teeEvidence?.(address), now: clock() },
       );
       const maxAge = maxAgeSecs(snapshot, state.staleAfterSecs, clock());
       return await cacheableAnswer(c.req.raw, bodyOf(body), maxAge);
-    },
-  });
-}
-
-/** `/health`: readiness, and the history's state. */
-function healthRoute({ options, clock, viewOptions }: RouteContext): Route {
-  return defineRoute({
-    method: "get",
-    path: "/health",
-    summary: "Readiness",
-    description: "200 when the data endpoints would answer 200, 503 (with `Retry-After`) " +
-      "when not. The body is the same shape either way; `live: true` says the process is up. " +
-      "The settlement history's state (its role, how far it is, a block it cannot read, its " +
-      "failures) is shown in `settlements` and never turns this into a 503.",
-    responses: {
-      200: { description: "Serving fresh data.", content: json(HealthSchema) },
-      503: {
-        description: "Not serving now; the body says why.",
-        headers: RetryAfterHeaders,
-        content: json(HealthSchema),
-      },
-    },
-    handler: () => {
-      const state = options.state();
-      const now = clock();
-      const refused = refusal(state, now);
-      const sync = historySync(state, refused ? null : state.snapshot, viewOptions);
-      const health = JSON.stringify(healthView(state, now, refused, sync));
-      if (!refused) return jsonResponse(health, 200);
-      return jsonResponse(health, 503, { "retry-after": retryAfter(refused.retryAfterSecs) });
     },
   });
 }
@@ -441,7 +432,8 @@ function indexerRoutes(options: IndexerHandlerOptions, metrics: IndexerMetrics):
     providers,
     providerRoute(context),
     epochs,
-    healthRoute(context),
+    healthRoute(options, context.clock, context.viewOptions),
+    eventsRoute(options.events ?? new IndexerEvents()),
     metricsRoute(metrics.registry),
   ];
 }

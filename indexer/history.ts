@@ -19,7 +19,14 @@
  * @module
  */
 
-import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
+import {
+  type ChainClient,
+  type ChainClientOptions,
+  createChainClient,
+  RpcEndpoints,
+  rpcFailureKind,
+} from "../chain/client.ts";
+import { rpcCode } from "./_rpc_codes.ts";
 import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
 import { type Address, BaseError } from "viem";
 import { NetError } from "../errors.ts";
@@ -38,7 +45,10 @@ import {
 
 /** A failure of the history loop, as `/health` shows it. */
 export interface HistoryFailure {
-  /** `store_unavailable`, `store_error`, `chain_unreachable`, `chain_error`, `internal`. */
+  /**
+   * `store_unavailable`, `store_error`, `chain_unreachable`, `rpc_rate_limited`,
+   * `rpc_range_limited`, `rpc_error`, `chain_error`, `internal`.
+   */
   code: string;
   /** What failed, what was found, what was expected. */
   message: string;
@@ -89,8 +99,8 @@ export type StoreOpener = (identity: StoreIdentity) => Promise<HistoryStore>;
 
 /** Options of {@linkcode History}. */
 export interface HistoryOptions {
-  /** The JSON-RPC endpoint. */
-  rpcUrl: string;
+  /** The JSON-RPC endpoint, several, or the endpoints shared with the snapshot's client. */
+  rpcUrl: string | readonly string[] | RpcEndpoints;
   /** Options of the history's own chain client (it never shares a batch with the snapshot). */
   client?: ChainClientOptions;
   /** The Escrow whose `Settled` logs are indexed. */
@@ -148,6 +158,7 @@ export class History {
   readonly #options: HistoryOptions;
   readonly #clock: () => Date;
   readonly #log: LogSink;
+  readonly #endpoints: RpcEndpoints;
   #store: HistoryStore | undefined;
   #ownStore = false;
   #client: ChainClient | undefined;
@@ -163,6 +174,10 @@ export class History {
     this.#options = options;
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.error(message));
+    const rpc = options.rpcUrl;
+    this.#endpoints = rpc instanceof RpcEndpoints
+      ? rpc
+      : new RpcEndpoints(typeof rpc === "string" ? [rpc] : rpc, { clock: options.clock });
     this.#state = initialHistoryState(options.confirmations, options.scanFromBlock);
     if (typeof options.store !== "function") this.#store = options.store;
   }
@@ -271,7 +286,7 @@ export class History {
 
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
-    this.#client = await createChainClient(this.#options.rpcUrl, this.#options.client ?? {});
+    this.#client = await createChainClient(this.#endpoints, this.#options.client ?? {});
     return this.#client;
   }
 
@@ -392,42 +407,33 @@ export class History {
       : error instanceof Error
       ? error.message.split("\n")[0]
       : String(error);
-    const origin = safeOrigin(this.#options.rpcUrl);
-    const redact = (message: string) =>
-      origin && this.#options.rpcUrl !== origin && this.#options.rpcUrl !== `${origin}/`
-        ? message.replaceAll(this.#options.rpcUrl, `${origin}/…`)
-        : message;
+    const redact = (message: string) => this.#endpoints.redact(message);
     let code: string;
     if (error instanceof StoreError) {
       code = error.reason === "unreachable" || error.reason === "failed"
         ? "store_unavailable"
         : "store_error";
+    } else if (error instanceof SettlementScanError && error.reason === "range_limit") {
+      code = "rpc_range_limited";
+    } else if (error instanceof SettlementScanError && error.reason === "rate_limited") {
+      code = "rpc_rate_limited";
     } else if (
       (error instanceof ChainConfigError && error.reason === "unreachable") ||
       ((error instanceof ChainReadError || error instanceof SettlementScanError) &&
-        error.reason === "rpc")
+        error.reason === "rpc") ||
+      (error instanceof BaseError)
     ) {
-      code = "chain_unreachable";
+      code = rpcCode(rpcFailureKind(error));
     } else if (
       error instanceof ChainConfigError || error instanceof ChainReadError ||
       error instanceof SettlementScanError || error instanceof SnapshotError
     ) {
       code = "chain_error";
-    } else if (error instanceof BaseError) {
-      code = "chain_unreachable";
     } else {
       this.#log("indexer: unexpected settlement history failure", { level: "error", error });
       code = "internal";
     }
     return { code, message: redact(text), at };
-  }
-}
-
-function safeOrigin(url: string): string | undefined {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return undefined;
   }
 }
 

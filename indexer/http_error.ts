@@ -9,9 +9,10 @@
  * | `HttpRequestError` `method_not_allowed`     | 405    | `method_not_allowed` (with `Allow`) |
  * | `HttpRequestError` `url_too_long`, `headers_too_large`, … | 414, 431, … | the reason |
  * | `IndexerRequestError` `no_snapshot`         | 503    | `no_snapshot` (with `Retry-After`)  |
- * | `IndexerRequestError` `unavailable`         | 503    | the refresh failure: `chain_unreachable`, `chain_error`, `routers_unreachable`, `internal` (with `Retry-After`) |
+ * | `IndexerRequestError` `unavailable`         | 503    | the refresh failure: `chain_unreachable`, `rpc_rate_limited`, `rpc_error`, `chain_error`, `routers_unreachable`, `internal` (with `Retry-After`) |
  * | `IndexerRequestError` `stale`               | 503    | `stale` (with `Retry-After`)        |
  * | `IndexerRequestError` `unknown_provider`    | 404    | `unknown_provider`                  |
+ * | `IndexerRequestError` `too_many_streams`    | 503    | `too_many_streams` (with `Retry-After`) |
  * | `HttpRequestError` `invalid_request`        | 400    | `invalid_request` (a bad query parameter) |
  *
  * Anything else is logged and becomes a 500 `internal_error` with a generic message:

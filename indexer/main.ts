@@ -39,6 +39,7 @@ import { type IndexerConfig, parseIndexerConfig } from "./config.ts";
 import { createIndexerHandler } from "./handler.ts";
 import { IndexerMetrics } from "./metrics.ts";
 import { Refresher } from "./refresher.ts";
+import { IndexerEvents } from "./events.ts";
 import { defaultDataDir, type StoreError, type StoreLocation } from "./store/mod.ts";
 
 /** How long a graceful shutdown waits for a running refresh to end, in milliseconds. */
@@ -71,7 +72,7 @@ async function checkAtStart(
   log: Logger,
 ): Promise<boolean> {
   try {
-    const chain = await createChainClient(config.rpcUrl, {
+    const chain = await createChainClient(config.rpcUrls, {
       ...client,
       timeoutMs: 5_000,
       retryCount: 0,
@@ -136,8 +137,10 @@ export async function main(
   const history: StoreLocation = config.databaseUrl
     ? { databaseUrl: config.databaseUrl }
     : { dataDir: config.dataDir ?? defaultDataDir() };
+  const events = new IndexerEvents();
   const refresher = new Refresher({
-    rpcUrl: config.rpcUrl,
+    rpcUrl: config.rpcUrls,
+    ...(config.rpcMaxRps === null ? {} : { rpcMaxRps: config.rpcMaxRps }),
     contracts: config.contracts,
     refreshSecs: config.refreshSecs,
     staleAfterSecs: config.staleAfterSecs,
@@ -155,9 +158,13 @@ export async function main(
     onHistoryFatal: stop,
     log: log.err.sink(),
     metrics,
+    events,
   });
   const handler = createIndexerHandler({
     state: () => refresher.state,
+    rpc: () => refresher.rpcStatus(),
+    events,
+    teeEvidence: (address) => refresher.teeEvidence(address),
     readProviderHistory: (address) => refresher.readProviderHistory(address),
     log: log.err.errorLogger(),
     metrics,
@@ -195,6 +202,7 @@ export async function main(
   // In-flight requests finish; a refresh blocked on a slow RPC call is not waited for long
   // (its result would be discarded anyway).
   let timer: ReturnType<typeof setTimeout> | undefined;
+  events.close(); // open change streams end, so the server's shutdown does not wait for them
   await Promise.all([
     server.shutdown(),
     Promise.race([

@@ -7,8 +7,10 @@
  * only reads {@linkcode Refresher.state}.
  *
  * - **Single flight**: a `refresh()` while one runs returns the running one.
- * - **Never stale**: a failed refresh clears the snapshot (the handler then answers 503 with
- *   the failure); the next successful refresh serves again. The history never fails a
+ * - **Fresh, never stale**: a failed refresh keeps the last snapshot, which is served while it
+ *   is within its freshness bound (`staleAfterSecs`) — so a refresh that fails now and then
+ *   (an endpoint's 429, a 502, a reorg under a read) costs no 503 — and never after it: then
+ *   the handler answers 503 with the failure; the next successful refresh serves again. The history never fails a
  *   refresh: its problems are shown on `/health`, and its figures are `null` meanwhile.
  * - **Caught up together**: when the history was in step with the last snapshot, a new
  *   snapshot waits (at most {@linkcode CATCH_UP_MS}) for the history to reach its block, so
@@ -41,11 +43,16 @@
  * @module
  */
 
-import { type ChainClient, type ChainClientOptions, createChainClient } from "../chain/client.ts";
-import { ChainConfigError, ChainReadError, ContractCheckError } from "../chain/errors.ts";
+import {
+  type ChainClient,
+  type ChainClientOptions,
+  createChainClient,
+  RpcEndpoints,
+  type RpcEndpointStatus,
+} from "../chain/client.ts";
+import { ChainConfigError, ContractCheckError } from "../chain/errors.ts";
 import { readNetworkState } from "../chain/network_state.ts";
 import type { NetworkState } from "../chain/types.ts";
-import { NetError } from "../errors.ts";
 import type { LogSink } from "../io/log.ts";
 import { syncFor } from "./_history_data.ts";
 import { RouterAdsError, SnapshotError } from "./errors.ts";
@@ -58,6 +65,10 @@ import { sleep, storeOpener } from "./_history_store.ts";
 import { checkNumber, type RefresherOptions } from "./refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded } from "./views.ts";
+import { classifyRefreshFailure } from "./_refresh_failure.ts";
+import { RefreshLog } from "./_refresh_log.ts";
+import { type TeeEvidence, TeeEvidenceChecker } from "./tee_evidence.ts";
+import { stateEvents } from "./_state_events.ts";
 
 /** How long a new snapshot waits for a history that was in step with the last one, ms. */
 export const CATCH_UP_MS = 2_000;
@@ -70,8 +81,10 @@ export class Refresher implements AsyncDisposable {
   readonly #clock: () => Date;
   readonly #log: LogSink;
   readonly #rpcOrigin: string;
+  readonly #endpoints: RpcEndpoints;
   readonly #history: History;
   readonly #adCache = new AdCache();
+  readonly #tee: TeeEvidenceChecker | undefined;
   readonly #pollMs: number;
   #client: ChainClient | undefined;
   #chainId: number | undefined;
@@ -81,6 +94,8 @@ export class Refresher implements AsyncDisposable {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running = false;
   #loop: Promise<void> | undefined;
+  /** The lines about serving and not serving. */
+  readonly #lines: RefreshLog;
   #historyLoop: Promise<void> | undefined;
 
   /**
@@ -95,21 +110,40 @@ export class Refresher implements AsyncDisposable {
     checkNumber("routerTimeoutMs", options.routerTimeoutMs, 1, 600_000);
     checkNumber("confirmations", options.confirmations, 0, 1_000_000);
     checkNumber("historyPollMs", options.historyPollMs, 1, 86_400_000);
-    let origin: string;
     try {
-      origin = new URL(options.rpcUrl).origin;
-    } catch {
+      this.#endpoints = new RpcEndpoints(
+        typeof options.rpcUrl === "string" ? [options.rpcUrl] : options.rpcUrl,
+        { maxRps: options.rpcMaxRps, clock: options.clock },
+      );
+    } catch (error) {
+      if (!(error instanceof ChainConfigError)) throw error;
       throw new RangeError(
-        `Cannot create the refresher: rpcUrl ${JSON.stringify(options.rpcUrl)} is not a URL`,
+        `Cannot create the refresher: ${
+          error.shortMessage.replace("Cannot create chain client: ", "")
+        }`,
       );
     }
     this.#options = options;
-    this.#rpcOrigin = origin;
+    this.#rpcOrigin = this.#endpoints.list.length === 1
+      ? this.#endpoints.list[0].label.replace(/\/…$/, "")
+      : this.#endpoints.list.map((e) => e.label).join(", ");
     this.#clock = options.clock ?? (() => new Date());
     this.#log = options.log ?? ((message) => console.error(message));
+    this.#lines = new RefreshLog(this.#log, this.#clock, () => this.#state);
     const refreshSecs = options.refreshSecs ?? 30;
     this.#pollMs = options.historyPollMs ?? Math.min(2_000, refreshSecs * 1000);
     this.#history = this.#createHistory(options);
+    this.#tee = options.tee === false ? undefined : new TeeEvidenceChecker({
+      clock: options.clock,
+      ...options.tee,
+      onChange: (evidence) => {
+        options.events?.publish("tee_evidence", {
+          provider: evidence.provider,
+          status: evidence.status,
+          message: evidence.message,
+        });
+      },
+    });
     this.#state = {
       ...initialState(refreshSecs, options.staleAfterSecs ?? 2 * refreshSecs),
       history: this.#history.state,
@@ -117,14 +151,14 @@ export class Refresher implements AsyncDisposable {
     this.#history.subscribe((history) => {
       const rescans = history.rescans.count - this.#state.history.rescans.count;
       if (rescans > 0) options.metrics?.historyRescanned(rescans);
-      this.#state = { ...this.#state, history };
+      this.#setState({ ...this.#state, history });
     });
   }
 
   #createHistory(options: RefresherOptions): History {
     const confirmations = options.confirmations ?? 12;
     return new History({
-      rpcUrl: options.rpcUrl,
+      rpcUrl: this.#endpoints,
       client: this.#clientOptions("history"),
       escrow: options.contracts.escrow,
       scanFromBlock: options.scanFromBlock ?? 0n,
@@ -148,9 +182,38 @@ export class Refresher implements AsyncDisposable {
     return { ...options, fetch: metrics.rpcFetch(client, options?.fetch) };
   }
 
+  /** Replaces the state and publishes what changed (`events`). */
+  #setState(next: IndexerState): void {
+    const before = this.#state;
+    this.#state = next;
+    const events = this.#options.events;
+    if (events) {
+      for (const { type, data } of stateEvents(before, next)) events.publish(type, data);
+    }
+  }
+
   /** The current state; replaced as a whole by each refresh and each move of the history. */
   get state(): IndexerState {
     return this.#state;
+  }
+
+  /**
+   * Checks the TEE-tier providers' evidence of the served snapshot now (the loop does it after
+   * each snapshot) and resolves when done; nothing without a snapshot.
+   */
+  async checkTeeEvidence(): Promise<void> {
+    const snapshot = this.#state.snapshot;
+    if (snapshot) await this.#tee?.check(snapshot, this.#abort.signal);
+  }
+
+  /** The last TEE evidence check of a provider, or `undefined` (`/providers/{address}`). */
+  teeEvidence(address: string): TeeEvidence | undefined {
+    return this.#tee?.get(address);
+  }
+
+  /** Every RPC endpoint's state (`/health`'s `rpc`), in the order given. */
+  rpcStatus(): RpcEndpointStatus[] {
+    return this.#endpoints.status();
   }
 
   /** The settlement history's state. */
@@ -181,7 +244,7 @@ export class Refresher implements AsyncDisposable {
    */
   refresh(): Promise<IndexerState> {
     if (!this.#inflight) {
-      this.#state = { ...this.#state, refreshing: true };
+      this.#setState({ ...this.#state, refreshing: true });
       this.#inflight = this.#run().finally(() => {
         this.#inflight = undefined;
       });
@@ -203,10 +266,10 @@ export class Refresher implements AsyncDisposable {
       await this.refresh();
       if (!this.#running) return;
       const delay = Math.max(0, period - (performance.now() - started));
-      this.#state = {
+      this.#setState({
         ...this.#state,
         nextRefreshAt: new Date(this.#clock().getTime() + delay),
-      };
+      });
       this.#timer = setTimeout(() => {
         this.#loop = tick();
       }, delay);
@@ -232,13 +295,15 @@ export class Refresher implements AsyncDisposable {
   async stop(): Promise<void> {
     this.#running = false;
     clearTimeout(this.#timer);
+    this.#lines.stop();
     this.#abort.abort();
     await this.#loop?.catch(() => {});
     await this.#historyLoop?.catch(() => {});
     await this.#inflight?.catch(() => {});
+    await this.#tee?.idle();
     await this.#history.stop();
     this.#abort = new AbortController();
-    this.#state = { ...this.#state, nextRefreshAt: null };
+    this.#setState({ ...this.#state, nextRefreshAt: null });
   }
 
   /** Same as {@linkcode Refresher.stop}. */
@@ -258,22 +323,25 @@ export class Refresher implements AsyncDisposable {
       signal.throwIfAborted();
       await this.#catchUp(before.snapshot, snapshot, signal);
       signal.throwIfAborted();
-      this.#state = {
+      this.#setState({
         ...this.#state,
         snapshot,
         lastSnapshotAt: takenAt,
         lastAttemptAt: takenAt,
         failing: false,
         refreshing: false,
-      };
+      });
+      this.#lines.stop();
+      // TEE-tier providers' evidence, checked beside the loop (never delays a snapshot).
+      if (this.#running) void this.#tee?.check(snapshot, signal);
       this.#options.metrics?.refreshed({ ok: true, seconds: seconds() });
-      if (before.failing || before.lastSnapshotAt === null) this.#logServing(snapshot, before);
+      if (before.failing || before.lastSnapshotAt === null) this.#lines.serving(snapshot, before);
     } catch (error) {
       const failure = signal.aborted
         ? new SnapshotError("aborted", "Cannot take a snapshot: the refresh was stopped")
         : this.#classify(error);
       if (failure.reason === "aborted") {
-        this.#state = { ...this.#state, refreshing: false };
+        this.#setState({ ...this.#state, refreshing: false });
         return this.#state;
       }
       this.#options.metrics?.refreshed({ ok: false, code: failure.reason, seconds: seconds() });
@@ -285,34 +353,17 @@ export class Refresher implements AsyncDisposable {
       const message = this.#redact(
         failure.details ? `${failure.shortMessage} (${failure.details})` : failure.shortMessage,
       );
-      this.#state = {
+      // The last snapshot is kept: it is served while it is within its freshness bound.
+      this.#setState({
         ...this.#state,
-        snapshot: null,
         lastAttemptAt: takenAt,
         lastError: { code: failure.reason, message, at: takenAt },
         failing: true,
         refreshing: false,
-      };
-      if (!before.failing || before.lastError?.message !== message) {
-        this.#log(`indexer: not serving: ${message}`, {
-          level: "warn",
-          fields: { code: failure.reason },
-        });
-      }
+      });
+      this.#lines.failure(failure.reason, message, before, this.#running);
     }
     return this.#state;
-  }
-
-  #logServing(snapshot: Snapshot, before: IndexerState): void {
-    const bonded = snapshot.chain.providers.filter((p) => p.bonded).length;
-    const reachable = snapshot.routers.filter((r) => r.reachable).length;
-    this.#log(
-      `indexer: serving${
-        before.failing ? " again" : ""
-      }: snapshot at block ${snapshot.chain.block.number}, ${snapshot.live.length} live-verified of ${bonded} bonded providers, ` +
-        `${reachable}/${snapshot.routers.length} routers reachable`,
-      { level: "info" },
-    );
   }
 
   /** Whether the history's figures may be served with `snapshot`. */
@@ -364,7 +415,7 @@ export class Refresher implements AsyncDisposable {
   async #connect(): Promise<ChainClient> {
     if (this.#client) return this.#client;
     const options = this.#clientOptions("snapshot") ?? {};
-    const client = await createChainClient(this.#options.rpcUrl, {
+    const client = await createChainClient(this.#endpoints, {
       ...options,
       chainId: options.chainId ?? this.#chainId,
     });
@@ -394,44 +445,11 @@ export class Refresher implements AsyncDisposable {
   }
 
   #classify(error: unknown): SnapshotError {
-    if (error instanceof SnapshotError) return error;
-    const where = `the chain at ${this.#rpcOrigin}`;
-    if (error instanceof ContractCheckError) {
-      return new SnapshotError("chain_error", error.shortMessage, { cause: error });
-    }
-    if (error instanceof ChainConfigError) {
-      return error.reason === "unreachable"
-        ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {
-          cause: error,
-        })
-        : new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
-          cause: error,
-        });
-    }
-    if (error instanceof ChainReadError) {
-      return error.reason === "rpc"
-        ? new SnapshotError("chain_unreachable", `${where} is unreachable: ${error.shortMessage}`, {
-          cause: error,
-        })
-        : new SnapshotError("chain_error", `Cannot use ${where}: ${error.shortMessage}`, {
-          cause: error,
-        });
-    }
-    const text = error instanceof NetError
-      ? error.shortMessage
-      : error instanceof Error
-      ? error.message
-      : String(error);
-    this.#log("indexer: unexpected refresh failure", { level: "error", error });
-    return new SnapshotError("internal", `Cannot take a snapshot: unexpected failure: ${text}`, {
-      cause: error,
-    });
+    return classifyRefreshFailure(error, `the chain at ${this.#rpcOrigin}`, this.#log);
   }
 
-  /** Reduces the RPC URL (which may carry an API key in its path) to its origin. */
+  /** Reduces the RPC URLs (which may carry an API key in their path) to their origin. */
   #redact(message: string): string {
-    const url = this.#options.rpcUrl;
-    if (url === this.#rpcOrigin || url === `${this.#rpcOrigin}/`) return message;
-    return message.replaceAll(url, `${this.#rpcOrigin}/…`);
+    return this.#endpoints.redact(message);
   }
 }

@@ -10,13 +10,24 @@ import type { ChainContracts } from "../chain/types.ts";
 import type { LogSink } from "../io/log.ts";
 import type { StoreOpener } from "./history.ts";
 import type { IndexerMetrics } from "./metrics.ts";
+import type { IndexerEvents } from "./events.ts";
+import type { TeeEvidenceOptions } from "./tee_evidence.ts";
 import type { HistoryStore, RebuildPolicy, StoreError, StoreLocation } from "./store/mod.ts";
 import type { ViewOptions } from "./views.ts";
 
 /** Options of {@linkcode Refresher}. */
 export interface RefresherOptions {
-  /** The JSON-RPC endpoint (http: or https:). */
-  rpcUrl: string;
+  /**
+   * The JSON-RPC endpoint (http: or https:), or several: reads are spread over them and fail
+   * over (`createChainClient`); the snapshot and the history share their budgets and waits.
+   */
+  rpcUrl: string | readonly string[];
+  /**
+   * Most JSON-RPC calls per second to each endpoint (a batch counts each call).
+   *
+   * @default {undefined} (no budget)
+   */
+  rpcMaxRps?: number;
   /** The four contract addresses. */
   contracts: ChainContracts;
   /**
@@ -131,6 +142,21 @@ export interface RefresherOptions {
    * @default {each message to stderr}
    */
   log?: LogSink;
+  /**
+   * The change stream: each replacement of the state publishes what changed (a new snapshot,
+   * providers joining, leaving or failing verification, an epoch closing, the history moving,
+   * the health turning); `GET /events` serves it.
+   *
+   * @default {undefined} (nothing published)
+   */
+  events?: IndexerEvents;
+  /**
+   * How the TEE-tier providers' evidence is checked (`tee_evidence.ts`: fetch, timeout, how
+   * often, the roots), or `false` for not at all. Checks run beside the refresh loop.
+   *
+   * @default {{}} (checked every 10 minutes, against the pinned roots)
+   */
+  tee?: Omit<TeeEvidenceOptions, "onChange" | "clock"> | false;
   /**
    * Records refreshes, requests to the RPC endpoint (the snapshot's and the history's chain
    * clients) and routers' answers (`metrics.ts`); the service exposes them at `/metrics`.

@@ -26,8 +26,9 @@ export type Rescan = HistoryRescan;
 /** What the handler serves from. */
 export interface IndexerState {
   /**
-   * The snapshot of the last refresh, when it succeeded; `null` before the first snapshot and
-   * after a failed refresh (the previous snapshot is never served again).
+   * The snapshot of the last successful refresh, `null` before the first one. A failed refresh
+   * keeps it: it is served while it is within its freshness bound (`staleAfterSecs`), never
+   * after.
    */
   snapshot: Snapshot | null;
   /** When the last successful snapshot was taken, even when it is no longer served. */
@@ -36,7 +37,7 @@ export interface IndexerState {
   lastAttemptAt: Date | null;
   /** The most recent refresh failure, kept after later successes (see `at`). */
   lastError: RefreshFailure | null;
-  /** Whether the last refresh failed (then `snapshot` is `null`). */
+  /** Whether the last refresh failed (`lastError` says why; `snapshot` is the previous one). */
   failing: boolean;
   /** When the next refresh is due, when the loop runs. */
   nextRefreshAt: Date | null;

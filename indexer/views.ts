@@ -27,7 +27,6 @@ import { comparePrices, type ModelCapability, modelKind } from "../chain/ad.ts";
 import type { ProviderTier } from "../chain/types.ts";
 import type {
   EpochVolumeSchema,
-  HealthSchema,
   HistorySchema,
   ModelSchema,
   ModelsSchema,
@@ -37,11 +36,9 @@ import type {
   SnapshotSchema,
   StatsSchema,
 } from "./_schemas.ts";
-import type { IndexerRequestError } from "./errors.ts";
 import type { HistorySync } from "./history.ts";
 import { meanReputation, reputation, REPUTATION_EPOCHS } from "./reputation.ts";
 import type { LiveProvider, Snapshot } from "./snapshot.ts";
-import type { IndexerState } from "./state.ts";
 
 /** The default number of epochs (the current one included) in a provider's `settled.epochs`. */
 export const RECENT_EPOCHS = 8;
@@ -79,7 +76,6 @@ export type ProviderView = z.infer<typeof ProviderSchema>;
 /** The `/providers` body. */
 export type ProvidersView = z.infer<typeof ProvidersSchema>;
 /** The `/health` body. */
-export type HealthView = z.infer<typeof HealthSchema>;
 /** The history's state in a body. */
 export type HistoryStateView = z.infer<typeof HistorySchema>;
 
@@ -409,81 +405,5 @@ export function providersView(
     providers: items.map((p) => providerView(snapshot, sync, p, options)),
     next_cursor: next,
     history: historyView(sync),
-  };
-}
-
-function healthStatus(refused: IndexerRequestError | null): HealthView["status"] {
-  if (refused === null) return "ok";
-  if (refused.reason === "stale") return "stale";
-  return refused.reason === "no_snapshot" ? "starting" : "unavailable";
-}
-
-/**
- * The `/health` body: the state, and why the data paths cannot answer now (`refused`, or
- * `null` when they can).
- */
-export function healthView(
-  state: IndexerState,
-  now: Date,
-  refused: IndexerRequestError | null,
-  sync: HistorySync,
-): HealthView {
-  const serving = refused === null ? state.snapshot : null;
-  const iso = (date: Date | null) => (date ? date.toISOString() : null);
-  const { lastError } = state;
-  const history = state.history;
-  const { rescans } = history;
-  return {
-    status: healthStatus(refused),
-    live: true,
-    serving: refused === null,
-    error: refused ? { code: refused.code, message: refused.shortMessage } : null,
-    last_snapshot_at: iso(state.lastSnapshotAt),
-    last_attempt_at: iso(state.lastAttemptAt),
-    last_error: lastError
-      ? { code: lastError.code, message: lastError.message, at: lastError.at.toISOString() }
-      : null,
-    snapshot: serving
-      ? {
-        ...snapshotView(serving),
-        age_secs: Math.max(0, Math.floor((now.getTime() - serving.takenAt.getTime()) / 1000)),
-      }
-      : null,
-    routers: serving
-      ? {
-        total: serving.routers.length,
-        reachable: serving.routers.filter((r) => r.reachable).length,
-      }
-      : null,
-    refresh_secs: state.refreshSecs,
-    stale_after_secs: state.staleAfterSecs,
-    next_refresh_at: iso(state.nextRefreshAt),
-    refreshing: state.refreshing,
-    settlements: {
-      ...historyView(sync),
-      last_block: history.lastBlock ? String(history.lastBlock.number) : null,
-      role: history.role,
-      store: history.store ? { ...history.store } : null,
-      unreadable_block: history.unreadable
-        ? {
-          block: String(history.unreadable.block),
-          message: history.unreadable.message,
-          since: history.unreadable.since.toISOString(),
-        }
-        : null,
-      failing: history.failing,
-      last_error: history.lastError
-        ? {
-          code: history.lastError.code,
-          message: history.lastError.message,
-          at: history.lastError.at.toISOString(),
-        }
-        : null,
-      stopped: history.stopped,
-      rescans: rescans.count,
-      last_rescan: rescans.last
-        ? { at: rescans.last.at.toISOString(), reason: rescans.last.reason }
-        : null,
-    },
   };
 }

@@ -21,6 +21,8 @@ import type { EpochSchema, EpochsSchema, ProviderDetailSchema } from "./_schemas
 import type { HistorySync } from "./history.ts";
 import type { SettlementBucket } from "./store/mod.ts";
 import type { Snapshot } from "./snapshot.ts";
+import type { TeeEvidence } from "./tee_evidence.ts";
+import { providerTrustView } from "./views_trust.ts";
 import { historyView, providerView, snapshotView, type ViewOptions } from "./views.ts";
 
 /** One entry of `/epochs`. */
@@ -140,6 +142,7 @@ export function providerDetailView(
   history: ProviderHistoryRead | null,
   page: EpochPage,
   options: ViewOptions = {},
+  trust: { tee?: TeeEvidence; now?: Date } = {},
 ): ProviderDetailView {
   const lower = address.toLowerCase();
   const record = snapshot.chain.providers.find((p) => p.address.toLowerCase() === lower);
@@ -194,6 +197,8 @@ export function providerDetailView(
       : null,
     live: live ? providerView(snapshot, sync, live, options) : null,
     settled: { total, epochs, next_cursor: next },
+    ...providerTrustView(snapshot, lower, trust.tee, trust.now ?? snapshot.takenAt),
+    ...providerTrustView(snapshot, lower, trust.tee, trust.now ?? snapshot.takenAt),
     history: historyView(sync),
     snapshot: snapshotView(snapshot),
   };

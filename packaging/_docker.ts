@@ -1,6 +1,7 @@
 /**
  * The Docker CLI for the packaging scripts (`smoke.ts`, `compose_smoke.ts`): run a command and
- * get its output or a clear error, wait for a state, read a container's state, free ports.
+ * get its output or a clear error, wait for a state, read a container's state (free ports:
+ * `host_port.ts`).
  *
  * @module
  */
@@ -116,14 +117,6 @@ export async function get(
 ): Promise<{ status: number; body: string }> {
   const response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   return { status: response.status, body: await response.text() };
-}
-
-/** A free loopback port (the containers use the host's network). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Prints one progress line. */

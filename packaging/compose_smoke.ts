@@ -14,7 +14,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { docker, exec, freePort, get, must, step, waitFor } from "./_docker.ts";
+import { docker, exec, get, must, step, waitFor } from "./_docker.ts";
+import { freeHostPort } from "./host_port.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -68,12 +69,12 @@ async function serving(url: string): Promise<void> {
 /** The compose run; throws on the first failure, always ends with `down -v`. */
 export async function composeSmoke(postgresImage: string | undefined): Promise<void> {
   const ports = {
-    NET_INDEXER_PORT: freePort(),
-    NET_DAEMON_PORT: freePort(),
-    NET_REPLICA_PORT_1: freePort(),
-    NET_REPLICA_PORT_2: freePort(),
-    NET_REPLICA_PORT_3: freePort(),
-    NET_POSTGRES_PORT: freePort(),
+    NET_INDEXER_PORT: freeHostPort(),
+    NET_DAEMON_PORT: freeHostPort(),
+    NET_REPLICA_PORT_1: freeHostPort(),
+    NET_REPLICA_PORT_2: freeHostPort(),
+    NET_REPLICA_PORT_3: freeHostPort(),
+    NET_POSTGRES_PORT: freeHostPort(),
   };
   const env: Record<string, string> = Object.fromEntries(
     Object.entries(ports).map(([k, v]) => [k, String(v)]),

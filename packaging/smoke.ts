@@ -26,7 +26,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { containerState, docker, exec, freePort, get, step, waitFor } from "./_docker.ts";
+import { containerState, docker, exec, get, step, waitFor } from "./_docker.ts";
+import { freeHostPort } from "./host_port.ts";
 
 const LABEL = "net-consumer.smoke";
 
@@ -183,7 +184,7 @@ export async function smoke(image: string): Promise<void> {
     step("smoke", `devnet up (read-only root): gateways ${profile.gateways.join(", ")}`);
     const mount = ["-v", `${state}:/state:ro`];
 
-    const indexerPort = freePort();
+    const indexerPort = freeHostPort();
     const indexer = await run.start("indexer", ["indexer", "--network", "/state/network.json"], {
       env: {
         NET_STATS_BIND: `127.0.0.1:${indexerPort}`,
@@ -211,7 +212,7 @@ export async function smoke(image: string): Promise<void> {
     step("smoke", `indexer: settlement history written to ${written} (the image's volume)`);
     step("smoke", `indexer HEALTHCHECK: ${await health(indexer, "healthy", 120_000)}`);
 
-    const brokenPort = freePort();
+    const brokenPort = freeHostPort();
     const broken = await run.start("indexer-no-store", [
       "indexer",
       "--network",
@@ -227,7 +228,7 @@ export async function smoke(image: string): Promise<void> {
       `indexer with an unusable store: /health ${brokenHealth.status}, HEALTHCHECK unhealthy (${why})`,
     );
 
-    const daemonPort = freePort();
+    const daemonPort = freeHostPort();
     const daemon = await run.start("daemon", ["daemon", "--network", "/state/network.json"], {
       env: { NET_DAEMON_BIND: `127.0.0.1:${daemonPort}` },
       flags: [...readOnly, ...mount],

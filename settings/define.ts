@@ -47,6 +47,14 @@ export interface Setting<T> {
   /** Whether the program cannot run without it. @default {false} */
   required?: boolean;
   /**
+   * Whether the flag may be given several times (`--rpc-url a --rpc-url b`): each value is read
+   * by the kind, which must give a list (`list(…)`), and the lists are joined in order. The
+   * environment variable then holds the whole list (comma-separated).
+   *
+   * @default {false}
+   */
+  repeatable?: boolean;
+  /**
    * Whether an empty value given on the command line (`--allowed-origins=`) is read by the
    * kind (e.g. an empty list) instead of refused. An empty variable still counts as unset.
    *
@@ -215,7 +223,7 @@ export function defineSettings<S extends Record<string, Setting<unknown>>>(
   }
   const help = () => helpText(text, specs);
   const parse = (args: readonly string[], env: Readonly<Record<string, string | undefined>>) => {
-    let flagValues: Record<string, string | boolean | undefined>;
+    let flagValues: Record<string, string | boolean | string[] | undefined>;
     try {
       flagValues = parseArgs({
         args: [...args],
@@ -227,6 +235,7 @@ export function defineSettings<S extends Record<string, Setting<unknown>>>(
             Object.values(specs).filter((s) => s.flag).map((s) => [s.flag!, {
               type: s.kind.isSwitch ? "boolean" as const : "string" as const,
               ...(s.short ? { short: s.short } : {}),
+              ...(s.repeatable ? { multiple: true } : {}),
             }]),
           ),
         },
@@ -251,6 +260,11 @@ export function defineSettings<S extends Record<string, Setting<unknown>>>(
         sources[key] = { from: "flag", name: `--${spec.flag}` };
       } else if (typeof fromFlag === "string") {
         values[key] = readSetting(spec, `--${spec.flag}`, fromFlag);
+        sources[key] = { from: "flag", name: `--${spec.flag}` };
+      } else if (Array.isArray(fromFlag)) {
+        values[key] = fromFlag.flatMap((raw) =>
+          readSetting(spec, `--${spec.flag}`, raw) as unknown[]
+        );
         sources[key] = { from: "flag", name: `--${spec.flag}` };
       } else if (fromEnv !== undefined && fromEnv.trim() !== "") {
         values[key] = readSetting(spec, spec.env!, fromEnv);

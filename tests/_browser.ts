@@ -25,6 +25,7 @@
  */
 
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { HANG_AFTER_MS } from "./_wait.ts";
 
 /** Environment variable naming another Chromium binary. */
 export const CHROMIUM_ENV = "NET_CHROMIUM";
@@ -125,7 +126,8 @@ export async function launchBrowser(options: BrowserOptions = {}): Promise<Brows
       args: [...CHROMIUM_ARGS],
       viewport: options.viewport ?? { width: 1280, height: 900 },
       colorScheme: options.colorScheme ?? "light",
-      timeout: 60_000,
+      // A wait for the launch, not a budget: a busy machine may take long to start Chromium.
+      timeout: HANG_AFTER_MS,
     });
   } catch (error) {
     await Deno.remove(dir, { recursive: true }).catch(() => {});

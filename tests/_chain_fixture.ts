@@ -1,7 +1,7 @@
 /**
- * The real-chain test fixture: a fresh anvil (binary, or a container when a Docker engine is
- * reachable), the contracts deployed, a network seeded from a deterministic plan, and the
- * expected truth computed from that plan. It is `AsyncDisposable`: `await using` stops anvil
+ * The real-chain test fixture: a fresh anvil (the pinned binary; the project's image runs the
+ * same chain in a container, `tests/packaging/image_test.ts`), the contracts deployed, a
+ * network seeded from a deterministic plan, and the expected truth computed from that plan. It is `AsyncDisposable`: `await using` stops anvil
  * when the test ends, passed or failed.
  *
  * @example
@@ -36,6 +36,7 @@ import {
   type DevnetAccounts,
   type DevnetSigner,
 } from "../devnet/signer.ts";
+import { HANG_AFTER_MS } from "./_wait.ts";
 
 /** Options of {@linkcode startChainFixture}. */
 export interface ChainFixtureOptions extends PlanOptions {
@@ -96,7 +97,8 @@ export interface ChainFixture extends AsyncDisposable {
 
 /** Starts anvil, deploys, seeds; stops anvil again if any step fails. */
 export async function startChainFixture(options: ChainFixtureOptions = {}): Promise<ChainFixture> {
-  const anvil = await startAnvil(options.anvil);
+  // A busy machine may take long to start anvil: only a hang fails the start.
+  const anvil = await startAnvil({ readyTimeoutMs: HANG_AFTER_MS, ...options.anvil });
   try {
     const plan = planNetwork(options);
     const accounts = devAccounts();

@@ -35,3 +35,24 @@ export function closedPort(): number {
   listener.close();
   return port;
 }
+
+/**
+ * The JSON body of `response`, once its status is `status` (default 200): a test reads no body
+ * before it has checked the status, and an unexpected one fails with the body in the message.
+ */
+// deno-lint-ignore no-explicit-any
+export async function okJson<T = any>(
+  response: Response | Promise<Response>,
+  status = 200,
+): Promise<T> {
+  const answer = await response;
+  const text = await answer.text();
+  if (answer.status !== status) {
+    throw new Error(
+      `${answer.url || "the request"} answered ${answer.status}, expected ${status}: ${
+        text.slice(0, 500)
+      }`,
+    );
+  }
+  return JSON.parse(text) as T;
+}

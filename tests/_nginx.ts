@@ -20,6 +20,8 @@
  * @module
  */
 
+import { HANG_AFTER_MS } from "./_wait.ts";
+
 /** Environment variable naming another nginx binary. */
 export const NGINX_ENV = "NET_NGINX";
 
@@ -37,9 +39,10 @@ export interface NginxOptions {
    */
   binary?: string;
   /**
-   * How long to wait for nginx to accept connections, milliseconds.
+   * How long to wait for nginx to accept connections, milliseconds: only a hang fails the start
+   * (a busy machine may take long; an exit fails it at once).
    *
-   * @default {10_000}
+   * @default {HANG_AFTER_MS}
    */
   readyTimeoutMs?: number;
 }
@@ -192,7 +195,7 @@ export async function startNginx(options: NginxOptions): Promise<NginxProxy> {
       }
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     })();
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 10_000);
+  const deadline = Date.now() + (options.readyTimeoutMs ?? HANG_AFTER_MS);
   while (!(await listening(port))) {
     if (exited || Date.now() > deadline) {
       const log = errorLog();

@@ -202,11 +202,15 @@ export class OpenApiChecker {
       const validate = this.#validator(`${where} ${contentType} item`, item);
       const items = contentType === "text/event-stream"
         ? answer.body.split("\n\n").filter((e) => e.trim() !== "").map((event) => {
-          // An `event: <name>` line may come first (the Responses API names its events).
-          const data = event.replace(/^event: [^\n]*\n/, "");
+          // `event:`, `id:` and `retry:` lines may come first (the Responses API names its
+          // events; the indexer's change stream numbers them); comment lines are keep-alives.
+          const data = event.split("\n").filter((line) =>
+            !/^(event|id|retry):/.test(line) && !line.startsWith(":")
+          ).join("\n");
+          if (data === "") return null;
           assert.match(data, /^data: /, `${where}: not an SSE data event: ${event}`);
           return data.slice("data: ".length);
-        }).filter((data) => data !== "[DONE]")
+        }).filter((data): data is string => data !== null && data !== "[DONE]")
         : answer.body.split("\n").filter((line) => line !== "");
       assert.ok(items.length > 0, `${where}: an empty stream`);
       for (const text of items) {

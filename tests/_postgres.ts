@@ -28,6 +28,7 @@
  */
 
 import pg from "pg";
+import { HANG_AFTER_MS } from "./_wait.ts";
 
 /** Environment variable naming a directory with `initdb` and `postgres` to use instead. */
 export const POSTGRES_BIN_ENV = "NET_POSTGRES_BIN";
@@ -55,9 +56,10 @@ export interface PostgresOptions {
    */
   fsync?: boolean;
   /**
-   * How long to wait for the server to accept connections, milliseconds.
+   * How long to wait for the server to accept connections, milliseconds: only a hang fails the
+   * start (a busy machine may take long; an exit fails it at once).
    *
-   * @default {30_000}
+   * @default {HANG_AFTER_MS}
    */
   readyTimeoutMs?: number;
   /**
@@ -266,7 +268,7 @@ async function runServer(
     }
   })().catch(() => {});
   const exited = child.status.finally(() => running.delete(child));
-  const timeoutMs = options.readyTimeoutMs ?? 30_000;
+  const timeoutMs = options.readyTimeoutMs ?? HANG_AFTER_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const outcome = await Promise.race([
     readyPromise.then(() => "ready" as const),

@@ -20,6 +20,19 @@ import { AtomicWriteError } from "../io/atomic_write.ts";
 import { BindAddressError } from "../io/bind_address.ts";
 import { FetchJsonError } from "../io/fetch_json.ts";
 import { SseError } from "../io/sse.ts";
+import { LedgerError } from "../daemon/account/ledger.ts";
+import { SpendCapError } from "../daemon/account/spend_cap.ts";
+import { DaemonError } from "../daemon/core/daemon_error.ts";
+import { ModelIdError } from "../daemon/core/model_id.ts";
+import { GatewayError, ProviderBusyError } from "../daemon/gateway/gateway_client.ts";
+import { GatewaySetError } from "../daemon/gateway/gateway_url.ts";
+import { OriginPatternError } from "../daemon/service/hygiene.ts";
+import { EngineError } from "../devnet/engine_error.ts";
+import { ServiceError } from "../devnet/_errors.ts";
+import { HttpRequestError } from "../http/errors.ts";
+import { IndexerRequestError, RouterAdsError, SnapshotError } from "../indexer/errors.ts";
+import { StoreError } from "../indexer/store/errors.ts";
+import { SettingError } from "../settings/mod.ts";
 
 class ExampleError extends NetError {
   /** The error's name, a literal to tell it apart. */
@@ -60,10 +73,12 @@ Deno.test("abbreviate keeps short values and cuts long ones", () => {
   assert.equal(abbreviate("0x91eb2b44d141d4ece09f", 6), "0x91eb…");
 });
 
-// Every error class of the library folders, by the pattern it follows: a ReasonError is only
-// its literal name over its own reasons (plus at most a field of its own, taken by its
-// constructor); a NetError without reasons is only its literal name (QuoteParseError carries
-// an offset).
+// Every error class of the library folders and the devnet, by the pattern it follows: a
+// ReasonError is only its literal name over its own reasons (the one constructor is
+// ReasonError's); a NetError without reasons is only its literal name. The few that carry
+// fields of their own (a check, a field path, a status, a setting…) take them in their
+// constructor and are checked one by one below; the list of classes is checked against the
+// sources, so a new error class, or one that repeats the constructor, fails here.
 const REASON_ERRORS: [
   new (reason: never, message: string, options?: NetErrorOptions) => Error,
   string,
@@ -79,11 +94,26 @@ const REASON_ERRORS: [
   [ChainReadError, "block_not_found"],
   [SettlementScanError, "reorg"],
   [NetworkProfileError, "invalid"],
+  [ModelIdError, "format"],
+  [OriginPatternError, "malformed"],
+  [StoreError, "unreachable"],
+  [RouterAdsError, "invalid_url"],
+  [SnapshotError, "chain_unreachable"],
+  [EngineError, "unknown_model"],
+  [ServiceError, "unknown_provider"],
   [VoucherError, "bad_signature"],
 ];
-const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError, DerError];
+const PLAIN_ERRORS = [
+  MeasurementSetError,
+  SseError,
+  BindAddressError,
+  AtomicWriteError,
+  DerError,
+  LedgerError,
+  SpendCapError,
+];
 
-Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError with a literal name", async () => {
+Deno.test("every error of the library and the devnet is one ReasonError or NetError with a literal name", async () => {
   const cause = new Error("root");
   for (const [ErrorClass, reason] of REASON_ERRORS) {
     const error = new ErrorClass(reason as never, "Cannot do it: found A", { details: "d", cause });
@@ -145,6 +175,50 @@ Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError
   const parse = new QuoteParseError("Cannot parse TDX quote: short", { offset: 4 });
   assert.ok(parse instanceof NetError && !(parse instanceof ReasonError));
   assert.deepEqual([parse.name, parse.offset], ["QuoteParseError", 4]);
+  // The errors whose constructor takes fields of their own, beyond the shared pattern's.
+  const gatewaySet = new GatewaySetError("invalid_url", "Cannot use x", { problem: "a query" });
+  assert.ok(gatewaySet instanceof ReasonError);
+  assert.deepEqual([gatewaySet.name, gatewaySet.reason, gatewaySet.problem], [
+    "GatewaySetError",
+    "invalid_url",
+    "a query",
+  ]);
+  const gateway = new GatewayError("provider", "Cannot relay", { status: 502, code: "x" });
+  assert.ok(gateway instanceof ReasonError);
+  assert.deepEqual([gateway.name, gateway.reason, gateway.status, gateway.code], [
+    "GatewayError",
+    "provider",
+    502,
+    "x",
+  ]);
+  const busy = new ProviderBusyError("The provider is at capacity", 1000);
+  assert.ok(busy instanceof NetError && !(busy instanceof ReasonError));
+  assert.deepEqual([busy.name, busy.retryAfterMs], ["ProviderBusyError", 1000]);
+  const daemon = new DaemonError("no_provider", "No provider", { retryAfterSeconds: 5 });
+  assert.ok(daemon instanceof NetError);
+  assert.deepEqual([daemon.name, daemon.code, daemon.status], ["DaemonError", "no_provider", 503]);
+  const request = new HttpRequestError("not_found", "Cannot find /x", { field: "path" });
+  assert.ok(request instanceof ReasonError);
+  assert.deepEqual([request.name, request.reason, request.field, request.status], [
+    "HttpRequestError",
+    "not_found",
+    "path",
+    404,
+  ]);
+  const indexer = new IndexerRequestError("unavailable", "Cannot serve: no chain", {
+    code: "chain_unreachable",
+    retryAfterSecs: 5,
+  });
+  assert.ok(indexer instanceof ReasonError);
+  assert.deepEqual([indexer.name, indexer.reason, indexer.code, indexer.retryAfterSecs], [
+    "IndexerRequestError",
+    "unavailable",
+    "chain_unreachable",
+    5,
+  ]);
+  const setting = new SettingError("--bind", "Cannot use --bind x");
+  assert.ok(setting instanceof NetError && !(setting instanceof ReasonError));
+  assert.deepEqual([setting.name, setting.setting], ["SettingError", "--bind"]);
 
   // The tables above are complete: every error class declared in the folders is in them.
   const tested = new Set([
@@ -155,9 +229,16 @@ Deno.test("every error of crypto/, chain/ and io/ is one ReasonError or NetError
     "FetchJsonError",
     "QuoteParseError",
     "ContractCheckError",
+    "GatewaySetError",
+    "GatewayError",
+    "ProviderBusyError",
+    "DaemonError",
+    "HttpRequestError",
+    "IndexerRequestError",
+    "SettingError",
   ]);
   const declared: string[] = [];
-  for (const dir of ["crypto", "chain", "io"]) {
+  for (const dir of ["crypto", "chain", "io", "http", "settings", "daemon", "indexer", "devnet"]) {
     for await (const path of sourceFiles(new URL(`../${dir}/`, import.meta.url))) {
       const text = await Deno.readTextFile(path);
       for (const match of text.matchAll(/^export class (\w+) extends (\w+)/gm)) {

@@ -9,6 +9,7 @@
 
 import { ByteQueue } from "../_byte_queue.ts";
 import { bytesLabel, concat } from "../_bytes.ts";
+import type { ByteReader } from "../_streams.ts";
 import { readVarint, VARINT_TOO_LARGE, varintLength } from "../_varint.ts";
 import {
   checkPaddingBytes,
@@ -60,8 +61,21 @@ export async function decodeResponseStream(
   stream: ReadableStream<Uint8Array>,
   options: DecodeOptions = {},
 ): Promise<StreamedResponse> {
+  return await decodeResponseFrom(stream.getReader(), options);
+}
+
+/**
+ * {@linkcode decodeResponseStream} from a reader (a stream's, or a pipeline of readers such as
+ * the opened chunks of a sealed reply, with no stream in between).
+ *
+ * @throws {BinaryHttpError} as {@linkcode decodeResponseStream}.
+ */
+export async function decodeResponseFrom(
+  reader: ByteReader,
+  options: DecodeOptions = {},
+): Promise<StreamedResponse> {
   const limits = limitsOf(options, ACTION);
-  const input = new Input(stream.getReader());
+  const input = new Input(reader);
   let head: ResponseHead;
   try {
     head = await input.parseWhole(
@@ -101,9 +115,9 @@ class Input {
   pending: Uint8Array = new Uint8Array(0);
   /** Whether the input has ended. */
   eof = false;
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #reader: ByteReader;
 
-  constructor(reader: ReadableStreamDefaultReader<Uint8Array>) {
+  constructor(reader: ByteReader) {
     this.#reader = reader;
   }
 
@@ -167,6 +181,9 @@ class Input {
  */
 type ContentState = "content-length" | "content" | "chunk-length" | "trailers" | "done";
 
+/** What a step returns when it needs more of the input. */
+const READ = Symbol("read");
+
 /** Streams the content after the head, then reads the trailers and the padding. */
 class ContentDecoder {
   /** The content as it arrives (pulled one piece at a time). */
@@ -202,7 +219,16 @@ class ContentDecoder {
 
   async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     try {
-      while (!await this.#step(controller));
+      // Synchronous while the bytes at hand last: one await per read of the input, not per step.
+      while (true) {
+        const next = this.#step(controller);
+        if (next === true) return;
+        if (next === READ) await this.#readQueued();
+        else if (next !== false) {
+          this.#close(controller, await next);
+          return;
+        }
+      }
     } catch (error) {
       this.#state = "done";
       this.#settle.reject(error);
@@ -211,23 +237,28 @@ class ContentDecoder {
     }
   }
 
-  /** Runs one step; true when this pull is over (a piece was enqueued or the body closed). */
-  async #step(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+  /**
+   * Runs one step: true when this pull is over (a piece was enqueued or the body closed), false
+   * for another step, {@linkcode READ} when the input must be read first, or the trailers once
+   * the rest of the message has been read.
+   */
+  #step(
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ): boolean | typeof READ | Promise<FieldLines> {
     switch (this.#state) {
       case "content-length":
       case "chunk-length":
-        return await this.#readLength(controller);
+        return this.#readLength(controller);
       case "content":
-        return await this.#readContent(controller);
+        return this.#readContent(controller);
       case "trailers":
-        this.#close(controller, await this.#finishMessage());
-        return true;
+        return this.#finishMessage();
       case "done":
         return true;
     }
   }
 
-  async #readLength(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+  #readLength(controller: ReadableStreamDefaultController<Uint8Array>): boolean | typeof READ {
     if (this.#queue.length === 0 && this.#input.eof) {
       // Truncation is valid only before the content starts (empty content).
       if (this.#state === "content-length" || this.#chunkCount === 0) {
@@ -249,8 +280,7 @@ class ContentDecoder {
           `Cannot ${ACTION}: the message ends inside a content length`,
         );
       }
-      await this.#readQueued();
-      return false;
+      return READ;
     }
     if (this.#state === "chunk-length" && value === 0) {
       this.#state = "trailers";
@@ -263,7 +293,7 @@ class ContentDecoder {
     return false;
   }
 
-  async #readContent(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+  #readContent(controller: ReadableStreamDefaultController<Uint8Array>): boolean | typeof READ {
     if (this.#queue.length === 0) {
       if (this.#input.eof) {
         throw new BinaryHttpError(
@@ -271,8 +301,7 @@ class ContentDecoder {
           `Cannot ${ACTION}: the message ends with ${bytesLabel(this.#left)} of content missing`,
         );
       }
-      await this.#readQueued();
-      return false;
+      return READ;
     }
     const piece = this.#queue.takeSome(this.#left);
     this.#left -= piece.length;

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { type ByteReader, streamOfReader } from "../_streams.ts";
 import { concat } from "../_bytes.ts";
 import { encodeVarint, varintSize, writeVarint } from "../_varint.ts";
 import {
@@ -204,34 +205,70 @@ export function encodeResponseStream(
   body: ReadableStream<Uint8Array>,
   options: EncodeResponseStreamOptions = {},
 ): ReadableStream<Uint8Array> {
+  return streamOfReader(encodeResponseReader(head, body.getReader(), options));
+}
+
+/**
+ * {@linkcode encodeResponseStream} over a reader, as a reader (a pipeline of readers, such as
+ * this and the sealing of each piece, has no stream between its steps): the head first, then
+ * each non-empty piece it reads as one content chunk, then the terminator and the trailers.
+ *
+ * @throws {BinaryHttpError} with reason `invalid_status` or `invalid_field` for a bad head; a
+ * read rejects with a {@linkcode BinaryHttpError} for bad trailers or a non-bytes piece.
+ */
+export function encodeResponseReader(
+  head: BhttpResponseHeadInit,
+  body: ByteReader,
+  options: EncodeResponseStreamOptions = {},
+): ByteReader {
   const action = "encode binary HTTP response";
-  const first = concat(
+  let first: Uint8Array | undefined = concat(
     ...encodeResponseHead(head, false, action),
     encodeFieldSection(head.headers, false, action),
   );
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      start(controller) {
-        controller.enqueue(first);
-      },
-      transform(chunk, controller) {
-        if (!(chunk instanceof Uint8Array)) {
-          throw new BinaryHttpError(
-            "malformed",
-            `Cannot ${action}: the body yielded ${typeof chunk}, expected bytes`,
-          );
-        }
-        if (chunk.length === 0) return;
-        const out = new Uint8Array(varintSize(chunk.length) + chunk.length);
-        out.set(chunk, writeVarint(out, 0, chunk.length));
-        controller.enqueue(out);
-      },
-      async flush(controller) {
+  let ended = false;
+  const step = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
+    while (!ended) {
+      const { done, value } = await body.read();
+      if (done) {
+        ended = true;
         const trailers = typeof options.trailers === "function"
           ? await options.trailers()
           : options.trailers;
-        controller.enqueue(concat(Uint8Array.of(0), encodeFieldSection(trailers, false, action)));
-      },
-    }),
-  );
+        return {
+          done: false,
+          value: concat(Uint8Array.of(0), encodeFieldSection(trailers, false, action)),
+        };
+      }
+      if (!(value instanceof Uint8Array)) {
+        throw new BinaryHttpError(
+          "malformed",
+          `Cannot ${action}: the body yielded ${typeof value}, expected bytes`,
+        );
+      }
+      if (value.length === 0) continue;
+      const out = new Uint8Array(varintSize(value.length) + value.length);
+      out.set(value, writeVarint(out, 0, value.length));
+      return { done: false, value: out };
+    }
+    return { done: true, value: undefined };
+  };
+  return {
+    read: async () => {
+      if (first) {
+        const value = first;
+        first = undefined;
+        return { done: false, value };
+      }
+      try {
+        return await step();
+      } catch (error) {
+        ended = true;
+        await body.cancel(error).catch(() => {});
+        throw error;
+      }
+    },
+    cancel: (reason) => body.cancel(reason),
+    releaseLock: () => body.releaseLock(),
+  };
 }

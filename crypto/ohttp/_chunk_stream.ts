@@ -14,6 +14,7 @@ import { ByteQueue } from "../_byte_queue.ts";
 import { bytesLabel, concat } from "../_bytes.ts";
 import { readVarint, VARINT_TOO_LARGE, varintLength, varintSize, writeVarint } from "../_varint.ts";
 import type { MaybePromise } from "../hpke/_aead.ts";
+import { type ByteReader, streamOfReader } from "../_streams.ts";
 import { EMPTY } from "./_encapsulation.ts";
 import { OpenError, SealError } from "./errors.ts";
 
@@ -133,45 +134,66 @@ export function sealStream(
       `Cannot seal chunked ${spec.what}: expected bytes or a ReadableStream, found ${typeof body}`,
     );
   }
-  let seal: ChunkSeal;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      async start(controller) {
-        const started = await spec.start();
-        seal = started.seal;
-        controller.enqueue(started.prefix);
-      },
-      transform(chunk, controller) {
-        if (!(chunk instanceof Uint8Array)) {
-          throw new SealError(
-            "invalid_input",
-            `Cannot seal chunked ${spec.what}: the body yielded ${typeof chunk}, expected bytes`,
-          );
-        }
-        // Synchronous while the seals are; a large piece continues once it is sealed.
-        const from = (start: number): Promise<void> | undefined => {
-          for (let at = start; at < chunk.length; at += maxPlaintext) {
-            const end = Math.min(chunk.length, at + maxPlaintext);
-            const sealed = sealChunk(seal, chunk.subarray(at, end), false, spec.what);
-            if (sealed instanceof Promise) {
-              return sealed.then((bytes) => {
-                controller.enqueue(bytes);
-                return from(end);
-              });
-            }
-            controller.enqueue(sealed);
-          }
-          return undefined;
-        };
-        return from(0);
-      },
-      flush(controller) {
-        const sealed = sealChunk(seal, EMPTY, true, spec.what);
-        if (!(sealed instanceof Promise)) return controller.enqueue(sealed);
-        return sealed.then((bytes) => controller.enqueue(bytes));
-      },
-    }),
-  );
+  return streamOfReader(sealReader(body.getReader(), spec));
+}
+
+/**
+ * {@linkcode sealStream} over a reader, as a reader: the prefix first, then each piece it reads
+ * sealed (one sealed chunk per piece, split at `maxChunkLength`; empty pieces skipped), then the
+ * final chunk once it ends; no stream between the two. A failure cancels the source and rejects
+ * this read and the next ones.
+ */
+export function sealReader(source: ByteReader, spec: SealSpec): ByteReader {
+  const maxPlaintext = spec.maxChunkLength - spec.tagLength;
+  const out: Uint8Array[] = [];
+  let seal: ChunkSeal | undefined;
+  let ended = false;
+  let failure: { error: unknown } | undefined;
+  const step = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
+    if (!seal) {
+      const started = await spec.start();
+      seal = started.seal;
+      return { done: false, value: started.prefix };
+    }
+    while (out.length === 0) {
+      if (ended) return { done: true, value: undefined };
+      const { done, value } = await source.read();
+      if (done) {
+        ended = true;
+        out.push(await sealChunk(seal, EMPTY, true, spec.what));
+        break;
+      }
+      if (!(value instanceof Uint8Array)) {
+        throw new SealError(
+          "invalid_input",
+          `Cannot seal chunked ${spec.what}: the body yielded ${typeof value}, expected bytes`,
+        );
+      }
+      // Each seal takes its sequence number when called: in order, even when some are promises.
+      const sealed: MaybePromise<Uint8Array>[] = [];
+      for (let at = 0; at < value.length; at += maxPlaintext) {
+        const end = Math.min(value.length, at + maxPlaintext);
+        sealed.push(sealChunk(seal, value.subarray(at, end), false, spec.what));
+      }
+      for (const piece of sealed) out.push(piece instanceof Promise ? await piece : piece);
+    }
+    return { done: false, value: out.shift()! };
+  };
+  return {
+    read: async () => {
+      if (out.length > 0) return { done: false, value: out.shift()! };
+      if (failure) throw failure.error;
+      try {
+        return await step();
+      } catch (error) {
+        failure = { error };
+        await source.cancel(error).catch(() => {});
+        throw error;
+      }
+    },
+    cancel: (reason) => source.cancel(reason),
+    releaseLock: () => source.releaseLock(),
+  };
 }
 
 function sealBytes(
@@ -218,13 +240,84 @@ export function openStream(
   sealed: ReadableStream<Uint8Array>,
   spec: OpenSpec,
 ): ReadableStream<Uint8Array> {
+  return streamOfReader(openReader(sealed, spec));
+}
+
+/**
+ * {@linkcode openStream} as a reader: each `read()` gives the next plaintext chunk, reading the
+ * sealed stream only when none is left (each piece read is opened at once, synchronously unless
+ * a chunk is large enough for WebCrypto); no stream between the two. A failure cancels the
+ * sealed stream and rejects this read and the next ones.
+ *
+ * @throws {OpenError} with reason `malformed` when `sealed` is not a stream.
+ */
+export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): ByteReader {
   if (!(sealed instanceof ReadableStream)) {
     throw new OpenError(
       "malformed",
       `Cannot open chunked ${spec.what}: expected a ReadableStream, found ${typeof sealed}`,
     );
   }
-  return sealed.pipeThrough(new TransformStream(new ChunkOpener(spec)));
+  const source = sealed.getReader();
+  const opener = new ChunkOpener(spec);
+  const pieces: Uint8Array[] = [];
+  const sink = {
+    enqueue: (piece: Uint8Array) => void pieces.push(piece),
+  } as TransformStreamDefaultController<Uint8Array>;
+  let started: Promise<void> | undefined = opener.start();
+  let failure: { error: unknown } | undefined;
+  // A failure after some chunks of the same read opened: those are given first.
+  let deferred: { error: unknown } | undefined;
+  let ended = false;
+  let given = 0;
+  const give = (): ReadableStreamReadResult<Uint8Array> => {
+    const value = pieces[given++];
+    if (given === pieces.length) {
+      pieces.length = 0;
+      given = 0;
+    }
+    return { done: false, value };
+  };
+  const step = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
+    if (deferred) throw deferred.error;
+    if (started) {
+      await started;
+      started = undefined;
+    }
+    while (pieces.length === 0) {
+      if (ended) return { done: true, value: undefined };
+      const { done, value } = await source.read();
+      try {
+        if (done) {
+          ended = true;
+          const flushed = opener.flush(sink);
+          if (flushed) await flushed;
+        } else {
+          const opened = opener.transform(value, sink);
+          if (opened) await opened;
+        }
+      } catch (error) {
+        if (pieces.length === 0) throw error;
+        deferred = { error };
+      }
+    }
+    return give();
+  };
+  return {
+    read: async () => {
+      if (pieces.length > 0) return give();
+      if (failure) throw failure.error;
+      try {
+        return await step();
+      } catch (error) {
+        failure = { error };
+        await source.cancel(error).catch(() => {});
+        throw error;
+      }
+    },
+    cancel: (reason) => source.cancel(reason),
+    releaseLock: () => source.releaseLock(),
+  };
 }
 
 /**
@@ -399,7 +492,8 @@ class ChunkOpener implements Transformer<Uint8Array, Uint8Array> {
 
   #readBody(controller: TransformStreamDefaultController<Uint8Array>): MaybePromise<boolean> {
     if (this.#queue.length < this.#bodyLength) return false;
-    const plaintext = this.#openChunk(this.#queue.take(this.#bodyLength).slice(), false);
+    // A view of what was received: opened at once (an asynchronous open copies it first).
+    const plaintext = this.#openChunk(this.#queue.take(this.#bodyLength), false);
     if (plaintext instanceof Promise) {
       return plaintext.then((bytes) => this.#deliver(bytes, controller));
     }

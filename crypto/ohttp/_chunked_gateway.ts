@@ -10,8 +10,8 @@ import { ByteQueue } from "../_byte_queue.ts";
 import { bytesLabel } from "../_bytes.ts";
 import { randomBytes, type RandomSource } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
-import { prepend } from "../_streams.ts";
-import { type ChunkOpen, sealStream } from "./_chunk_stream.ts";
+import { type ByteReader, prepend, streamOfReader } from "../_streams.ts";
+import { type ChunkOpen, sealReader, type SealSpec, sealStream } from "./_chunk_stream.ts";
 import {
   CHUNKED_LABELS,
   chunkNonce,
@@ -47,21 +47,56 @@ export function gatewayExchange<Request>(
   random: RandomSource,
 ): Omit<ChunkedGatewayExchange, "request"> & { readonly request: Request } {
   let used = false;
-  return {
+  const useOnce = () => {
+    if (used) {
+      throw new SealError(
+        "already_used",
+        "Cannot seal chunked response: this exchange already sealed one",
+      );
+    }
+    used = true;
+  };
+  const exchange = {
     keyId: setup.keyId,
     suite: setup.suite,
     request,
-    sealResponse(body) {
-      if (used) {
-        throw new SealError(
-          "already_used",
-          "Cannot seal chunked response: this exchange already sealed one",
-        );
-      }
-      used = true;
+    sealResponse(body: ReadableStream<Uint8Array> | Uint8Array) {
+      useOnce();
       return sealGatewayResponse(body, setup, maxChunkLength, random);
     },
   };
+  readerSealers.set(exchange, (reader) => {
+    useOnce();
+    return sealGatewayResponse(reader, setup, maxChunkLength, random);
+  });
+  return exchange;
+}
+
+const readerSealers = new WeakMap<
+  Pick<ChunkedGatewayExchange, "sealResponse">,
+  (reader: ByteReader) => ReadableStream<Uint8Array>
+>();
+
+/**
+ * {@linkcode ChunkedGatewayExchange.sealResponse} of what a reader gives (a pipeline of readers,
+ * such as the Binary HTTP encoding of a response, with no stream between its steps and the
+ * sealing). Counts as the exchange's one response.
+ *
+ * @throws {SealError} with reason `already_used` when the exchange already sealed one,
+ * `invalid_input` for an exchange this module did not make.
+ */
+export function sealChunkedResponseReader(
+  exchange: Pick<ChunkedGatewayExchange, "sealResponse">,
+  reader: ByteReader,
+): ReadableStream<Uint8Array> {
+  const seal = readerSealers.get(exchange);
+  if (!seal) {
+    throw new SealError(
+      "invalid_input",
+      "Cannot seal chunked response: the exchange was not made by openChunkedRequest",
+    );
+  }
+  return seal(reader);
 }
 
 /** The start of a chunked request: the key and suite its header names, and what follows. */
@@ -125,13 +160,13 @@ export async function readRequestPrefix(
 
 /** Seals the gateway's response: a fresh response nonce first, then the chunks. */
 export function sealGatewayResponse(
-  body: ReadableStream<Uint8Array> | Uint8Array,
+  body: ReadableStream<Uint8Array> | Uint8Array | ByteReader,
   setup: GatewaySetup,
   maxChunkLength: number,
   random: RandomSource,
 ): ReadableStream<Uint8Array> {
   const { suite } = setup;
-  return sealStream(body, {
+  const spec: SealSpec = {
     what: "response",
     tagLength: suite.aead.tagLength,
     maxChunkLength,
@@ -160,7 +195,10 @@ export function sealGatewayResponse(
           keys.seal(chunkNonce(keys.nonce, counter++), plaintext, final ? FINAL_AAD : EMPTY),
       };
     },
-  });
+  };
+  return body instanceof ReadableStream || body instanceof Uint8Array
+    ? sealStream(body, spec)
+    : streamOfReader(sealReader(body, spec));
 }
 
 /** Checks the `maxChunkLength` option: refused with the side's own error. */

@@ -75,7 +75,8 @@ import {
 import { type RandomSource, systemRandom } from "../hpke/key_pair.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
 import type { MaybePromise } from "../hpke/_aead.ts";
-import { openBytes, openStream, sealBytesWhole, sealStream } from "./_chunk_stream.ts";
+import { openBytes, openReader, openStream, sealBytesWhole, sealStream } from "./_chunk_stream.ts";
+import { type ByteReader, streamOfReader } from "../_streams.ts";
 import {
   checkMaxChunkLength,
   gatewayExchange,
@@ -182,38 +183,70 @@ export async function createChunkedRequest(
       return sealStream(body, { ...spec, start });
     },
     openResponse(sealedResponse) {
-      if (opened) {
-        throw new OpenError(
-          "already_used",
-          "Cannot open chunked response: this exchange already opened one",
-        );
-      }
-      opened = true;
-      return openStream(sealedResponse, {
-        what: "response",
-        prefixLength: responseNonceLength(suite),
-        tagLength: suite.aead.tagLength,
-        maxChunkLength,
-        start(responseNonce) {
-          const keys = deriveResponseKeys(
-            suite,
-            context,
-            setup.enc,
-            responseNonce,
-            CHUNKED_LABELS.response,
-          );
-          let counter = 0;
-          return (ciphertext, final) =>
-            keys.open(chunkNonce(keys.nonce, counter++), ciphertext, final ? FINAL_AAD : EMPTY);
-        },
-      });
+      return streamOfReader(openResponseReader(sealedResponse));
     },
   };
+  const openResponseReader = (sealedResponse: ReadableStream<Uint8Array>): ByteReader => {
+    if (opened) {
+      throw new OpenError(
+        "already_used",
+        "Cannot open chunked response: this exchange already opened one",
+      );
+    }
+    opened = true;
+    return openReader(sealedResponse, {
+      what: "response",
+      prefixLength: responseNonceLength(suite),
+      tagLength: suite.aead.tagLength,
+      maxChunkLength,
+      start(responseNonce) {
+        const keys = deriveResponseKeys(
+          suite,
+          context,
+          setup.enc,
+          responseNonce,
+          CHUNKED_LABELS.response,
+        );
+        let counter = 0;
+        return (ciphertext, final) =>
+          keys.open(chunkNonce(keys.nonce, counter++), ciphertext, final ? FINAL_AAD : EMPTY);
+      },
+    });
+  };
+  responseReaders.set(exchange, openResponseReader);
   wholeSealers.set(exchange, (body) => {
     useOnce();
     return sealBytesWhole(body, spec, start());
   });
   return exchange;
+}
+
+const responseReaders = new WeakMap<
+  ChunkedClientExchange,
+  (sealed: ReadableStream<Uint8Array>) => ByteReader
+>();
+
+/**
+ * {@linkcode ChunkedClientExchange.openResponse} as a reader of the opened chunks, without a
+ * stream between it and its reader (`sealed_exchange.ts` decodes the response straight from
+ * it). Counts as the exchange's one response.
+ *
+ * @throws {OpenError} with reason `already_used` when the exchange already opened one,
+ * `malformed` for an exchange not made by {@linkcode createChunkedRequest} or a `sealed` that
+ * is not a stream.
+ */
+export function openChunkedResponseReader(
+  exchange: ChunkedClientExchange,
+  sealed: ReadableStream<Uint8Array>,
+): ByteReader {
+  const open = responseReaders.get(exchange);
+  if (!open) {
+    throw new OpenError(
+      "malformed",
+      "Cannot open chunked response: the exchange was not made by createChunkedRequest",
+    );
+  }
+  return open(sealed);
 }
 
 const wholeSealers = new WeakMap<

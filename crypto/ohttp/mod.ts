@@ -102,6 +102,9 @@ export {
   openHttpRequest,
   type OpenHttpRequestOptions,
   type SealedHttpRequest,
+  type SealedHttpRequestBytes,
   sealHttpRequest,
+  sealHttpRequestBytes,
   type SealHttpRequestOptions,
 } from "./sealed_exchange.ts";
+export { SetupPool, type SetupPoolOptions } from "./setup_pool.ts";

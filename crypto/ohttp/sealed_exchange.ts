@@ -57,20 +57,25 @@ import type { MaybePromise } from "../hpke/_aead.ts";
 import { readAll, streamOf } from "../_streams.ts";
 import { fieldLines } from "../bhttp/_rules.ts";
 import { decodeRequest } from "../bhttp/decode.ts";
-import { decodeResponseStream } from "../bhttp/decode_stream.ts";
-import { encodeRequest, encodeResponseStream } from "../bhttp/encode.ts";
+import { decodeResponseFrom } from "../bhttp/decode_stream.ts";
+import { encodeRequest, encodeResponseReader } from "../bhttp/encode.ts";
 import { BinaryHttpError } from "../bhttp/errors.ts";
 import type { DecodeOptions, FieldLines, FieldsInit } from "../bhttp/types.ts";
 import {
   CHUNKED_REQUEST_MEDIA_TYPE,
   CHUNKED_RESPONSE_MEDIA_TYPE,
+  type ChunkedClientExchange,
   type ChunkedGatewayExchange,
   type ChunkedRequestOptions,
   createChunkedRequest,
   openChunkedRequest,
   openChunkedRequestBytes,
   type OpenChunkedRequestOptions,
+  openChunkedResponseReader,
+  sealChunkedRequestBytes,
 } from "./chunked.ts";
+import type { SetupPool } from "./setup_pool.ts";
+import { sealChunkedResponseReader } from "./_chunked_gateway.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
 import { SealError } from "./errors.ts";
@@ -119,8 +124,20 @@ export interface HttpRequestInit {
   body?: unknown;
 }
 
-/** Options of {@linkcode sealHttpRequest}: the sealing options and the reply's decoding limits. */
-export interface SealHttpRequestOptions extends ChunkedRequestOptions, DecodeOptions {}
+/**
+ * Options of {@linkcode sealHttpRequest} and {@linkcode sealHttpRequestBytes}: the sealing
+ * options, the reply's decoding limits, and where the HPKE setup comes from.
+ */
+export interface SealHttpRequestOptions extends ChunkedRequestOptions, DecodeOptions {
+  /**
+   * Setups prepared ahead for key configurations sealed to again ({@linkcode SetupPool}): this
+   * request takes one when there is one, and the pool prepares the next meanwhile. Only for a
+   * key configuration given as bytes.
+   *
+   * @default {undefined} (a fresh setup for this request)
+   */
+  pool?: SetupPool;
+}
 
 /** A sealed request ready to send, and the way to open its reply. */
 export interface SealedHttpRequest {
@@ -141,6 +158,12 @@ export interface SealedHttpRequest {
    * @throws {BinaryHttpError} when the inner response head is malformed.
    */
   openResponse(sealed: ReadableStream<Uint8Array>): Promise<OpenedHttpResponse>;
+}
+
+/** A sealed request held whole (see {@linkcode sealHttpRequestBytes}). */
+export interface SealedHttpRequestBytes extends Omit<SealedHttpRequest, "body"> {
+  /** The sealed request body, whole: the bytes {@linkcode SealedHttpRequest.body} streams. */
+  readonly bytes: Uint8Array<ArrayBuffer>;
 }
 
 /** An opened reply. */
@@ -174,6 +197,45 @@ export async function sealHttpRequest(
   request: HttpRequestInit,
   options: SealHttpRequestOptions = {},
 ): Promise<SealedHttpRequest> {
+  const { inner, exchange } = await prepareRequest(keyConfig, request, options);
+  return {
+    keyId: exchange.keyId,
+    suite: exchange.suite,
+    contentType: CHUNKED_REQUEST_MEDIA_TYPE,
+    body: exchange.sealRequest(inner),
+    openResponse: (sealed) => openSealedResponse(exchange, sealed, options),
+  };
+}
+
+/**
+ * {@linkcode sealHttpRequest} for a request sent whole: the same sealed bytes, at once, without
+ * a stream (a small request, such as a chat's, goes out in one write with a `Content-Length`).
+ *
+ * @throws {SealError} with reason `invalid_key_config`, `unsupported_suite`,
+ * `invalid_input` or `crypto`.
+ * @throws {BinaryHttpError} when the method, path or a header is invalid.
+ */
+export async function sealHttpRequestBytes(
+  keyConfig: Uint8Array | KeyConfig,
+  request: HttpRequestInit,
+  options: SealHttpRequestOptions = {},
+): Promise<SealedHttpRequestBytes> {
+  const { inner, exchange } = await prepareRequest(keyConfig, request, options);
+  return {
+    keyId: exchange.keyId,
+    suite: exchange.suite,
+    contentType: CHUNKED_REQUEST_MEDIA_TYPE,
+    bytes: await sealChunkedRequestBytes(exchange, inner),
+    openResponse: (sealed) => openSealedResponse(exchange, sealed, options),
+  };
+}
+
+/** The inner request encoded, and the exchange (its setup from the pool when given one). */
+async function prepareRequest(
+  keyConfig: Uint8Array | KeyConfig,
+  request: HttpRequestInit,
+  options: SealHttpRequestOptions,
+): Promise<{ inner: Uint8Array; exchange: ChunkedClientExchange }> {
   const { bytes, json } = bodyBytes(request.body);
   const headers = fieldLines(request.headers);
   if (json && !headers.some(([name]) => name === "content-type")) {
@@ -187,27 +249,37 @@ export async function sealHttpRequest(
     headers,
     content: bytes,
   });
-  const exchange = await createChunkedRequest(keyConfig, options);
+  const { pool } = options;
+  if (pool && !(keyConfig instanceof Uint8Array)) {
+    throw new SealError(
+      "invalid_input",
+      "Cannot seal request: a setup pool needs the key configuration as bytes",
+    );
+  }
+  const exchange = pool
+    ? await pool.take(keyConfig as Uint8Array, options)
+    : await createChunkedRequest(keyConfig, options);
+  return { inner, exchange };
+}
+
+/** Opens the reply of `exchange`, decoded straight from its opened chunks with `limits`. */
+async function openSealedResponse(
+  exchange: ChunkedClientExchange,
+  sealed: ReadableStream<Uint8Array>,
+  limits: DecodeOptions,
+): Promise<OpenedHttpResponse> {
+  const response = await decodeResponseFrom(openChunkedResponseReader(exchange, sealed), limits);
+  const trailers = response.trailers.then(toHeaders);
+  trailers.catch(() => {}); // a caller that ignores trailers must not see an unhandled rejection
   return {
-    keyId: exchange.keyId,
-    suite: exchange.suite,
-    contentType: CHUNKED_REQUEST_MEDIA_TYPE,
-    body: exchange.sealRequest(inner),
-    async openResponse(sealed) {
-      const response = await decodeResponseStream(exchange.openResponse(sealed), options);
-      const trailers = response.trailers.then(toHeaders);
-      trailers.catch(() => {}); // a caller that ignores trailers must not see an unhandled rejection
-      return {
-        status: response.status,
-        headers: toHeaders(response.headers),
-        informational: response.informational.map((interim) => ({
-          status: interim.status,
-          headers: toHeaders(interim.headers),
-        })),
-        body: response.body,
-        trailers,
-      };
-    },
+    status: response.status,
+    headers: toHeaders(response.headers),
+    informational: response.informational.map((interim) => ({
+      status: interim.status,
+      headers: toHeaders(interim.headers),
+    })),
+    body: response.body,
+    trailers,
   };
 }
 
@@ -390,15 +462,16 @@ function openedRequest(
       const stream = body instanceof ReadableStream
         ? body
         : streamOf(typeof body === "string" ? encoder.encode(body) : body);
-      const inner = encodeResponseStream(
+      // Encoded and sealed piece by piece in one pipeline of readers: no stream in between.
+      const inner = encodeResponseReader(
         {
           status: response.status,
           headers: fieldLines(response.headers).filter(([name]) => !HOP_BY_HOP.has(name)),
         },
-        stream,
+        stream.getReader(),
         { trailers: response.trailers },
       );
-      return exchange.sealResponse(inner);
+      return sealChunkedResponseReader(exchange, inner);
     },
   };
 }

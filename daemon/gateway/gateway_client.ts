@@ -113,6 +113,21 @@ const PROVIDERS_MAX_BYTES = 8 << 20;
 const KEY_MAX_BYTES = 64 << 10;
 const ATTESTATION_MAX_BYTES = 1 << 20;
 
+/** Options of {@linkcode GatewayClient.relay}. */
+export interface RelayOptions {
+  /** Aborts the relay; once the reply streams, cancels it (closing the socket to the gateway). */
+  signal?: AbortSignal;
+  /**
+   * How far the reply is read ahead of its reader, in bytes: the provider's reply comes in (and
+   * {@linkcode RelayOptions.onEnd} can see its end) even while its reader is slower.
+   *
+   * @default {0}
+   */
+  readAheadBytes?: number;
+  /** Called once when the reply has come in whole, or failed, or was cancelled. */
+  onEnd?: () => void;
+}
+
 /** Talks to one gateway. */
 export class GatewayClient {
   /** The gateway's base URL. */
@@ -246,8 +261,9 @@ export class GatewayClient {
   async relay(
     provider: Address,
     sealed: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer>,
-    signal?: AbortSignal,
+    options: RelayOptions = {},
   ): Promise<ReadableStream<Uint8Array>> {
+    const { signal } = options;
     const url = `${this.url}/v1/providers/${provider}/relay`;
     let response: Response;
     try {
@@ -268,7 +284,7 @@ export class GatewayClient {
     }
     const type = response.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
     if (response.status === 200 && type === "message/ohttp-chunked-res" && response.body) {
-      return signal ? cancelledOnAbort(response.body, signal) : response.body;
+      return relayBody(response.body, options);
     }
     const detail = await readBodyLimited(response, { maxBytes: 4096, url }).catch(() => undefined);
     const code = errorCode(detail);
@@ -330,41 +346,51 @@ export class GatewayClient {
 }
 
 /**
- * The relay's body, cancelled as soon as `signal` aborts: the socket to the gateway is closed
- * then, whoever is reading. (`fetch`'s own signal is not enough: the request it builds follows
+ * The relay's body: cancelled as soon as `signal` aborts, so the socket to the gateway is closed
+ * then, whoever is reading (`fetch`'s own signal is not enough: the request it builds follows
  * the signal through a weakly held dependent signal, which can be collected during a long
- * stream, and the abort is then lost — measured: the socket stayed open to the reply's end.)
+ * stream, and the abort is then lost — measured: the socket stayed open to the reply's end);
+ * read ahead of its reader up to `readAheadBytes`; `onEnd` called once when it ends, fails or is
+ * cancelled.
  */
-function cancelledOnAbort(
+function relayBody(
   body: ReadableStream<Uint8Array>,
-  signal: AbortSignal,
+  options: RelayOptions,
 ): ReadableStream<Uint8Array> {
+  const { signal, onEnd } = options;
+  if (!signal && !onEnd && !options.readAheadBytes) return body;
   const reader = body.getReader();
-  const onAbort = () => reader.cancel(signal.reason).catch(() => {});
-  if (signal.aborted) onAbort();
-  else signal.addEventListener("abort", onAbort, { once: true });
-  const done = () => signal.removeEventListener("abort", onAbort);
+  const onAbort = () => reader.cancel(signal?.reason).catch(() => {});
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    signal?.removeEventListener("abort", onAbort);
+    onEnd?.();
+  };
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const step = await reader.read();
-        if (signal.aborted) {
-          done();
+        if (signal?.aborted) {
+          end();
           controller.error(signal.reason);
         } else if (step.done) {
-          done();
+          end();
           controller.close();
         } else controller.enqueue(step.value);
       } catch (error) {
-        done();
-        controller.error(signal.aborted ? signal.reason : error);
+        end();
+        controller.error(signal?.aborted ? signal.reason : error);
       }
     },
     cancel(reason) {
-      done();
+      end();
       return reader.cancel(reason);
     },
-  }, { highWaterMark: 0 });
+  }, { highWaterMark: options.readAheadBytes ?? 0, size: (chunk) => chunk.byteLength });
 }
 
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\/[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

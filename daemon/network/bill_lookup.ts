@@ -10,7 +10,8 @@
 
 import { type Bill, type BillQuery, DaemonError } from "../core/mod.ts";
 import type { GatewayClient } from "../gateway/mod.ts";
-import { openSealedJson, type RequestSealer } from "../sealing/mod.ts";
+import type { SetupPool } from "../../crypto/mod.ts";
+import { openSealedJson, sealRequest } from "../sealing/mod.ts";
 import { type ProviderTrustOptions, trustProvider } from "../trust/mod.ts";
 import type { CandidateCache } from "./candidate_cache.ts";
 
@@ -18,8 +19,8 @@ import type { CandidateCache } from "./candidate_cache.ts";
 export interface BillLookupParts {
   /** The candidate lists. */
   readonly candidates: CandidateCache;
-  /** The sealer. */
-  readonly sealer: RequestSealer;
+  /** The HPKE setups prepared ahead for verified-tier keys. */
+  readonly setups: SetupPool;
   /** How the provider's key is trusted. */
   readonly trust: ProviderTrustOptions;
   /** The clock (the sealed `date`). */
@@ -54,13 +55,13 @@ export async function lookupBill(
     );
   }
   const trusted = await trustProvider(candidate, gateway, parts.trust, signal);
-  const sealed = await parts.sealer.seal(trusted.keyConfig, {
+  const sealed = await sealRequest(trusted.keyConfig, {
     body: undefined,
     method: "GET",
     path: `/v1/generation?id=${query.id}`,
     headers: [["date", parts.clock().toUTCString()]],
-  }, { reuse: candidate.tier === "verified" });
-  const stream = await gateway.relay(candidate.provider, sealed.bytes, signal);
+  }, { pool: candidate.tier === "verified" ? parts.setups : undefined });
+  const stream = await gateway.relay(candidate.provider, sealed.bytes, { signal });
   let answer: unknown;
   try {
     answer = await openSealedJson(sealed, stream, { maxBytes: 4096, signal });

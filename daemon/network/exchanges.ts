@@ -53,7 +53,7 @@ export interface Exchange<R> {
    * receipt) before the reply completes.
    */
   open(
-    sealed: SealedChat,
+    sealed: Pick<SealedChat, "openResponse">,
     stream: ReadableStream<Uint8Array>,
     lease: Lease,
     signal: AbortSignal,
@@ -65,7 +65,8 @@ export interface Exchange<R> {
 
 /**
  * A chat: the reply opened up to its first chunk (or, for a whole reply, its head); its chunks
- * then hold the slot until they end or the request (`signal`) is aborted. `onUsage` sees the
+ * then hold the slot until they end or the request (`signal`) is aborted (the backend frees it
+ * earlier, once the relayed reply has come in whole). `onUsage` sees the
  * reply's last usage once, when it ends. A request for a whole reply (`request.whole`) asks
  * the provider for one `chat.completion` (`stream: false`): one JSON document to seal and open
  * instead of an event per token.

@@ -11,7 +11,8 @@
  * provider that says it is at capacity is busy, not broken: the request moves on or waits, at no
  * cost to the provider. Any other failure before that first chunk moves on to the next acceptable provider, until every
  * one was tried (or, when the gateway itself fails, to the next gateway); after it, failures
- * reach the client in-stream. The slot is held until the reply ends or the client goes away.
+ * reach the client in-stream. The slot is held until the reply has come in whole (it is read
+ * ahead of the client, {@linkcode RELAY_READ_AHEAD_BYTES}) or the client goes away.
  * Every accepted or refused provider is recorded in the verdict log.
  *
  * Nothing leaves the machine in the clear: the only request bodies sent are sealed ones.
@@ -63,7 +64,8 @@ import { ATTESTATION_NONCE_HEADER } from "../../crypto/mod.ts";
 import { ProviderReputation } from "./provider_reputation.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS, RequestQueue } from "./queue.ts";
 import { type Lease, ProviderScheduler } from "./scheduler.ts";
-import { RequestSealer } from "../sealing/mod.ts";
+import { sealRequest } from "../sealing/mod.ts";
+import { SetupPool } from "../../crypto/mod.ts";
 import type { BackendMetrics } from "./backend_metrics.ts";
 import { payAttempt, settleFailed } from "./_payment.ts";
 import { lookupBill } from "./bill_lookup.ts";
@@ -141,6 +143,13 @@ export interface NetworkBackendOptions {
   payments?: AttemptPayments;
 }
 
+/**
+ * How far a reply is read ahead of the client: 256 KiB, a reply of about a thousand streamed
+ * tokens sealed (so the provider's slot is free when it is done, whoever reads slowly), and a
+ * bound on what a slow client makes the daemon hold.
+ */
+export const RELAY_READ_AHEAD_BYTES = 256 * 1024;
+
 /** How long a model the network offered counts as offered when no provider lists it. */
 const KNOWN_MODEL_MS = 3_600_000;
 
@@ -163,7 +172,8 @@ export class NetworkBackend implements ChatBackend {
   readonly #scheduler: ProviderScheduler;
   readonly #queue: RequestQueue;
   readonly #candidates: CandidateCache;
-  readonly #sealer = new RequestSealer();
+  /** HPKE setups prepared ahead for the verified-tier keys sealed to again. */
+  readonly #setups = new SetupPool();
   readonly #receipts: ReceiptLog;
   /** `tier|model` → when the network last offered it (clock ms). */
   readonly #known = new Map<string, number>();
@@ -433,12 +443,12 @@ export class NetworkBackend implements ChatBackend {
     let sent = false;
     let sealed;
     try {
-      sealed = await this.#sealer.seal(trusted.keyConfig, {
+      sealed = await sealRequest(trusted.keyConfig, {
         body: call.exchange.body,
         text: paid.text,
         headers,
         path: call.exchange.path,
-      }, { reuse: candidate.tier === "verified" });
+      }, { pool: candidate.tier === "verified" ? this.#setups : undefined });
     } catch (error) {
       settleFailed(paid.ticket, error, sent);
       throw error;
@@ -474,8 +484,15 @@ export class NetworkBackend implements ChatBackend {
       // The sealed request is small (the body limit bounds it): sent whole with a
       // Content-Length, it goes out in one write. Streamed in pieces it met TCP small-write
       // stalls: 46 ms at p90 before the reply's head, against 4 ms sent whole (measured).
+      // The reply is read as it comes (up to RELAY_READ_AHEAD_BYTES ahead of the client), so
+      // its end is seen when the provider is done, however slowly the client reads.
+      const relayed = Promise.withResolvers<void>();
       sent = true;
-      const stream = await gateway.relay(candidate.provider, sealed.bytes, attemptSignal);
+      const stream = await gateway.relay(candidate.provider, sealed.bytes, {
+        signal: attemptSignal,
+        readAheadBytes: RELAY_READ_AHEAD_BYTES,
+        onEnd: relayed.resolve,
+      });
       const finish = await Promise.race([
         call.exchange.open(
           sealed,
@@ -491,6 +508,10 @@ export class NetworkBackend implements ChatBackend {
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
         }),
       ]);
+      // Opened: the provider serves this reply, and its slot is free once the reply has come
+      // in whole (not when the client has read it; before the opening, a failure releases the
+      // slot as it is, a busy provider with its wait).
+      void relayed.promise.then(() => chosen.lease.release());
       return { finish, verdict: trusted.verdict, ...(receipt ? { receipt } : {}) };
     } catch (error) {
       settleFailed(paid.ticket, error, sent);
@@ -508,7 +529,7 @@ export class NetworkBackend implements ChatBackend {
    */
   lookupBill(query: BillQuery, signal: AbortSignal): Promise<Bill | "unknown" | "running"> {
     const trust = { ...this.#options.trust, clock: this.#clock, keyCache: this.#keys };
-    const parts = { candidates: this.#candidates, sealer: this.#sealer, trust, clock: this.#clock };
+    const parts = { candidates: this.#candidates, setups: this.#setups, trust, clock: this.#clock };
     return this.#withGateway(signal, (gateway) => lookupBill(gateway, query, parts, signal));
   }
 

@@ -1,8 +1,9 @@
 /**
- * Sealing a request to a trusted key and opening the sealed reply: `sealer.ts` seals the request
- * (chunked Oblivious HTTP over HPKE, `crypto/ohttp`), `sealed_reply.ts` opens the reply into
- * chat chunks or one JSON answer, refusing a truncated or tampered one. Uses `core/` and
- * `gateway/`.
+ * Sealing a request to a trusted key and opening the sealed reply: `seal.ts` seals the request
+ * with `crypto/ohttp`'s sealed exchange (chunked Oblivious HTTP over HPKE, its setups pooled for
+ * keys sealed to again, the reply's head within the daemon's limits), `sealed_reply.ts` opens the
+ * reply into chat chunks or one JSON answer, refusing a truncated or tampered one. Uses `core/`
+ * and `gateway/`.
  *
  * @module
  */
@@ -10,5 +11,5 @@
 export { openSealedJson, openSealedReply } from "./sealed_reply.ts";
 export { answeredByProvider } from "./_refusal.ts";
 export type { ReplyEndCheck, ReplyEnding } from "./sealed_reply.ts";
-export { RequestSealer } from "./sealer.ts";
-export type { SealedChat } from "./sealer.ts";
+export { REPLY_HEAD_LIMITS, sealRequest } from "./seal.ts";
+export type { RequestToSeal, SealedChat } from "./seal.ts";

@@ -2,11 +2,12 @@
  * The embedded backend: PGlite (PostgreSQL compiled to WebAssembly) in a data directory. No
  * server, no native build.
  *
- * PGlite runs in a worker of its own (`_embedded_worker.ts`): WebAssembly runs on the thread
- * that calls it, and creating a store costs seconds of CPU, during which the indexer's thread
- * must go on answering `/health`. This side holds the directory lock and speaks to the worker
- * through `_embedded_protocol.ts`; a worker that dies makes every later statement fail, and the
- * store reports the connection lost (the history then reopens it).
+ * PGlite runs in a worker (`_embedded_worker.ts`, one per process, `_embedded_host.ts`):
+ * WebAssembly runs on the thread that calls it, and creating a store costs seconds of CPU,
+ * during which the indexer's thread must go on answering `/health`. This side holds the
+ * directory lock and speaks to the worker through `_embedded_protocol.ts`; a worker that dies
+ * makes every later statement fail, and the store reports the connection lost (the history
+ * then reopens it, in a new worker).
  *
  * Layout of the data directory (created with mode 0700 when missing):
  * - `LOCK`: held with an exclusive `flock` while a process has the store open, so a second
@@ -20,7 +21,8 @@
 
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
-import { fromWire, type WorkerReply, type WorkerRequest } from "./_embedded_protocol.ts";
+import { PgliteHost } from "./_embedded_host.ts";
+import { fromWire, toWire, type WorkerReply } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlQuery, SqlSession } from "./_sql.ts";
 
 function firstLine(error: unknown): string {
@@ -93,97 +95,63 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   return file;
 }
 
-/** A request without its `id` (the worker client numbers them). */
-type Request = WorkerRequest extends infer R ? R extends unknown ? Omit<R, "id"> : never : never;
-
-/** The worker that runs PGlite, and the requests waiting for its replies. */
-class PgliteWorker {
-  readonly #worker: Worker;
-  readonly #waiting = new Map<number, (reply: WorkerReply) => void>();
-  #next = 0;
-  #stopped: Error | undefined;
-
-  constructor() {
-    this.#worker = new Worker(new URL("./_embedded_worker.ts", import.meta.url).href, {
-      type: "module",
-    });
-    this.#worker.onmessage = (event: MessageEvent<WorkerReply>) => {
-      const deliver = this.#waiting.get(event.data.id);
-      this.#waiting.delete(event.data.id);
-      deliver?.(event.data);
-    };
-    this.#worker.onerror = (event: ErrorEvent) => {
-      // Handled here: a worker's uncaught error must not end the whole process.
-      event.preventDefault();
-      this.#stop(new Error(`the embedded store's worker stopped: ${event.message}`));
-    };
-  }
-
-  /** Why the worker stopped (a crash, or `terminate`), once it did. */
-  get stopped(): Error | undefined {
-    return this.#stopped;
-  }
-
-  /** Sends `request`; resolves with the worker's reply, success or failure. */
-  request(request: Request): Promise<WorkerReply> {
-    if (this.#stopped) return Promise.reject(this.#stopped);
-    const id = ++this.#next;
-    return new Promise((resolve) => {
-      this.#waiting.set(id, resolve);
-      this.#worker.postMessage({ ...request, id } as WorkerRequest);
-    });
-  }
-
-  /** Sends `request`; resolves on success, throws the worker's error otherwise. */
-  async call(request: Request): Promise<Extract<WorkerReply, { ok: true }>> {
-    const reply = await this.request(request);
-    if (!reply.ok) throw fromWire(reply.error);
-    return reply;
-  }
-
-  /** Stops the worker; requests still waiting fail. */
-  terminate(): void {
-    if (this.#stopped) return;
-    this.#worker.terminate();
-    this.#stop(new Error("the embedded store's worker was stopped"));
-  }
-
-  #stop(reason: Error): void {
-    this.#stopped ??= reason;
-    const waiting = [...this.#waiting.entries()];
-    this.#waiting.clear();
-    for (const [id, deliver] of waiting) {
-      deliver({ id, ok: false, error: { name: "Error", message: this.#stopped.message } });
-    }
+/** Whether `path` exists. */
+async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
   }
 }
 
-function session(worker: PgliteWorker): SqlSession {
+function session(host: PgliteHost, db: number): SqlSession {
   const run = (tx?: number): SqlQuery => async (text, params = []) =>
-    (await worker.call({ op: "query", text, params: [...params] as SqlParam[], tx })).rows ?? [];
+    (await host.call({ op: "query", db, text, params: [...params] as SqlParam[], tx })).rows ??
+      [];
   return {
     query: run(),
     async transaction(work) {
-      const { tx } = await worker.call({ op: "begin" });
+      const { tx } = await host.call({ op: "begin", db });
       let result;
       try {
         result = await work(run(tx));
       } catch (error) {
-        await worker.call({ op: "end", tx: tx!, commit: false }).catch(() => {});
+        await host.call({ op: "end", tx: tx!, commit: false }).catch(() => {});
         throw error;
       }
       // Commits, then runs a checkpoint when enough WAL was written since the last one.
-      await worker.call({ op: "end", tx: tx!, commit: true });
+      await host.call({ op: "end", tx: tx!, commit: true });
       return result;
     },
-    async close() {
-      try {
-        await worker.call({ op: "close" });
-      } finally {
-        worker.terminate();
-      }
+    close: async () => {
+      await host.call({ op: "close", db });
     },
   };
+}
+
+/** Why the worker could not open the store: `corrupt` when PGlite cannot start on the files. */
+function openFailure(dataDir: string, pgdata: string, reply: WorkerReply): StoreError {
+  const cause = reply.ok ? new Error("the worker named no database") : fromWire(reply.error);
+  if (!reply.ok && reply.stage === "start") {
+    return new StoreError(
+      "corrupt",
+      `Cannot open the history store at ${dataDir}: PGlite cannot start on ${pgdata}: ${
+        firstLine(cause)
+      }`,
+      {
+        details: reply.reasons || undefined,
+        hints: ["Rebuild it (the indexer's rebuild flag) to rescan the history from the chain."],
+        cause,
+      },
+    );
+  }
+  return new StoreError(
+    "unreachable",
+    `Cannot open the history store at ${dataDir}: ${firstLine(cause)}`,
+    { cause },
+  );
 }
 
 /** An open embedded backend: the session and what `close` must release. */
@@ -192,7 +160,7 @@ export interface EmbeddedBackend {
   session: SqlSession;
   /** Releases PGlite and the directory lock. */
   close(): Promise<void>;
-  /** Why the worker that runs PGlite stopped, once it did (a crash, or `close`). */
+  /** Why the worker that runs PGlite stopped, once it did (it crashed or exited). */
   broken(): Error | undefined;
 }
 
@@ -214,45 +182,31 @@ export async function openEmbedded(
     lock.close();
   };
   const pgdata = join(dataDir, "pgdata");
-  const worker = new PgliteWorker();
-  const fail = async (error: StoreError): Promise<never> => {
-    worker.terminate();
-    await release();
-    throw error;
-  };
-  const opened = await worker.request({ op: "open", pgdata, wipe: options.wipe ?? false })
-    .catch((error: Error) => ({ ok: false as const, error, stage: undefined, reasons: "" }));
-  if (!opened.ok) {
-    const cause = opened.error instanceof Error ? opened.error : fromWire(opened.error);
-    if (opened.stage === "start") {
-      await fail(
-        new StoreError(
-          "corrupt",
-          `Cannot open the history store at ${dataDir}: PGlite cannot start on ${pgdata}: ${
-            firstLine(cause)
-          }`,
-          {
-            details: opened.reasons || undefined,
-            hints: [
-              "Rebuild it (the indexer's rebuild flag) to rescan the history from the chain.",
-            ],
-            cause,
-          },
-        ),
-      );
+  const wipe = options.wipe ?? false;
+  const failed = (error: Error): WorkerReply => ({ id: 0, ok: false, error: toWire(error) });
+  // A new store is created in a worker of its own, which then ends: PostgreSQL's initdb
+  // touches hundreds of MiB of WebAssembly memory that would otherwise stay resident in the
+  // process's shared worker.
+  if (wipe || !(await pathExists(pgdata))) {
+    const creator = PgliteHost.once();
+    const created = await creator.request({ op: "open", pgdata, wipe, createOnly: true })
+      .catch(failed);
+    creator.terminate();
+    if (!created.ok) {
+      await release();
+      throw openFailure(dataDir, pgdata, created);
     }
-    await fail(
-      new StoreError(
-        "unreachable",
-        `Cannot open the history store at ${dataDir}: ${firstLine(cause)}`,
-        { cause },
-      ),
-    );
   }
-  const sql = session(worker);
+  const host = PgliteHost.shared();
+  const opened = await host.request({ op: "open", pgdata, wipe: false }).catch(failed);
+  if (!opened.ok || opened.db === undefined) {
+    await release();
+    throw openFailure(dataDir, pgdata, opened);
+  }
+  const sql = session(host, opened.db);
   return {
     session: sql,
-    broken: () => worker.stopped,
+    broken: () => host.stopped,
     async close() {
       try {
         await sql.close();

@@ -1,6 +1,6 @@
 /**
- * The messages between the embedded store's session (`_embedded.ts`, the caller's thread) and
- * the worker that runs PGlite (`_embedded_worker.ts`). Every request carries an `id`; the
+ * The messages between the embedded stores' sessions (`_embedded.ts` and `_embedded_host.ts`,
+ * on the caller's thread) and the worker that runs PGlite (`_embedded_worker.ts`). Every request carries an `id`; the
  * worker answers each with exactly one {@linkcode WorkerReply} of the same `id`.
  *
  * @module
@@ -8,21 +8,26 @@
 
 import type { SqlParam, SqlRow } from "./_sql.ts";
 
-/** What the worker is asked to do. */
+/**
+ * What the worker is asked to do. The worker holds every embedded store of the process: `open`
+ * answers with the new database's `db` number, which the other requests name.
+ */
 export type WorkerRequest =
   /**
    * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
-   * deleted first when `wipe`).
+   * deleted first when `wipe`). With `createOnly`, only create it: creating (PostgreSQL's
+   * `initdb`) touches hundreds of MiB of WebAssembly memory that no later work needs, so it runs
+   * in a worker of its own that ends afterwards.
    */
-  | { id: number; op: "open"; pgdata: string; wipe: boolean }
-  /** One statement, inside the transaction `tx` when given. */
-  | { id: number; op: "query"; text: string; params: SqlParam[]; tx?: number }
-  /** Begin a transaction; the reply's `tx` names it. */
-  | { id: number; op: "begin" }
+  | { id: number; op: "open"; pgdata: string; wipe: boolean; createOnly?: boolean }
+  /** One statement on database `db`, inside its transaction `tx` when given. */
+  | { id: number; op: "query"; db: number; text: string; params: SqlParam[]; tx?: number }
+  /** Begin a transaction on database `db`; the reply's `tx` names it. */
+  | { id: number; op: "begin"; db: number }
   /** End the transaction `tx`: commit (then checkpoint when due) or roll back. */
   | { id: number; op: "end"; tx: number; commit: boolean }
-  /** Close PGlite. */
-  | { id: number; op: "close" };
+  /** Close database `db`. */
+  | { id: number; op: "close"; db: number };
 
 /** An error as it crosses the thread boundary: the fields the store reads. */
 export interface WireError {
@@ -43,7 +48,7 @@ export type OpenStage = "create" | "start";
 
 /** The worker's answer to the request of the same `id`. */
 export type WorkerReply =
-  | { id: number; ok: true; rows?: SqlRow[]; tx?: number }
+  | { id: number; ok: true; rows?: SqlRow[]; tx?: number; db?: number }
   | {
     id: number;
     ok: false;

@@ -38,6 +38,15 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0];
 }
 
+/**
+ * Whether `error` says the server ended this session: SQLSTATE class 08 (connection
+ * exception) or 57P01–57P03 (terminated by an administrator, a crash, or a shutdown).
+ */
+function sessionEnded(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" && (code.startsWith("08") || /^57P0[123]$/.test(code));
+}
+
 /** An open server backend. */
 export interface ServerBackend {
   /** The SQL session. */
@@ -93,8 +102,15 @@ export async function openServer(
   }
   const mutex = new Mutex();
   const direct: SqlQuery = async (text, params = []) => {
-    const result = await client.query(text, [...params]);
-    return result.rows;
+    try {
+      const result = await client.query(text, [...params]);
+      return result.rows;
+    } catch (error) {
+      // The server ended the session (its answer may come before the client's "error" event):
+      // the connection is lost from now on, and with it the session's writer lock.
+      if (sessionEnded(error)) brokenBy ??= error as Error;
+      throw error;
+    }
   };
   const session: SqlSession = {
     query: (text, params) => mutex.run(() => direct(text, params)),

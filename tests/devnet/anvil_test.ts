@@ -22,6 +22,7 @@ Deno.test("anvil starts on a random loopback port and frees it when disposed", a
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
     });
+    assert.equal(response.status, 200);
     assert.equal((await response.json()).result, "0x309");
   }
   assert.equal(portIsFree(port), true, "the port is released after dispose");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { GatewaySet } from "../../daemon/gateway/gateway_set.ts";
 import { createGatewayHandler, type DirectoryEntry, listModels } from "../../devnet/gateway.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
 
 const now = new Date("2026-11-22T12:00:00Z");
 const clock = () => now;
@@ -76,7 +76,7 @@ function setup(provider: (req: Request) => Response | Promise<Response>) {
 
 Deno.test("gossip answer lists the gateway itself and its peers", async () => {
   await using s = setup(() => new Response());
-  const body = await (await s.handler(new Request("http://x/v1/gateways"))).json();
+  const body = await okJson(s.handler(new Request("http://x/v1/gateways")));
   assert.deepEqual(body, {
     gateways: [
       { url: "http://127.0.0.1:9999", last_seen: now.toISOString() },
@@ -140,9 +140,11 @@ Deno.test("key and attestation requests pass through; errors name the provider",
     return Response.json({ path: url.pathname, nonce: url.searchParams.get("nonce") });
   });
   const key = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_A.toUpperCase()}/key`);
+  assert.equal(key.status, 200);
   assert.deepEqual(await key.json(), { path: "/v1/key", nonce: null });
   const nonce = "ab".repeat(32);
   const att = await fetch(`${s.gateway.url}/v1/providers/${PROVIDER_B}/attestation?nonce=${nonce}`);
+  assert.equal(att.status, 200);
   assert.deepEqual(await att.json(), { path: "/v1/attestation", nonce });
 
   const cases: [string, number, string][] = [

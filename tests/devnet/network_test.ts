@@ -5,7 +5,8 @@ import { createChainClient, readNetworkState } from "../../chain/mod.ts";
 import { startAnvil } from "../../devnet/anvil.ts";
 import { parseDevnetArgs } from "../../devnet/main.ts";
 import { startDevnet } from "../../devnet/network.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
+import { waitFor } from "../_wait.ts";
 
 async function refused(url: string): Promise<boolean> {
   try {
@@ -17,19 +18,15 @@ async function refused(url: string): Promise<boolean> {
   }
 }
 
-/** Polls `check` until it holds; fails with `what` after `ms` (a liveness bound, not a timing claim). */
-async function eventually(what: string, check: () => Promise<boolean>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Polls `check` until it holds (a wait on a state, `tests/_wait.ts`). */
+async function eventually(what: string, check: () => Promise<boolean>) {
+  await waitFor(what, async () => (await check()) || undefined);
 }
 
 Deno.test("the devnet serves both tiers, its gateways converge by gossip, and it stops cleanly", async () => {
   const devnet = await startDevnet({ gateways: 3, refreshIntervalMs: 200 });
   try {
-    const models = await (await fetch(`${devnet.gateways[0]}/v1/models`)).json();
+    const models = await okJson(fetch(`${devnet.gateways[0]}/v1/models`));
     assert.deepEqual(
       models.models.map((
         m: { model: string; tier: string; providers: number },
@@ -44,7 +41,7 @@ Deno.test("the devnet serves both tiers, its gateways converge by gossip, and it
     // Each gateway started knowing only the next one; gossip spreads the full set.
     await eventually("three gateways know each other", async () => {
       for (const g of devnet.gateways) {
-        const { gateways } = await (await fetch(`${g}/v1/gateways`)).json();
+        const { gateways } = await okJson(fetch(`${g}/v1/gateways`));
         const urls = new Set(gateways.map((e: { url: string }) => e.url));
         if (!devnet.gateways.every((u) => urls.has(u))) return false;
       }
@@ -203,6 +200,7 @@ async function rpc(url: string, method: string): Promise<unknown> {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
   });
+  assert.equal(response.status, 200);
   return (await response.json()).result;
 }
 
@@ -238,7 +236,7 @@ Deno.test("--host 0.0.0.0 serves every interface; --public-host is what is adver
   const models = await (await fetch(`http://127.0.0.2:${port(devnet.gateways[0])}/v1/models`))
     .json();
   assert.equal(models.models.length, 4); // echo and embed, two tiers
-  const ads = await (await fetch(`http://127.0.0.2:${port(devnet.routers[0])}/v1/ads`)).json();
+  const ads = await okJson(fetch(`http://127.0.0.2:${port(devnet.routers[0])}/v1/ads`));
   assert.ok(ads.ads.length > 0);
   assert.ok(
     ads.ads.every((e: { ad: { endpoint: string } }) =>
@@ -260,7 +258,7 @@ Deno.test("--rpc-url deploys onto an existing chain and leaves it running on sto
   try {
     assert.equal(first.rpcUrl, anvil.rpcUrl);
     assert.equal(first.env.NET_EVM_RPC_URL, anvil.rpcUrl);
-    const models = await (await fetch(`${first.gateways[0]}/v1/models`)).json();
+    const models = await okJson(fetch(`${first.gateways[0]}/v1/models`));
     assert.equal(models.models.length, 4); // echo and embed, two tiers
     const state = await readNetworkState(await createChainClient(anvil.rpcUrl), first.contracts);
     assert.equal(state.routers.length, 2);

@@ -21,7 +21,7 @@ import { createGatewayService } from "../../devnet/gateway.ts";
 import { DevnetProvider } from "../../devnet/provider.ts";
 import { createRouterService, pollProviders } from "../../devnet/router.ts";
 import type { Service } from "../../http/mod.ts";
-import { serve, type TestServer } from "../_http.ts";
+import { okJson, serve, type TestServer } from "../_http.ts";
 import { answer, OpenApiChecker } from "../_openapi.ts";
 import { assertRoutesDocumented } from "../_routes.ts";
 
@@ -90,7 +90,7 @@ async function check(
 /** The document is valid, served as generated, and matches the live route table. */
 async function documentOf(service: Service, url: string): Promise<OpenApiChecker> {
   assertRoutesDocumented(service);
-  const served = await (await fetch(`${url}/openapi.json`)).json();
+  const served = await okJson(fetch(`${url}/openapi.json`));
   assert.deepEqual(served, JSON.parse(JSON.stringify(service.document())));
   return new OpenApiChecker(served);
 }

@@ -6,13 +6,8 @@
 
 import assert from "node:assert/strict";
 import { generatePrivateKey } from "viem/accounts";
-import {
-  createChainClient,
-  readEscrowAccount,
-  scanSettlements,
-  usageCost,
-  VoucherSigner,
-} from "../../chain/mod.ts";
+import { createChainClient, readEscrowAccount, usageCost, VoucherSigner } from "../../chain/mod.ts";
+import { scanSettlements } from "../../chain/settlements.ts";
 import { startDevnet } from "../../devnet/network.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";

@@ -13,7 +13,7 @@ import {
 import { EchoEngine } from "../../devnet/engine.ts";
 import { DevnetProvider } from "../../devnet/provider.ts";
 import { parseSse } from "../../io/sse.ts";
-import { serve } from "../_http.ts";
+import { okJson, serve } from "../_http.ts";
 
 const PROVIDER = "0x" + "7a".repeat(20) as `0x${string}`;
 
@@ -53,7 +53,7 @@ async function relay(url: string, keyConfig: Uint8Array, body: unknown) {
 
 Deno.test("the ad is valid, committed, and served with live capacity and metrics", async () => {
   await using p = await startProvider();
-  const answer = await (await fetch(`${p.server.url}/v1/ad`)).json();
+  const answer = await okJson(fetch(`${p.server.url}/v1/ad`));
   const ad = parseAd(JSON.stringify(answer.ad));
   assert.equal(adCommitment(ad), p.provider.commitment);
   assert.equal(ad.serving_key, p.servingKey.address.toLowerCase());
@@ -68,7 +68,7 @@ Deno.test("the ad is valid, committed, and served with live capacity and metrics
 
 Deno.test("the key is endorsed by the serving key", async () => {
   await using p = await startProvider();
-  const answer = await (await fetch(`${p.server.url}/v1/key`)).json();
+  const answer = await okJson(fetch(`${p.server.url}/v1/key`));
   assert.equal(answer.provider, PROVIDER);
   const endorsement = endorsementFromJson(answer.endorsement);
   assert.deepEqual(endorsement.keyConfig, encodeKeyConfig(p.key.config));
@@ -105,7 +105,7 @@ Deno.test("a streamed chat is sealed event by event and usage is accounted", asy
     amount: BigInt(usage.prompt_tokens) * 1n + BigInt(usage.completion_tokens) * 2n,
   });
   assert.deepEqual(p.provider.takeUsage(), { tokens: 0n, amount: 0n }, "usage is taken once");
-  const after = await (await fetch(`${p.server.url}/v1/ad`)).json();
+  const after = await okJson(fetch(`${p.server.url}/v1/ad`));
   assert.ok(after.metrics.tokens_per_sec > 0);
   assert.equal(after.capacity.available_concurrency, 4, "the slot is released");
 });
@@ -154,7 +154,7 @@ Deno.test("refusals are sealed statuses; garbage is refused without detail", asy
 Deno.test("attestation: a TEE provider answers an honest mock bundle; verified has none", async () => {
   await using tee = await startProvider("tee");
   const nonce = "ab".repeat(32);
-  const bundle = await (await fetch(`${tee.server.url}/v1/attestation?nonce=${nonce}`)).json();
+  const bundle = await okJson(fetch(`${tee.server.url}/v1/attestation?nonce=${nonce}`));
   assert.equal(bundle.format, "mock");
   assert.equal(bundle.nonce, `0x${nonce}`);
   assert.equal(bundle.serving_public_key, tee.servingKey.publicKey);

@@ -18,6 +18,7 @@ import {
 } from "../../http/mod.ts";
 import { OpenApiChecker } from "../_openapi.ts";
 import { assertRoutesDocumented, liveOperations } from "../_routes.ts";
+import { okJson } from "../_http.ts";
 
 const Error = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const errors = {
@@ -102,10 +103,10 @@ const post = (body: BodyInit, headers: Record<string, string> = {}) =>
 
 Deno.test("routes answer with their validated input", async () => {
   const s = service();
-  assert.deepEqual(await (await s.fetch(new Request(`${base}/items?limit=3`))).json(), {
+  assert.deepEqual(await okJson(s.fetch(new Request(`${base}/items?limit=3`))), {
     limit: 3,
   });
-  assert.deepEqual(await (await s.fetch(new Request(`${base}/items/a/b/c`))).json(), {
+  assert.deepEqual(await okJson(s.fetch(new Request(`${base}/items/a/b/c`))), {
     id: "a/b/c",
   });
   const ok = await s.fetch(post('{"name":"x","role":"user","content":[{"text":"hi"}]}'));
@@ -295,7 +296,7 @@ Deno.test("every answer carries a request id; a well-formed one from the client 
 Deno.test("the generated document is OpenAPI 3.1, strict, and served at /openapi.json", async () => {
   const s = service();
   // deno-lint-ignore no-explicit-any
-  const served: any = await (await s.fetch(new Request(`${base}/openapi.json`))).json();
+  const served: any = await okJson(s.fetch(new Request(`${base}/openapi.json`)));
   new OpenApiChecker(served);
   assert.ok(served.paths["/items/{id}"].get);
   assert.deepEqual(Object.keys(served.paths["/items"]).sort(), ["get", "post"]);

@@ -21,8 +21,10 @@ export interface IndexerProcess extends AsyncDisposable {
   pid: number;
   /** What it printed on stderr so far. */
   stderr(): string;
-  /** GET a path; the status and the JSON body. */
+  /** GET a path; the status and the JSON body (every answer of the indexer is JSON). */
   get(path: string): Promise<{ status: number; body: Json }>;
+  /** Why it can no longer answer (it exited: the code and its stderr), or `undefined`. */
+  failure(): string | undefined;
   /** `kill -9`, then waits for the exit. */
   kill(): Promise<void>;
   /** SIGTERM, then the exit code. */
@@ -71,8 +73,10 @@ export async function startIndexer(
     for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
   })();
   let exited = false;
+  let exitCode: number | undefined;
   const status = child.status.then(async (s) => {
     exited = true;
+    exitCode = s.code;
     await Promise.all([rest, draining]);
     return s;
   });
@@ -93,8 +97,19 @@ export async function startIndexer(
     stderr: () => errors,
     async get(path) {
       const response = await fetch(`${base}${path}`);
-      return { status: response.status, body: await response.json() };
+      const text = await response.text();
+      try {
+        return { status: response.status, body: JSON.parse(text) };
+      } catch {
+        throw new Error(
+          `GET ${path} answered ${response.status} with a body that is not JSON: ${
+            text.slice(0, 200)
+          }`,
+        );
+      }
     },
+    failure: () =>
+      exited ? `the indexer exited (code ${exitCode}):\n${errors.slice(-2000)}` : undefined,
     kill,
     async stop() {
       if (!exited) child.kill("SIGTERM");

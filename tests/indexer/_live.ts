@@ -14,6 +14,7 @@ import { escrowAbi } from "../../chain/abi.ts";
 import { type AnvilInstance, startAnvil } from "../../devnet/anvil.ts";
 import { type Devnet, type DevnetOptions, startDevnet } from "../../devnet/network.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
+import { waitFor, type WaitOptions } from "../_wait.ts";
 import { type IndexerProcess, startIndexer } from "./_indexer_process.ts";
 
 /** Options of {@linkcode startLiveNetwork}. */
@@ -46,6 +47,9 @@ async function rpc(url: string, method: string, params: unknown[] = []): Promise
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
+  if (response.status !== 200) {
+    throw new Error(`${method} answered ${response.status}: ${await response.text()}`);
+  }
   const body = await response.json();
   if (body.error) throw new Error(`${method} failed: ${JSON.stringify(body.error)}`);
   return body.result;
@@ -162,19 +166,14 @@ export async function startLiveNetwork(options: LiveNetworkOptions = {}): Promis
   };
 }
 
-/** Polls `check` every 100 ms until it returns a value (not `undefined`), at most `timeoutMs`. */
-export async function until<T>(
+/**
+ * Polls `check` every 100 ms until it returns a value (not `undefined`): a wait on a state,
+ * never on a time budget (`tests/_wait.ts`).
+ */
+export function until<T>(
   what: string,
   check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
+  options: WaitOptions = {},
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) {
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  return waitFor(what, check, options);
 }

@@ -52,6 +52,8 @@ Deno.test("config: the seed's defaults", () => {
     scanFromBlock: 0n,
     confirmations: 12,
     rpcUrl: "http://127.0.0.1:8545",
+    rpcUrls: ["http://127.0.0.1:8545"],
+    rpcMaxRps: null,
     contracts: {
       escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
       staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
@@ -443,5 +445,36 @@ Deno.test("config: --help wins and documents every option", () => {
   assert.match(
     INDEXER_HELP,
     /GET \/stats, \/models, \/providers,\n\/providers\/\{address\}, \/epochs, \/health, and \/openapi\.json/,
+  );
+});
+
+Deno.test("config: several RPC endpoints and a budget per endpoint", () => {
+  const a = "https://eth.example/v2/KEY";
+  const b = "http://127.0.0.1:8545";
+  const fromEnv = config([], { NET_EVM_RPC_URL: `${a}, ${b}`, NET_EVM_RPC_MAX_RPS: "10" });
+  assert.deepEqual(fromEnv.rpcUrls, [a, b]);
+  assert.equal(fromEnv.rpcUrl, a);
+  assert.equal(fromEnv.rpcMaxRps, 10);
+  const fromFlags = config(["--rpc-url", b, "--rpc-url", a, "--rpc-max-rps", "3"], {
+    NET_EVM_RPC_URL: "http://ignored.example",
+  });
+  assert.deepEqual(fromFlags.rpcUrls, [b, a]);
+  assert.equal(fromFlags.rpcMaxRps, 3);
+  // A single URL keeps working as before.
+  assert.deepEqual(config([], { NET_EVM_RPC_URL: b }).rpcUrls, [b]);
+  // The same endpoint twice, a bad one, a budget of 0: refused, naming the setting (never a key).
+  assert.throws(
+    () => config([], { NET_EVM_RPC_URL: `${a},${a}` }),
+    (e: unknown) =>
+      e instanceof SettingError && e.setting === "NET_EVM_RPC_URL" &&
+      e.message.includes("https://eth.example/… is listed twice") && !e.message.includes("KEY"),
+  );
+  assert.throws(
+    () => config(["--rpc-url", "ws://127.0.0.1:8546"]),
+    (e: unknown) => e instanceof SettingError && e.setting === "--rpc-url",
+  );
+  assert.throws(
+    () => config(["--rpc-max-rps", "0"]),
+    (e: unknown) => e instanceof SettingError && e.setting === "--rpc-max-rps",
   );
 });

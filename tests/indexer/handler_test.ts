@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { createIndexerHandler } from "../../indexer/handler.ts";
+import { PROBLEM_CODES } from "../../indexer/_schemas_health.ts";
 import { type IndexerState, initialState } from "../../indexer/state.ts";
 import { modelsView, providersView, statsView } from "../../indexer/views.ts";
 import { handHistory, handSnapshot, handSync } from "./_network.ts";
+import { okJson } from "../_http.ts";
 
 const takenAt = new Date("2030-03-17T05:15:00.000Z");
 const later = (secs: number) => new Date(takenAt.getTime() + secs * 1000);
@@ -84,20 +86,20 @@ Deno.test("the data paths serve the snapshot's views, with CORS", async () => {
     assert.equal(response.headers.get("content-type"), "application/json; charset=utf-8");
     assert.deepEqual(await response.json(), JSON.parse(JSON.stringify(view)), path);
     // Served again from the per-snapshot cache: the same bytes.
-    assert.deepEqual(await (await h.get(path)).json(), JSON.parse(JSON.stringify(view)));
+    assert.deepEqual(await okJson(h.get(path)), JSON.parse(JSON.stringify(view)));
   }
 });
 
 Deno.test("a new snapshot is served as soon as the state holds it", async () => {
   const h = handler(servingState());
-  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4242");
+  assert.equal((await okJson(h.get("/stats"))).snapshot.block_number, "4242");
   const next = servingState();
   next.snapshot = {
     ...next.snapshot!,
     chain: { ...next.snapshot!.chain, block: { ...next.snapshot!.chain.block, number: 4243n } },
   };
   h.set(next);
-  assert.equal((await (await h.get("/stats")).json()).snapshot.block_number, "4243");
+  assert.equal((await okJson(h.get("/stats"))).snapshot.block_number, "4243");
 });
 
 Deno.test("before the first snapshot: 503 no_snapshot, /health says starting", async () => {
@@ -224,6 +226,8 @@ Deno.test("/health while serving: 200 with the snapshot, its age and the settlem
       rescans: 1,
       last_rescan: { at: "2030-03-17T05:14:00.000Z", reason: "a reorg" },
     },
+    problems: [],
+    rpc: [],
   });
 });
 
@@ -250,8 +254,8 @@ Deno.test("unknown paths are 404, other methods 405, both with CORS", async () =
       await h.get(path),
       404,
       "not_found",
-      "GET /stats, /models, /providers, /providers/{address}, /epochs, /health, /metrics, " +
-        "/openapi.json and / (the dashboard page)",
+      "GET /stats, /models, /providers, /providers/{address}, /epochs, /health, /events, " +
+        "/metrics, /openapi.json and / (the dashboard page)",
     );
   }
   await error(await h.get("/nope", { method: "POST" }), 404, "not_found");
@@ -387,4 +391,74 @@ Deno.test("/providers/{address} when the store fails: 200 with the history unava
   assert.equal(body.live.settled, null);
   assert.equal(body.registry.tier, "verified");
   assert.equal(logged.length, 1);
+});
+
+Deno.test("a failed refresh keeps a fresh snapshot served (degraded); past its bound, 503 with the failure", async () => {
+  const state: IndexerState = {
+    ...servingState(),
+    failing: true,
+    lastAttemptAt: later(30),
+    lastError: {
+      code: "rpc_rate_limited",
+      message: "the chain at https://rpc.example/… rate-limits us: HTTP request failed. (429)",
+      at: later(30),
+    },
+  };
+  const rpc = [{
+    url: "https://rpc.example/…",
+    state: "rate_limited" as const,
+    calls: 40,
+    failures: 3,
+    rateLimited: 3,
+    waitUntil: later(33),
+    latencyMs: 12.5,
+    head: 4242n,
+    maxRps: 10,
+    lastError: { kind: "rate", message: "Too Many Requests", at: later(30) },
+  }];
+  let now = later(31);
+  const handle = createIndexerHandler({
+    state: () => state,
+    clock: () => now,
+    rpc: () => rpc,
+    log: () => {},
+  });
+  const get = (path: string) => handle(new Request(`http://127.0.0.1:8088${path}`));
+  const stats = await get("/stats");
+  assert.equal(stats.status, 200);
+  await stats.body?.cancel();
+  const health = await get("/health");
+  assert.equal(health.status, 200);
+  const body = await health.json();
+  assert.equal(body.status, "degraded");
+  assert.deepEqual(body.problems.map((p: { code: string; source: string }) => [p.code, p.source]), [
+    ["rpc_rate_limited", "refresh"],
+    ["rpc_rate_limited", "rpc"],
+  ]);
+  assert.match(body.problems[1].message, /asked us to wait until 2030-03-17T05:15:33.000Z/);
+  assert.deepEqual(body.rpc, [{
+    url: "https://rpc.example/…",
+    state: "rate_limited",
+    calls: 40,
+    failures: 3,
+    rate_limited: 3,
+    wait_until: "2030-03-17T05:15:33.000Z",
+    latency_ms: 12.5,
+    head: "4242",
+    max_rps: 10,
+    last_error: { kind: "rate", message: "Too Many Requests", at: "2030-03-17T05:15:30.000Z" },
+  }]);
+  // Past the bound (60 s): 503 with the failure's code, and the age in the message.
+  now = later(61);
+  await error(await get("/stats"), 503, "rpc_rate_limited", "past the freshness bound of 60 s");
+  const gone = await get("/health");
+  assert.equal(gone.status, 503);
+  assert.equal((await gone.json()).status, "unavailable");
+});
+
+Deno.test("docs/indexer.md's health codes are the code's, every one", async () => {
+  const docs = await Deno.readTextFile(new URL("../../docs/indexer.md", import.meta.url));
+  const section = docs.slice(docs.indexOf("#### Health codes"), docs.indexOf("### `GET /events`"));
+  const listed = [...section.matchAll(/^\| `([a-z_]+)` /gm)].map((m) => m[1]);
+  assert.deepEqual(listed.toSorted(), [...PROBLEM_CODES].toSorted());
 });

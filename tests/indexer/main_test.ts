@@ -9,6 +9,7 @@ import { serve } from "../_http.ts";
 import { openStore } from "../../indexer/store/mod.ts";
 import { routerEntry } from "./_network.ts";
 import { emptyDataDir, freshDataDir } from "./_stores.ts";
+import { waitFor } from "../_wait.ts";
 
 const MAIN = fileURLToPath(new URL("../../indexer/main.ts", import.meta.url));
 const CONTRACTS = {
@@ -90,6 +91,8 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     NET_EVM_REGISTRY: chain.contracts.registry,
     NET_STATS_SCAN_FROM_BLOCK: String(chain.deployment.fromBlock),
   }).spawn();
+  let exited = false;
+  child.status.then(() => (exited = true));
   const stderr = new Response(child.stderr).text();
   let stdout = "";
   try {
@@ -104,24 +107,24 @@ Deno.test("main: serves the chain's figures, then shuts down on SIGTERM", async 
     const rest = (async () => {
       for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
     })();
-    // Wait for the first snapshot (the loop refreshes every second).
-    let health: Response;
-    while ((health = await fetch(`${url}/health`)).status !== 200) {
-      await health.body?.cancel();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.equal((await health.json()).status, "ok");
-    const stats = await fetch(`${url}/stats`);
-    assert.equal(stats.headers.get("access-control-allow-origin"), "*");
-    const body = await stats.json();
+    // Wait for the first snapshot (the loop refreshes every second); on a busy machine a
+    // snapshot may go stale again (503) before the next one, so every read checks its status.
+    const stats = async () => {
+      const response = await fetch(`${url}/stats`);
+      const body = await response.json();
+      if (response.status !== 200) return undefined;
+      assert.equal(response.headers.get("access-control-allow-origin"), "*");
+      return body;
+    };
+    const failed = () => exited ? `the indexer exited:\n${stdout}` : undefined;
+    const body = await waitFor("a snapshot", stats, { failed });
     assert.equal(body.providers.live_verified, bonded);
     assert.equal(body.staked_security, String(chain.expected.state.staking.totalStaked));
     // The settlement history catches up beside the snapshots, in the data directory.
-    let settlements = body.settlements;
-    while (!settlements.synced) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      settlements = (await (await fetch(`${url}/stats`)).json()).settlements;
-    }
+    const { settlements } = await waitFor("the history to be synced", async () => {
+      const later = await stats();
+      return later?.settlements.synced ? later : undefined;
+    }, { failed });
     const total = chain.expected.settlements.reduce((sum, b) => sum + b.settlements, 0);
     assert.equal(settlements.count, total);
     assert.ok((await Deno.stat(`${dataDir}/pgdata`)).isDirectory);
@@ -282,12 +285,11 @@ Deno.test("main: a store of another chain stops start-up (exit 2); --rebuild-his
     const rest = (async () => {
       for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += r.value;
     })();
-    for (;;) {
+    await waitFor("the rebuilt history to be synced", async () => {
       const response = await fetch(`${url}/stats`);
       const body = await response.json();
-      if (response.status === 200 && body.settlements.synced) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+      return response.status === 200 && body.settlements.synced ? true : undefined;
+    });
     child.kill("SIGTERM");
     assert.equal((await child.status).code, 0, await errors);
     await rest;

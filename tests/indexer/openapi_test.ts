@@ -13,9 +13,10 @@ import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.t
 import { DASHBOARD_PATHS, dashboardAsset } from "../../indexer/dashboard/mod.ts";
 import { createIndexerHandler, createIndexerService } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
+import { IndexerEvents } from "../../indexer/events.ts";
 import { initialState } from "../../indexer/state.ts";
 import { statsView } from "../../indexer/views.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
 import { answer, OpenApiChecker } from "../_openapi.ts";
 import { assertRoutesDocumented } from "../_routes.ts";
 import { handSnapshot, handSync } from "./_network.ts";
@@ -57,7 +58,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   const checker = new OpenApiChecker(INDEXER_OPENAPI);
   await using devnet = await startDevnet({ gateways: 1, tokenDelayMs: 0 });
   // Two more routers on chain: one serving a tampered and a malformed entry, one dead.
-  const real = await (await fetch(`${devnet.routers[0]}/v1/ads`)).json();
+  const real = await okJson(fetch(`${devnet.routers[0]}/v1/ads`));
   const tampered = structuredClone(real.ads[0]);
   tampered.ad.models[0].prices.input = "1";
   await using bad = serve(() =>
@@ -72,6 +73,11 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
       args: [`0x${String(i + 1).repeat(40)}`, url],
     });
   }
+  // One change stream at most, so its 503 can be seen.
+  const events = new IndexerEvents({ maxStreams: 1 });
+  // The clock moves only when the test says (the freshness bound is 60 s).
+  let now = new Date();
+  const clock = () => now;
   const refresher = new Refresher({
     rpcUrl: devnet.rpcUrl,
     contracts: devnet.contracts,
@@ -80,11 +86,17 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     routerTimeoutMs: 2000,
     client: { retryCount: 0, timeoutMs: 2000 },
     log: () => {},
+    clock,
+    events,
   });
   await using _refresher = refresher;
   await using server = serve(createIndexerHandler({
     state: () => refresher.state,
     readProviderHistory: (address) => refresher.readProviderHistory(address),
+    rpc: () => refresher.rpcStatus(),
+    events,
+    teeEvidence: (address) => refresher.teeEvidence(address),
+    clock,
   }));
   const get = async (path: string, init?: RequestInit) => {
     const response = await fetch(`${server.url}${path}`, init);
@@ -114,6 +126,7 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.equal(report.settlements.synced, true);
   await checkHistoryAnswers(get, checker);
   assert.ok(JSON.parse((await get("/providers")).body).providers.length >= 3);
+  await checkEvents(server.url, checker);
   assert.deepEqual(
     JSON.parse((await get("/openapi.json")).body),
     JSON.parse(JSON.stringify(INDEXER_OPENAPI)),
@@ -130,9 +143,20 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
   assert.equal(post.status, 405);
   checker.check(post, "MethodNotAllowed");
 
-  // The chain goes away: the next refresh fails, the data endpoints answer 503 with the
-  // reason, /health 503 with last_error.
+  // The chain goes away: the next refresh fails; the snapshot is still fresh, so the data
+  // endpoints answer 200 and /health says degraded, naming the problem.
   await devnet.stop();
+  now = new Date(now.getTime() + 30_000);
+  await refresher.refresh();
+  const degraded = await get("/health");
+  assert.equal(degraded.status, 200);
+  const problems = JSON.parse(degraded.body);
+  assert.equal(problems.status, "degraded");
+  assert.ok(problems.problems.some((p: { code: string }) => p.code === "chain_unreachable"));
+  checker.check(degraded);
+  assert.equal((await get("/stats")).status, 200);
+  // Past the freshness bound: the data endpoints answer 503 with the reason, /health 503.
+  now = new Date(now.getTime() + 31_000);
   await refresher.refresh();
   for (const path of ["/stats", "/models", "/providers", "/epochs", someone]) {
     const down = await get(path);
@@ -166,6 +190,36 @@ Deno.test("real answers of the indexer validate against its OpenAPI document", a
     }
   }
 });
+
+/** `/events`: a stream's first events (replayed from 0), a second stream's 503, a bad id's 400. */
+async function checkEvents(url: string, checker: OpenApiChecker): Promise<void> {
+  const abort = new AbortController();
+  const response = await fetch(`${url}/events`, {
+    headers: { "last-event-id": "0" },
+    signal: abort.signal,
+  });
+  assert.equal(response.status, 200);
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  // `ready`, then the replayed snapshot and settlements events.
+  while ((text.match(/\n\n/g) ?? []).length < 3) text += (await reader.read()).value ?? "";
+  const full = text.slice(0, text.lastIndexOf("\n\n") + 2);
+  checker.check({
+    path: "/events",
+    method: "get",
+    status: 200,
+    headers: response.headers,
+    body: full,
+  });
+  const busy = await fetch(`${url}/events`);
+  checker.check(await answer("/events", "get", busy));
+  assert.equal(busy.status, 503);
+  abort.abort();
+  await reader.cancel().catch(() => {});
+  const bad = await fetch(`${url}/events?last_event_id=x`);
+  checker.check(await answer("/events", "get", bad));
+  assert.equal(bad.status, 400);
+}
 
 Deno.test("the checker refuses answers that break the document", () => {
   const checker = new OpenApiChecker(INDEXER_OPENAPI);

@@ -13,7 +13,7 @@ import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher, type RefresherOptions } from "../../indexer/refresher.ts";
 import { startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
-import { closedPort, serve } from "../_http.ts";
+import { closedPort, okJson, serve } from "../_http.ts";
 import { capacityOf, routerEntry, tokensPerSecOf } from "./_network.ts";
 import { freshDataDir } from "./_stores.ts";
 
@@ -545,41 +545,57 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     },
   );
 
-  await t.step("all routers down → 503 in one refresh; back up → fresh data", async () => {
-    await Promise.all(routers.map((r) => r.down()));
-    now = new Date(now.getTime() + 30_000);
-    const state = await refresher.refresh();
-    assert.equal(state.failing, true);
-    assert.equal(state.snapshot, null);
-    for (const path of ["/stats", "/models", "/providers"]) {
-      const answer = await get(path);
-      assert.equal(answer.status, 503);
-      assert.equal(answer.body.error.code, "routers_unreachable");
-      assert.match(answer.body.error.message, /all 3 registered routers failed/);
-      for (const router of routers) assert.ok(answer.body.error.message.includes(router.url));
-      assert.ok(answer.headers.get("retry-after"));
-    }
-    const health = await get("/health");
-    assert.equal(health.status, 503);
-    assert.equal(health.body.last_error.code, "routers_unreachable");
-    routers.forEach((r) => r.up());
-    now = new Date(now.getTime() + 30_000);
-    assert.equal((await refresher.refresh()).failing, false);
-    const stats = await get("/stats");
-    assert.equal(stats.status, 200);
-    assert.equal(stats.body.providers.live_verified, bonded.length);
-    assert.equal(stats.body.snapshot.taken_at, now.toISOString());
-    assert.ok(logs.some((line) => line.startsWith("indexer: serving again")));
-  });
+  await t.step(
+    "all routers down → served while fresh, then 503; back up → fresh data",
+    async () => {
+      await Promise.all(routers.map((r) => r.down()));
+      now = new Date(now.getTime() + 30_000);
+      const failed = await refresher.refresh();
+      assert.equal(failed.failing, true);
+      // The last snapshot is 30 s old, within its 60 s bound: still served, /health degraded.
+      assert.ok(failed.snapshot !== null);
+      assert.equal((await get("/stats")).status, 200);
+      const degraded = await get("/health");
+      assert.equal(degraded.status, 200);
+      assert.equal(degraded.body.status, "degraded");
+      assert.equal(degraded.body.problems[0].code, "routers_unreachable");
+      assert.ok(logs.some((line) => line.startsWith("indexer: refresh failed (still serving")));
+      now = new Date(now.getTime() + 31_000);
+      const state = await refresher.refresh();
+      assert.equal(state.failing, true);
+      for (const path of ["/stats", "/models", "/providers"]) {
+        const answer = await get(path);
+        assert.equal(answer.status, 503);
+        assert.equal(answer.body.error.code, "routers_unreachable");
+        assert.match(answer.body.error.message, /all 3 registered routers failed/);
+        for (const router of routers) assert.ok(answer.body.error.message.includes(router.url));
+        assert.ok(answer.headers.get("retry-after"));
+      }
+      const health = await get("/health");
+      assert.equal(health.status, 503);
+      assert.equal(health.body.last_error.code, "routers_unreachable");
+      routers.forEach((r) => r.up());
+      now = new Date(now.getTime() + 30_000);
+      assert.equal((await refresher.refresh()).failing, false);
+      const stats = await get("/stats");
+      assert.equal(stats.status, 200);
+      assert.equal(stats.body.providers.live_verified, bonded.length);
+      assert.equal(stats.body.snapshot.taken_at, now.toISOString());
+      assert.ok(logs.some((line) => line.startsWith("indexer: serving again")));
+    },
+  );
 
   await t.step(
-    "anvil stopped → 503 in one refresh; restarted with its state → fresh data",
+    "anvil stopped → served while fresh, then 503; restarted with its state → fresh data",
     async () => {
       const dump = await chain.rpc("anvil_dumpState");
       const headBefore = await chain.client.getBlockNumber();
       const before = (await get("/stats")).body;
       await chain.anvil.stop();
       now = new Date(now.getTime() + 30_000);
+      assert.equal((await refresher.refresh()).failing, true);
+      assert.equal((await get("/stats")).status, 200, "fresh for 30 s more");
+      now = new Date(now.getTime() + 31_000);
       const state = await refresher.refresh();
       assert.equal(state.failing, true);
       const answer = await get("/stats");
@@ -792,7 +808,7 @@ Deno.test("with no confirmations, settlement figures from another fork than the 
   });
   const handle = createIndexerHandler({ state: () => refresher.state });
   const settlements = async () =>
-    (await (await handle(new Request("http://127.0.0.1:8088/stats"))).json()).settlements;
+    (await okJson(handle(new Request("http://127.0.0.1:8088/stats")))).settlements;
   await refresher.refresh();
   await refresher.syncHistory();
   assert.ok(refresher.state.snapshot, "an honest node gives a snapshot");

@@ -21,12 +21,12 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const ENTRIES: Record<string, { file: string; symbols?: number }> = {
   ".": { file: "./mod.ts", symbols: 5 },
   "./hpke": { file: "./crypto/hpke/mod.ts", symbols: 20 },
-  "./ohttp": { file: "./crypto/ohttp/mod.ts", symbols: 44 },
+  "./ohttp": { file: "./crypto/ohttp/mod.ts", symbols: 48 },
   "./bhttp": { file: "./crypto/bhttp/mod.ts", symbols: 25 },
   "./endorsement": { file: "./crypto/endorsement.ts", symbols: 14 },
   "./receipt": { file: "./crypto/receipt.ts", symbols: 15 },
   "./tee": { file: "./crypto/tee/mod.ts", symbols: 83 },
-  "./chain": { file: "./chain/mod.ts", symbols: 109 },
+  "./chain": { file: "./chain/mod.ts", symbols: 106 },
   "./indexer": { file: "./indexer/mod.ts" },
   "./daemon": { file: "./daemon/mod.ts" },
 };
@@ -63,7 +63,10 @@ function walk(dir: string): string[] {
 
 Deno.test("deno publish --dry-run passes and publishes only the library", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["publish", "--dry-run", "--allow-dirty"],
+    // Without its type check: `deno check` (`.ci/run`, `deno task ok`) type checks every file;
+    // the slow types, the graph (nothing published imports an unpublished file) and the file
+    // set are what is checked here.
+    args: ["publish", "--dry-run", "--allow-dirty", "--no-check"],
     cwd: ROOT,
     env: { NO_COLOR: "1" },
     stdout: "piped",

@@ -143,3 +143,32 @@ Deno.test("two settings with one flag or variable are refused", () => {
       b: { flag: "x", kind: url(), help: "" },
     }), /--x is declared twice/);
 });
+
+Deno.test("a repeatable flag joins its values; its variable is a comma list", () => {
+  const repeated = defineSettings({ usage: "Usage: test", summary: "Test." }, {
+    urls: {
+      flag: "rpc-url",
+      env: "T_RPC_URLS",
+      kind: list(url()),
+      repeatable: true,
+      help: "Endpoints.",
+    },
+  });
+  const parse = (args: string[], env: Record<string, string> = {}) => {
+    const parsed = repeated.parse(args, env);
+    if (parsed.help) throw new Error("unexpected help");
+    return parsed.values.urls;
+  };
+  assert.deepEqual(parse(["--rpc-url", "http://a", "--rpc-url", "http://b,http://c"]), [
+    "http://a",
+    "http://b",
+    "http://c",
+  ]);
+  assert.deepEqual(parse([], { T_RPC_URLS: "http://a, http://b" }), ["http://a", "http://b"]);
+  assert.deepEqual(parse(["--rpc-url", "http://x"], { T_RPC_URLS: "http://a" }), ["http://x"]);
+  assert.throws(
+    () => parse(["--rpc-url", "http://a", "--rpc-url", "ftp://b"]),
+    (e: unknown) =>
+      e instanceof SettingError && e.setting === "--rpc-url" && /ftp:\/\/b/.test(e.message),
+  );
+});

@@ -13,7 +13,7 @@ import type { ErrorDetail } from "./types.ts";
 /** A request's answer, as the page uses it. */
 export type Answer<T> =
   | { kind: "ok"; path: string; status: number; body: T }
-  | { kind: "absent"; path: string; status: 404 }
+  | { kind: "absent"; path: string; status: 404; message?: string }
   | Failure;
 
 /** Why a request gave no data: the indexer's error, or why there was no usable answer. */
@@ -113,7 +113,11 @@ export async function getJson<T>(
       );
   }
   const body = await readBody(response);
-  if (response.status === 404) return { kind: "absent", path, status: 404 };
+  if (response.status === 404) {
+    return isErrorBody(body)
+      ? { kind: "absent", path, status: 404, message: body.error.message }
+      : { kind: "absent", path, status: 404 };
+  }
   if (dataStatuses.includes(response.status) && body !== undefined && !isErrorBody(body)) {
     return { kind: "ok", path, status: response.status, body: body as T };
   }

@@ -41,6 +41,14 @@ export interface DomElement {
   replaceChildren(...nodes: (DomElement | string)[]): void;
   /** Listens for an event. */
   addEventListener(type: string, listener: (event: DomEvent) => void): void;
+  /** Reads an attribute (`null` when absent). */
+  getAttribute(name: string): string | null;
+  /** Whether `other` is this element or inside it. */
+  contains(other: DomElement | null): boolean;
+  /** The first element inside it matching `selector`, or `null`. */
+  querySelector(selector: string): DomElement | null;
+  /** Gives it the keyboard focus. */
+  focus(): void;
 }
 
 /** A button. */
@@ -61,6 +69,8 @@ export interface DomDocument {
   addEventListener(type: string, listener: () => void): void;
   /** Whether the page is in the background. */
   readonly hidden: boolean;
+  /** The element with the keyboard focus, or `null`. */
+  readonly activeElement: DomElement | null;
 }
 
 /** A `ResizeObserver`. */
@@ -71,6 +81,22 @@ export interface DomResizeObserver {
   disconnect(): void;
 }
 
+/** An `EventSource`, as far as the page uses it. */
+export interface DomEventSource {
+  /** 0 connecting, 1 open, 2 closed (not reconnected). */
+  readonly readyState: number;
+  /** Listens for an event of the stream (`event:` name), or `error`. */
+  addEventListener(type: string, listener: (event: { data?: string }) => void): void;
+  /** Closes it. */
+  close(): void;
+}
+
+/** The page's address, as far as it uses it. */
+export interface DomLocation {
+  /** The fragment, `#…` (or `""`). */
+  readonly hash: string;
+}
+
 /** The browser's globals the page uses. */
 export interface Browser {
   /** The document. */
@@ -79,6 +105,12 @@ export interface Browser {
   fetch: (input: string, init?: RequestInit) => Promise<Response>;
   /** `new ResizeObserver(callback)`. */
   observeResize: (callback: () => void) => DomResizeObserver;
+  /** `new EventSource(url)`, or `null` where there is none. */
+  events: (url: string) => DomEventSource | null;
+  /** `window.location`. */
+  location: DomLocation;
+  /** Listens for a window event (`hashchange`). */
+  onWindow: (type: string, listener: () => void) => void;
 }
 
 /** The browser's globals (only call in a browser). */
@@ -86,11 +118,17 @@ export function browser(): Browser {
   const g = globalThis as unknown as {
     document: DomDocument;
     ResizeObserver: new (callback: () => void) => DomResizeObserver;
+    EventSource?: new (url: string) => DomEventSource;
+    location: DomLocation;
+    addEventListener(type: string, listener: () => void): void;
   };
   return {
     document: g.document,
     fetch: (input, init) => globalThis.fetch(input, init),
     observeResize: (callback) => new g.ResizeObserver(callback),
+    events: (url) => (g.EventSource ? new g.EventSource(url) : null),
+    location: g.location,
+    onWindow: (type, listener) => g.addEventListener(type, listener),
   };
 }
 

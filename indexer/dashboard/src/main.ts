@@ -1,7 +1,9 @@
 /**
- * The dashboard page's program: every `refresh_secs` (read from `/health`) it asks the indexer
- * for `/stats`, a page of `/models` and of `/providers`, and `/epochs` (newest first), and shows
- * them. When the indexer answers 503 (or does not answer) the page says what is unreachable, in
+ * The dashboard page's program: it asks the indexer for `/stats`, a page of `/models` and of
+ * `/providers`, and `/epochs` (newest first), and shows them — again whenever the indexer's
+ * change stream (`/events`, `live.ts`) says something changed, or every `refresh_secs` (read
+ * from `/health`) when the indexer has no stream. `#/providers/{address}` is one provider's page
+ * (`provider_page.ts`): its trust and its settled volume over the epochs. When the indexer answers 503 (or does not answer) the page says what is unreachable, in
  * the indexer's words, and shows no numbers at all until it can again. Settlement figures the
  * indexer's history has not caught up with (`null`) are said to be "not yet synced", never
  * shown as zero. An endpoint the indexer does not serve (404) hides its section. Bundled with
@@ -27,7 +29,10 @@ import {
   summaryFigures,
   valueOf,
 } from "./model.ts";
+import { Live } from "./live.ts";
 import { Pager } from "./pager.ts";
+import { loadProvider, ProviderPage } from "./provider_page.ts";
+import { providerRoute } from "./provider_model.ts";
 import {
   clearOutage,
   clearPager,
@@ -41,7 +46,19 @@ import {
   tableRows,
 } from "./render.ts";
 import { emissionSeries, rewardsOf, syncedVolume, volumeSeries } from "./series.ts";
-import type { Epoch, EpochVolume, Health, Model, PageInfo, Provider, Stats } from "./types.ts";
+import type {
+  Epoch,
+  EpochVolume,
+  Health,
+  Model,
+  PageInfo,
+  Provider,
+  ProviderDetail,
+  Stats,
+} from "./types.ts";
+
+/** `value` safe inside a double-quoted CSS attribute selector. */
+const CSS_ESCAPE = (value: string) => value.replace(/["\\]/g, "\\$&");
 
 /** Seconds between refreshes until `/health` has said. */
 const DEFAULT_REFRESH_SECS = 30;
@@ -109,7 +126,11 @@ class Dashboard {
   readonly #histories = new Map<string, EpochVolume[]>();
   /** Whether `/providers/{address}` is served (a 404 says not). */
   #historyServed = true;
+  readonly #provider: ProviderPage;
+  readonly #live: Live;
   #refreshSecs = DEFAULT_REFRESH_SECS;
+  /** The freshness bound `/health` reports: a shown snapshot is read again when it passes. */
+  #staleAfterSecs = 2 * DEFAULT_REFRESH_SECS;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #generation = 0;
 
@@ -150,12 +171,25 @@ class Dashboard {
       t.controls.previous.addEventListener("click", () => this.#turn(t, () => t.pager.previous()));
       t.controls.next.addEventListener("click", () => this.#turn(t, () => t.pager.next()));
     }
+    this.#provider = new ProviderPage(b);
+    b.onWindow("hashchange", () => void this.refresh());
+    this.#live = new Live(b, () => void this.refresh(), (mode) => {
+      const main = byId(doc, "main");
+      main.dataset.live = mode;
+      main.setAttribute("data-live", mode);
+      if (mode === "polling") this.#schedule(this.#refreshSecs);
+    });
+    this.#live.connect();
   }
 
-  /** Refreshes now, then on the indexer's interval. */
+  /** Reads everything the current view shows, now. */
   async refresh(): Promise<void> {
     clearTimeout(this.#timer);
     const generation = ++this.#generation;
+    const address = providerRoute(this.#b.location.hash);
+    if (address) return await this.#refreshProvider(address, generation);
+    byId(this.#b.document, "provider-section").hidden = true;
+    this.#provider.clear();
     const [health, stats, models, providers, epochs] = await Promise.all([
       getJson<Health>(this.#b.fetch, "health", { dataStatuses: [200, 503] }),
       getJson<Stats>(this.#b.fetch, "stats"),
@@ -164,9 +198,7 @@ class Dashboard {
       loadEpochs(this.#b),
     ]);
     if (generation !== this.#generation) return;
-    if (health.kind === "ok" && Number.isSafeInteger(health.body.refresh_secs)) {
-      this.#refreshSecs = Math.max(1, health.body.refresh_secs);
-    }
+    this.#readHealth(health);
     const failures = failuresOf([stats, models, providers, epochs, health]);
     if (failures.length > 0) return this.#outage(failures);
     try {
@@ -174,7 +206,72 @@ class Dashboard {
     } catch (error) {
       return this.#outage([unreadable("stats", (error as Error).message)]);
     }
-    this.#schedule(this.#refreshSecs);
+    this.#next(stats.kind === "ok" ? stats.body.snapshot.taken_at : null);
+  }
+
+  #readHealth(health: Answer<Health>): void {
+    if (health.kind !== "ok") return;
+    if (Number.isSafeInteger(health.body.refresh_secs)) {
+      this.#refreshSecs = Math.max(1, health.body.refresh_secs);
+    }
+    if (Number.isSafeInteger(health.body.stale_after_secs)) {
+      this.#staleAfterSecs = Math.max(1, health.body.stale_after_secs!);
+    }
+  }
+
+  /**
+   * The next read: on the interval while polling; with the change stream open, only when the
+   * shown snapshot passes its freshness bound (the stream says when anything else changes).
+   */
+  #next(takenAt: string | null): void {
+    if (!this.#live.open) return this.#schedule(this.#refreshSecs);
+    const taken = takenAt === null ? NaN : Date.parse(takenAt);
+    const left = Number.isNaN(taken)
+      ? this.#staleAfterSecs
+      : (taken + this.#staleAfterSecs * 1000 - Date.now()) / 1000 + 1;
+    this.#schedule(Math.max(1, left));
+  }
+
+  /** The provider page: its answer and `/health`. */
+  async #refreshProvider(address: string, generation: number): Promise<void> {
+    const doc = this.#b.document;
+    const [health, detail] = await Promise.all([
+      getJson<Health>(this.#b.fetch, "health", { dataStatuses: [200, 503] }),
+      loadProvider(this.#b, address),
+    ]);
+    if (generation !== this.#generation) return;
+    this.#readHealth(health);
+    for (const section of SECTIONS) byId(doc, `${section}-section`).hidden = true;
+    if (detail.kind === "absent") {
+      clearOutage(byId(doc, "outage"));
+      byId(doc, "provider-section").hidden = false;
+      this.#provider.unknown(
+        address,
+        detail.message ?? `The indexer does not know the provider ${address}`,
+      );
+      return this.#next(null);
+    }
+    const failures = failuresOf([detail, health]);
+    if (failures.length > 0) return this.#outage(failures);
+    if (detail.kind !== "ok") return this.#next(null);
+    clearOutage(byId(doc, "outage"));
+    byId(doc, "provider-section").hidden = false;
+    try {
+      this.#provider.render(detail.body as ProviderDetail);
+    } catch (error) {
+      return this.#outage([unreadable(`providers/${address}`, (error as Error).message)]);
+    }
+    const snapshot = detail.body.snapshot;
+    byId(doc, "status").replaceChildren(
+      "Snapshot of block ",
+      partNode(doc, valueOf(detail.body, "snapshot.block_number", "count")),
+      ", taken at ",
+      partNode(doc, valueOf(detail.body, "snapshot.taken_at", "text")),
+      this.#live.open
+        ? "; updated as the indexer changes."
+        : `; refreshes every ${this.#refreshSecs} s.`,
+    );
+    this.#next(snapshot.taken_at);
   }
 
   /** One page of a table; a refused cursor (400) starts it over from the first page. */
@@ -315,9 +412,14 @@ class Dashboard {
       (p: Provider) => providerHistory(p) ?? this.#histories.get(p.provider) ?? null,
       synced,
     );
+    // A refresh replaces the rows: a row's link that had the keyboard focus keeps it.
+    const focused = doc.activeElement && table.body.contains(doc.activeElement)
+      ? doc.activeElement.getAttribute("href")
+      : null;
     table.body.replaceChildren(
       ...tableRows(doc, columns as never, page.rows as never[], table.key as never),
     );
+    if (focused) table.body.querySelector(`a[href="${CSS_ESCAPE(focused)}"]`)?.focus();
     renderPager(table.controls, page);
   }
 
@@ -335,7 +437,9 @@ class Dashboard {
       span("snapshot.block_number", "count"),
       ", taken at ",
       span("snapshot.taken_at", "text"),
-      `; refreshes every ${this.#refreshSecs} s`,
+      this.#live.open
+        ? "; updated as the indexer changes"
+        : `; refreshes every ${this.#refreshSecs} s`,
       health.kind === "ok" && health.body.status !== "ok"
         ? ` (indexer: ${health.body.status})`
         : "",
@@ -361,6 +465,8 @@ class Dashboard {
   /** Shows what failed and takes every number off the page. */
   #outage(failures: readonly Failure[]): void {
     const doc = this.#b.document;
+    this.#provider.clear();
+    byId(doc, "provider-section").hidden = true;
     this.#emissionChart.clear();
     this.#volumeChart.clear();
     byId(doc, "volume-note").replaceChildren();

@@ -78,6 +78,8 @@ export interface Column<T> {
   cell: (row: T) => Part[];
   /** For a sparkline column: the values to draw (oldest first) and their text, or `null`. */
   spark?: (row: T) => Spark | null;
+  /** Where the cell links to (a page of the row), if anywhere. */
+  link?: (row: T) => string;
 }
 
 /** The text of `value` in `format` (the renderer's and the tests' one definition). */
@@ -345,7 +347,12 @@ export function providerColumns(
   synced = true,
 ): Column<Provider>[] {
   return [
-    { header: "Provider", numeric: false, cell: (p) => [valueOf(p, "provider", "address")] },
+    {
+      header: "Provider",
+      numeric: false,
+      cell: (p) => [valueOf(p, "provider", "address")],
+      link: (p) => `#/providers/${p.provider}`,
+    },
     { header: "Tier", numeric: false, cell: (p) => [valueOf(p, "tier", "text")] },
     { header: "Stake (tokens)", numeric: true, cell: (p) => [valueOf(p, "stake", "tokens")] },
     {

@@ -79,7 +79,10 @@ export function tableRows<T>(
         const attributes: Record<string, string> = i === 0 ? { scope: "row" } : {};
         if (column.numeric) attributes.class = "num";
         const parts = column.cell(row);
-        const cell = h(document, tag, attributes, ...parts.map((part) => partNode(document, part)));
+        const nodes = parts.map((part) => partNode(document, part));
+        const cell = column.link
+          ? h(document, tag, attributes, h(document, "a", { href: column.link(row) }, ...nodes))
+          : h(document, tag, attributes, ...nodes);
         // A sparkline column's cell has text only when it says why there is no line.
         if (column.spark && parts.length === 0) {
           const spark = column.spark(row);

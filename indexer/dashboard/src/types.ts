@@ -188,3 +188,59 @@ export interface PageInfo {
   /** How far the settlement history is (the rows' settlement figures are `null` unless synced). */
   history?: HistoryInfo;
 }
+
+/** The answer of `GET /providers/{address}`: one provider, its trust and its settled volume. */
+export interface ProviderDetail {
+  /** Its address. */
+  provider: string;
+  /** Its Registry record, or `null` when the Registry does not list it. */
+  registry: {
+    tier: string;
+    active: boolean;
+    stake: Decimal;
+    bonded: boolean;
+    serving_key: string;
+    ad_commitment: string;
+  } | null;
+  /** Its `/providers` entry when live-verified, else `null`. */
+  live: Provider | null;
+  /** Its settled volume (`null` figures until the history is synced). */
+  settled: {
+    total: {
+      amount: Decimal;
+      tokens: Decimal;
+      settlements: number;
+      epochs: number;
+      first_epoch: Decimal | null;
+      last_epoch: Decimal | null;
+    } | null;
+    epochs: EpochVolume[] | null;
+    next_cursor: string | null;
+  };
+  /** The state of its ad commitment. */
+  verification: {
+    ad_commitment: "verified" | "rejected" | "not_seen";
+    reason: string | null;
+    message: string | null;
+    routers: number;
+  };
+  /** For a TEE-tier provider: what the indexer verified of its evidence; else `null`. */
+  tee: {
+    evidence: {
+      status: string;
+      checked_at: string;
+      age_secs: number;
+      format: string | null;
+      measurement: string | null;
+      tcb_status: string | null;
+      expires_at: string | null;
+      message: string | null;
+    } | null;
+    approved_measurements: number;
+    gpu: { count: number; measurements: string[]; drivers: string[] } | null;
+  } | null;
+  /** How far the settlement history is. */
+  history: HistoryInfo;
+  /** The snapshot it was read at. */
+  snapshot: SnapshotInfo;
+}

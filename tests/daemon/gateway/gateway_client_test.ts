@@ -333,7 +333,7 @@ Deno.test("blame: a caller's abort is passed on as it is, never blamed on anyone
     (e: unknown) => e === reason,
   );
   await assert.rejects(
-    server.client.relay(address(1), new Uint8Array([1]), controller.signal),
+    server.client.relay(address(1), new Uint8Array([1]), { signal: controller.signal }),
     (e: unknown) => e === reason,
   );
 });
@@ -365,6 +365,33 @@ Deno.test("relay(): posts the sealed body and returns the sealed reply stream", 
   )
     .then((s) => s.cancel());
   assert.deepEqual(streamed.seen[0].body, sealed);
+});
+
+Deno.test("relay(): the reply is read ahead of its reader, and onEnd sees its end", async () => {
+  const piece = new Uint8Array(1000).fill(7);
+  await using server = gateway(() =>
+    new Response(ReadableStream.from(Array.from({ length: 8 }, () => piece)), {
+      headers: { "content-type": "message/ohttp-chunked-res" },
+    })
+  );
+  // Read ahead past the whole reply: its end is seen while nothing has been read.
+  const ended = Promise.withResolvers<void>();
+  const stream = await server.client.relay(address(1), new Uint8Array([1]), {
+    readAheadBytes: 64 * 1024,
+    onEnd: ended.resolve,
+  });
+  await ended.promise;
+  assert.equal((await new Response(stream).arrayBuffer()).byteLength, 8000, "nothing lost");
+  // No read-ahead: the end is seen only once the reader got there.
+  let calls = 0;
+  const lazy = await server.client.relay(address(1), new Uint8Array([1]), {
+    onEnd: () => calls++,
+  });
+  const reader = lazy.getReader();
+  assert.equal((await reader.read()).done, false);
+  assert.equal(calls, 0, "the reply has not been read to its end");
+  while (!(await reader.read()).done) { /* read to the end */ }
+  assert.equal(calls, 1, "onEnd once, at the end");
 });
 
 Deno.test("relay(): statuses say whose fault the failure is", async () => {

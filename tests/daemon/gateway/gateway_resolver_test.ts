@@ -344,9 +344,12 @@ Deno.test("a running daemon (Daemon.start) serves on /v1/gateways a gateway that
   let peers: { url: string; last_seen: string }[] = [];
   await using first = serve(() => Response.json({ gateways: peers }));
   await using daemon = await startDaemon({ bootstrap: [first.url], gossipIntervalMs: 20 });
-  const listed = async () =>
-    ((await (await fetch(`${daemon.url}/v1/gateways`)).json()).gateways as { url: string }[])
-      .map((g) => g.url);
+  const listed = async () => {
+    const response = await fetch(`${daemon.url}/v1/gateways`);
+    const body = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(body));
+    return (body.gateways as { url: string }[]).map((g) => g.url);
+  };
   daemon.daemon.start();
   try {
     while (!daemon.daemon.resolver.known.entries().some((e) => e.reached)) {

@@ -2,7 +2,8 @@
  * A client's cancel travels to the provider, against the real devnet on loopback over real
  * HTTP, with a counting TCP proxy between the daemon and the gateway: in both dialects, a chat
  * cancelled 0.1 s in, after seconds of streaming, or while it waits in the queue, frees the
- * provider's slot within 1 s (its in-flight count back to 0, only what was produced billed),
+ * provider's slot (its in-flight count back to 0, only what was produced billed; within 1 s on
+ * a quiet machine, waited for as a state here),
  * leaves no daemon socket open to the gateway for it, and is logged as one line — a cancel,
  * never a refusal, no stack.
  */
@@ -45,7 +46,7 @@ function relays(wire: TcpProxy) {
   return wire.connections().filter((c) => containsBytes(c.sent(), RELAY));
 }
 
-/** The slot is free and every socket that relayed is closed, within 1 s. */
+/** The slot is free and every socket that relayed is closed (promised within 1 s). */
 async function released(s: Awaited<ReturnType<typeof setup>>, label: string) {
   await eventually(
     () => s.provider.inFlight === 0 && relays(s.wire).every((c) => !c.open),
@@ -72,7 +73,7 @@ function loggedOneCancel(lines: { message: string; error: unknown }[], label: st
 
 for (const dialect of ["openai", "ollama"] as const satisfies readonly Dialect[]) {
   for (const [when, afterMs] of [["0.1 s in", 100], ["after 2.5 s of streaming", 2500]] as const) {
-    Deno.test(`cancel (${dialect}, ${when}): the provider's slot is free and no socket stays open within 1 s`, async () => {
+    Deno.test(`cancel (${dialect}, ${when}): the provider's slot is freed and no socket stays open`, async () => {
       await using s = await setup();
       const stream = await startStream(s.daemon.url, { dialect, content: words(300) });
       await new Promise((resolve) => setTimeout(resolve, afterMs));

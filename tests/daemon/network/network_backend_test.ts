@@ -18,6 +18,7 @@ import { createGatewayHandler, type DirectoryEntry } from "../../../devnet/gatew
 import { DevnetProvider } from "../../../devnet/provider.ts";
 import { Prng } from "../../crypto/_helpers.ts";
 import { closedPort, serve, type TestServer } from "../../_http.ts";
+import { eventually } from "../_load.ts";
 
 const MODEL = "devnet/echo";
 
@@ -391,6 +392,26 @@ Deno.test("NetworkBackend: a whole reply is asked for as one chat.completion and
   assert.equal(whole.text, streamed.text);
   assert.equal(whole.served.provider, streamed.served.provider);
   assert.equal(net.providers[0].inFlight, 0, "the slot is free once the reply was read");
+});
+
+Deno.test("NetworkBackend: the provider's slot is free once its reply came in, however slowly the client reads", async () => {
+  await using net = await startNetwork(1);
+  const reply = await net.backend.chat(request(), new AbortController().signal);
+  const chunks = reply.chunks[Symbol.asyncIterator]();
+  const first = await chunks.next();
+  assert.equal(first.done, false);
+  // The client reads nothing more: the reply is read ahead of it, and its end frees the slot.
+  await eventually(
+    () => net.backend.load.inFlight === 0,
+    30_000,
+    () => `${net.backend.load.inFlight} slot(s) still held with the reply unread`,
+  );
+  let text = "";
+  for (let step = await chunks.next(); !step.done; step = await chunks.next()) {
+    text += step.value.choices[0]?.delta.content ?? "";
+  }
+  assert.match(text, /You said: "hello there"/, "the whole reply still reaches the client");
+  assert.deepEqual(net.backend.load, { inFlight: 0, queued: 0 });
 });
 
 Deno.test("NetworkBackend: no such model is model_not_found; a listed model nobody can serve is no_provider", async () => {

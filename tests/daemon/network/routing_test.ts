@@ -14,6 +14,7 @@ import OpenAI from "openai";
 import { parseEther } from "viem";
 import { startDevnet } from "../../../devnet/network.ts";
 import { startDaemon } from "../_e2e.ts";
+import { okJson } from "../../_http.ts";
 
 const MODEL = "net/verified/devnet/echo";
 
@@ -114,7 +115,7 @@ Deno.test("routing preferences decide who serves, on every surface, through the 
         error instanceof OpenAI.PermissionDeniedError &&
         (error.error as { code: string }).code === "attestation_mock",
     );
-    const verdicts = await (await fetch(`${daemon.url}/v1/verdicts?limit=1`)).json();
+    const verdicts = await okJson(fetch(`${daemon.url}/v1/verdicts?limit=1`));
     assert.equal(verdicts.verdicts[0].tier, "tee");
     assert.equal(verdicts.verdicts[0].model, "devnet/echo");
   });

@@ -13,8 +13,10 @@ import {
   FailureThrottle,
   isOpenRequest,
   keysMatch,
+  OPEN_ENDPOINTS,
   resolveApiKey,
 } from "../../../daemon/service/auth.ts";
+import { type Dialect, dialectOf } from "../../../daemon/core/http_error.ts";
 import { createDaemonHandler, createDaemonService } from "../../../daemon/service/handler.ts";
 import { VerdictLog } from "../../../daemon/trust/verdict_log.ts";
 import { SettingError } from "../../../settings/mod.ts";
@@ -65,22 +67,43 @@ Deno.test("auth: every endpoint but discovery needs the key; 401 in the path's d
     assert.equal(response.status, 200, `${method} ${path}`);
     await response.body?.cancel();
   }
-  // Protected: everything else, unknown paths and the document included.
-  const cases: [string, string, "openai" | "ollama"][] = [
-    ["GET", "/v1/models", "openai"],
-    ["GET", "/v1/verdicts", "openai"],
-    ["GET", `/v1/models/${MODEL}`, "openai"],
-    ["POST", "/v1/chat/completions", "openai"],
+  // Protected: every declared operation but the open ones (from the route table, so a route
+  // added later is covered), the document and the metrics included; unknown paths and wrong
+  // methods too.
+  const declared = Object.entries(
+    createDaemonService({
+      backend: new TestBackend(),
+      gateways: () => [],
+      verdicts: new VerdictLog(),
+      version: "0.1.0",
+      port: PORT,
+      log: () => {},
+    }).document().paths as Record<string, Record<string, unknown>>,
+  ).flatMap(([path, item]) => Object.keys(item).map((method) => [method.toUpperCase(), path]));
+  const cases: [string, string, Dialect][] = [
+    ...declared
+      .filter(([method, path]) => !OPEN_ENDPOINTS.includes(`${method} ${path}`))
+      .map(([method, path]): [string, string, Dialect] => {
+        const concrete = path.replace("{model}", MODEL);
+        return [method, concrete, dialectOf(concrete)];
+      }),
     ["GET", "/v1/nothing", "openai"],
     ["POST", "/v1/gateways", "openai"],
-    ["GET", "/api/tags", "ollama"],
-    ["POST", "/api/chat", "ollama"],
-    ["POST", "/api/generate", "ollama"],
-    ["POST", "/api/show", "ollama"],
-    ["GET", "/api/ps", "ollama"],
-    ["GET", "/openapi.json", "ollama"],
     ["GET", "/api/pull", "ollama"],
   ];
+  assert.ok(cases.length >= 20, `${cases.length} protected cases`);
+  for (
+    const operation of [
+      "POST /v1/completions",
+      "POST /v1/responses",
+      "POST /v1/embeddings",
+      "POST /api/embed",
+      "GET /metrics",
+      "GET /openapi.json",
+    ]
+  ) {
+    assert.ok(cases.some(([method, path]) => `${method} ${path}` === operation), operation);
+  }
   const throttle = new FailureThrottle({ freeFailures: 1000 });
   const counted = protectedHandler({ throttle });
   for (const [method, path, dialect] of cases) {
@@ -97,6 +120,10 @@ Deno.test("auth: every endpoint but discovery needs the key; 401 in the path's d
       assert.equal(body.error.code, "invalid_api_key");
       assert.equal(body.error.type, "invalid_request_error");
       assert.match(body.error.message, /requires an API key: send Authorization: Bearer <key>/);
+    } else if (dialect === "anthropic") {
+      assert.equal(body.type, "error");
+      assert.equal(body.error.type, "authentication_error");
+      assert.match(body.error.message, /requires an API key/);
     } else {
       assert.match(body.error, /requires an API key/);
     }

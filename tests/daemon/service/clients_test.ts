@@ -13,6 +13,7 @@ import { embed, embedMany, generateText, streamText } from "ai";
 import { ChatOpenAI, OpenAIEmbeddings } from "@langchain/openai";
 import { startDevnet } from "../../../devnet/network.ts";
 import { startDaemon } from "../_e2e.ts";
+import { okJson } from "../../_http.ts";
 
 const EMBED = "net/verified/devnet/embed";
 const CHAT = "net/verified/devnet/echo";
@@ -72,7 +73,7 @@ Deno.test("embeddings: openai (float, base64, dimensions), ollama embed/embeddin
     input: "the cat sat on the mat",
   });
   assert.deepEqual(sdkDefault.data[0].embedding, cat);
-  const raw = await (await fetch(`${daemon.url}/v1/embeddings`, {
+  const raw = await okJson(fetch(`${daemon.url}/v1/embeddings`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({
@@ -80,7 +81,7 @@ Deno.test("embeddings: openai (float, base64, dimensions), ollama embed/embeddin
       input: "the cat sat on the mat",
       encoding_format: "base64",
     }),
-  })).json();
+  }));
   assert.equal(typeof raw.data[0].embedding, "string");
   assert.deepEqual(decodeFloat32(raw.data[0].embedding), cat);
 
@@ -191,7 +192,7 @@ Deno.test("tools through the sealed path: openai (whole and streamed), ollama, L
     (embedShown.model_info as unknown as Record<string, unknown>)["net.embedding_length"],
     256,
   );
-  const tags = await (await fetch(`${daemon.url}/api/tags`)).json();
+  const tags = await okJson(fetch(`${daemon.url}/api/tags`));
   const capabilities = Object.fromEntries(
     tags.models.map((m: { name: string; capabilities: string[] }) => [m.name, m.capabilities]),
   );
@@ -319,7 +320,7 @@ Deno.test("logprobs: passed through from a model that advertises them, whole and
   await using devnet = await startDevnet({ tokenDelayMs: 0 });
   await using daemon = await startDaemon({ bootstrap: devnet.gateways });
   const client = openai(daemon.url);
-  const models = await (await fetch(`${daemon.url}/v1/models`)).json();
+  const models = await okJson(fetch(`${daemon.url}/v1/models`));
   const echo = models.data.find((m: { id: string }) => m.id === CHAT);
   assert.deepEqual(echo.net.capabilities, ["json_mode", "logprobs", "structured_outputs", "tools"]);
   const whole = await client.chat.completions.create({

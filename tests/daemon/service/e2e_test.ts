@@ -20,7 +20,7 @@ import {
 import { registryAbi } from "../../../chain/abi.ts";
 import { startDevnet } from "../../../devnet/network.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../../../devnet/signer.ts";
-import { serve } from "../../_http.ts";
+import { okJson, serve } from "../../_http.ts";
 import { containsBytes, tcpProxy } from "../../_tcp_proxy.ts";
 import {
   editStream,
@@ -90,7 +90,7 @@ Deno.test("openai SDK: models, chat, streaming and usage through the real networ
   assert.match(text, /stream me/);
   assert.ok(usage && usage.total_tokens === usage.prompt_tokens + usage.completion_tokens);
 
-  const verdicts = await (await fetch(`${daemon.url}/v1/verdicts`)).json();
+  const verdicts = await okJson(fetch(`${daemon.url}/v1/verdicts`));
   assert.ok(JSON.stringify(verdicts).includes("accepted"));
 });
 
@@ -178,7 +178,7 @@ Deno.test("TEE tier: a mock attestation is refused and nothing is relayed", asyn
   );
   assert.ok(!containsBytes(wire.sent(), encoder.encode("/relay")), "a request was relayed");
   assert.ok(!containsBytes(wire.sent(), encoder.encode("secret for the enclave")));
-  const { verdicts } = await (await fetch(`${daemon.url}/v1/verdicts`)).json();
+  const { verdicts } = await okJson(fetch(`${daemon.url}/v1/verdicts`));
   assert.equal(verdicts[0].outcome, "refused");
   assert.equal(verdicts[0].code, "attestation_mock");
 });
@@ -568,7 +568,7 @@ Deno.test("gossip cannot plant the daemon's own address in its known set", async
   await using daemon = await startDaemon({ bootstrap: [planting.url] });
   daemonUrl = daemon.url;
   await (await fetch(`${daemon.url}/v1/models`)).body?.cancel();
-  const { gateways } = await (await fetch(`${daemon.url}/v1/gateways`)).json();
+  const { gateways } = await okJson(fetch(`${daemon.url}/v1/gateways`));
   const urls = gateways.map((g: { url: string }) => g.url);
   assert.ok(urls.includes(liar.url), `gossip was not merged: ${urls}`);
   assert.ok(

@@ -11,6 +11,7 @@ import { VerdictLog } from "../../../daemon/trust/verdict_log.ts";
 import { BASE, get, NOW, post, serveSurface, sseData, surface } from "../_surface.ts";
 import type { ChatBackend, ChatCompletionChunk } from "../../../daemon/core/backend.ts";
 import { TEST_MODELS, TestBackend } from "../_test_backend.ts";
+import { okJson } from "../../_http.ts";
 
 const MODEL = "net/verified/devnet/tiny-chat";
 
@@ -147,7 +148,7 @@ Deno.test("handler: /v1/verdicts serves the latest verdicts, newest first, limit
       ...(i === 11 ? { code: "attestation_mock" as const } : {}),
     });
   }
-  const all = await (await fixture.handler(get("/v1/verdicts"))).json();
+  const all = await okJson(fixture.handler(get("/v1/verdicts")));
   assert.equal(all.verdicts.length, 10, "the log keeps its capacity");
   assert.deepEqual(all.verdicts[0], {
     at: new Date(NOW.getTime() + 11_000).toISOString(),
@@ -160,7 +161,7 @@ Deno.test("handler: /v1/verdicts serves the latest verdicts, newest first, limit
     code: "attestation_mock",
   });
   assert.equal(all.verdicts[1].code, null);
-  const two = await (await fixture.handler(get("/v1/verdicts?limit=2"))).json();
+  const two = await okJson(fixture.handler(get("/v1/verdicts?limit=2")));
   assert.equal(two.verdicts.length, 2);
   for (const limit of ["0", "11", "-1", "x", "1e3"]) {
     const bad = await fixture.handler(get(`/v1/verdicts?limit=${limit}`));

@@ -13,7 +13,7 @@ import { createDaemonService, type DaemonHandlerOptions } from "../../../daemon/
 import { VerdictLog } from "../../../daemon/trust/verdict_log.ts";
 import { startDevnet } from "../../../devnet/network.ts";
 import { VERSION } from "../../../version.ts";
-import { closedPort } from "../../_http.ts";
+import { closedPort, okJson } from "../../_http.ts";
 import { answer, OpenApiChecker } from "../../_openapi.ts";
 import { assertRoutesDocumented } from "../../_routes.ts";
 import { measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
@@ -72,7 +72,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
       staking: devnet.contracts.staking,
     },
   });
-  const served = await (await fetch(`${daemon.url}/openapi.json`)).json();
+  const served = await okJson(fetch(`${daemon.url}/openapi.json`));
   assert.deepEqual(
     served,
     JSON.parse(JSON.stringify(DOCUMENT)),

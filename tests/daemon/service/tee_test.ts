@@ -16,6 +16,7 @@ import { startDevnet } from "../../../devnet/network.ts";
 import { devnetWeightsDigest } from "../../../devnet/provider_receipt.ts";
 import { verifyReceiptFile } from "../../../tools/verify_receipt.ts";
 import { maliciousGateway, measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
+import { okJson } from "../../_http.ts";
 
 function openai(url: string): OpenAI {
   return new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -127,7 +128,7 @@ Deno.test("TEE tier: a reply's receipt is verified, served by its id and re-veri
 Deno.test("TEE tier: /v1/models and /api/show name each model's weights digest", async () => {
   const tee = await syntheticTee();
   await using net = await network(tee);
-  const models = await (await fetch(`${net.daemon.url}/v1/models`)).json();
+  const models = await okJson(fetch(`${net.daemon.url}/v1/models`));
   const echo = models.data.find((m: { id: string }) => m.id === "net/tee/devnet/echo");
   assert.deepEqual(echo.net.weights_digests, [devnetWeightsDigest("devnet/echo")]);
   const shown = await new Ollama({ host: net.daemon.url }).show({ model: "net/tee/devnet/echo" });

@@ -21,7 +21,7 @@ import { createDaemon } from "../../../daemon/service/daemon.ts";
 import { EchoEngine } from "../../../devnet/engine.ts";
 import { startDevnet } from "../../../devnet/network.ts";
 import { DevnetProvider } from "../../../devnet/provider.ts";
-import { serve, type TestServer } from "../../_http.ts";
+import { okJson, serve, type TestServer } from "../../_http.ts";
 
 const MODEL = "net/verified/devnet/echo";
 
@@ -80,7 +80,7 @@ Deno.test("a gateway listing a substituted key: refused by default, served only 
       const path = url.pathname;
       if (path === "/v1/gateways") return Response.json({ gateways: [] });
       if (path === "/v1/providers") {
-        const answer = await (await fetch(`${real}${path}${url.search}`)).json();
+        const answer = await okJson(fetch(`${real}${path}${url.search}`));
         for (const p of answer.providers) p.ad.serving_key = attacker.ad.serving_key;
         return Response.json(answer);
       }
@@ -106,7 +106,7 @@ Deno.test("a gateway listing a substituted key: refused by default, served only 
           messages: [{ role: "user", content: "my secret prompt" }],
         }).withResponse();
     const verdicts = async (daemon: TestServer) =>
-      (await (await fetch(`${daemon.url}/v1/verdicts`)).json()).verdicts;
+      (await okJson(fetch(`${daemon.url}/v1/verdicts`))).verdicts;
 
     // By default (the devnet's profile, no NET_EVM_* variable): refused before sealing.
     await using anchored = await daemonFrom([

@@ -13,6 +13,7 @@
  */
 
 import { expectedNetwork, planNetwork } from "../../../devnet/seed.ts";
+import { IndexerEvents } from "../../../indexer/events.ts";
 import { createIndexerService } from "../../../indexer/handler.ts";
 import type { HistoryFigures } from "../../../indexer/history.ts";
 import { buildSnapshot, type Snapshot } from "../../../indexer/snapshot.ts";
@@ -32,6 +33,13 @@ export interface FakeIndexerOptions {
    * history from `GET /providers/{address}`. @default {true}
    */
   listHistory?: boolean;
+  /**
+   * Serve the change stream `/events` (the page then reads again on each event instead of
+   * polling); without it `/events` answers 204 (no stream, do not reconnect) and the page
+   * polls.
+   * @default {false}
+   */
+  events?: boolean;
 }
 
 /** A running fake indexer. */
@@ -42,6 +50,8 @@ export interface FakeIndexer extends AsyncDisposable {
   setAvailable(available: boolean): void;
   /** Serves the snapshot of another plan (every number changes). */
   nextSnapshot(): void;
+  /** The change stream (published to by the test). */
+  readonly events: IndexerEvents;
   /** The paths asked for so far (with their queries). */
   requests(): string[];
   /** The current whole bodies, from the same service. */
@@ -102,10 +112,28 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
       lastError: { code: "chain_unreachable", message: CHAIN_DOWN, at: TAKEN_AT },
     };
   };
+  const events = new IndexerEvents();
   const service = createIndexerService({
     state,
     clock: () => TAKEN_AT,
     log: () => {},
+    events,
+    // Every TEE-tier provider's evidence verified five minutes before the snapshot.
+    teeEvidence: (address) => {
+      const live = plans[current].snapshot.liveBy.get(address.toLowerCase());
+      if (!live || live.state.tier !== "tee") return undefined;
+      return {
+        provider: address.toLowerCase(),
+        status: "verified",
+        checkedAt: new Date(TAKEN_AT.getTime() - 300_000),
+        format: "tdx",
+        measurementId: `0x${"ab".repeat(32)}`,
+        tcbStatus: "UpToDate",
+        expiresAt: new Date(TAKEN_AT.getTime() + 3_600_000),
+        gpus: [{ measurementId: `0x${"cd".repeat(32)}`, driverVersion: "550.90.07" }],
+        message: null,
+      };
+    },
     readProviderHistory: (address) => {
       const { figures } = plans[current];
       const buckets = [...figures.recent.get(address) ?? []];
@@ -117,6 +145,10 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
   async function answer(request: Request): Promise<Response> {
     const url = new URL(request.url);
     requests.push(url.pathname + url.search);
+    if (url.pathname === "/events" && !options.events) {
+      // An indexer without a change stream: 204 tells an EventSource not to reconnect.
+      return new Response(null, { status: 204 });
+    }
     const response = await service.fetch(request);
     if (options.listHistory !== false || url.pathname !== "/providers" || response.status !== 200) {
       return response;
@@ -136,6 +168,7 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
     nextSnapshot() {
       current = (current + 1) % plans.length;
     },
+    events,
     requests: () => [...requests],
     async truth() {
       const body = async (path: string) => await (await real(path)).json();
@@ -145,7 +178,13 @@ export function startFakeIndexer(options: FakeIndexerOptions = {}): FakeIndexer 
         providers: (await body("/providers")).providers,
       };
     },
-    close: () => server.close(),
-    [Symbol.asyncDispose]: () => server.close(),
+    close: async () => {
+      events.close();
+      await server.close();
+    },
+    [Symbol.asyncDispose]: async () => {
+      events.close();
+      await server.close();
+    },
   };
 }

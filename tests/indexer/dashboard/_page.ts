@@ -8,6 +8,7 @@
 
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
+import { waitFor } from "../../_wait.ts";
 import { tokensTitle } from "../../../indexer/dashboard/src/format.ts";
 import { type Format, formatValue, lookup } from "../../../indexer/dashboard/src/model.ts";
 
@@ -85,6 +86,70 @@ export async function assertPageMatches(page: Page, truth: Truth): Promise<Shown
     }
   }
   return values;
+}
+
+/** The API answers a page received: the newest of each, and how many refreshes it made. */
+export interface PageAnswers {
+  /** The newest `/stats`, `/models` and `/providers` answers (200), once it had one of each. */
+  latest(): Truth | undefined;
+  /** How many `/stats` answers (200 or not) it has received: one per refresh. */
+  refreshes(): number;
+}
+
+/** Records the answers `page` receives from the API at `origin`; call it before loading. */
+export function recordAnswers(page: Page, origin: string): PageAnswers {
+  const bodies = new Map<string, unknown>();
+  let refreshes = 0;
+  page.on("response", async (response) => {
+    const url = new URL(response.url());
+    if (url.origin !== origin || !["/stats", "/models", "/providers"].includes(url.pathname)) {
+      return;
+    }
+    if (url.pathname === "/stats") refreshes++;
+    if (response.status() !== 200) return;
+    const body = await response.json().catch(() => undefined);
+    if (body !== undefined) bodies.set(url.pathname, body);
+  });
+  return {
+    latest() {
+      const stats = bodies.get("/stats") as Record<string, unknown> | undefined;
+      const models = bodies.get("/models") as { models: unknown[] } | undefined;
+      const providers = bodies.get("/providers") as { providers: unknown[] } | undefined;
+      if (!stats || !models || !providers) return undefined;
+      return { stats, models: models.models, providers: providers.providers };
+    },
+    refreshes: () => refreshes,
+  };
+}
+
+/**
+ * Waits until the page shows `truth` (the page draws what it fetched a moment after the
+ * answers arrive, and refreshes on its own), then returns it; fails with the last difference
+ * when the page has refreshed four more times (`refreshes` counts them) and still differs.
+ */
+export async function assertPageShows(
+  page: Page,
+  truth: () => Promise<Truth | undefined> | Truth | undefined,
+  refreshes: () => number,
+): Promise<Truth> {
+  const from = refreshes();
+  let difference = "the page has not had the answers yet";
+  return await waitFor("the page to show the API's answers", async () => {
+    const expected = await truth();
+    if (!expected) return undefined;
+    try {
+      await assertPageMatches(page, expected);
+      return expected;
+    } catch (error) {
+      difference = error instanceof Error ? error.message : String(error);
+      return undefined;
+    }
+  }, {
+    failed: () =>
+      refreshes() >= from + 4
+        ? `the page refreshed 4 times and still differs: ${difference}`
+        : undefined,
+  });
 }
 
 /** The keys of the rows of a table body (`models` or `providers`), in order. */

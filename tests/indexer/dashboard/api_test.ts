@@ -56,7 +56,13 @@ Deno.test("a 404 marks an endpoint this indexer does not serve", async () => {
     kind: "absent",
     path: "epochs?limit=100",
     status: 404,
+    message: "No such path",
   });
+  // Without an error body, no message.
+  assert.deepEqual(
+    await getJson(answering(() => new Response("gone", { status: 404 })), "epochs"),
+    { kind: "absent", path: "epochs", status: 404 },
+  );
 });
 
 Deno.test("no answer, a proxy's HTML 502 and a timeout are failures with a code and a message", async () => {

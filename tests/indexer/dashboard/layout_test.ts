@@ -91,7 +91,8 @@ Deno.test("tables, charts and controls are named; keyboard focus is visible", as
   assert.equal(skip.text, "Skip to the data");
   assert.ok(skip.outline !== "none" && skip.width >= 2 && skip.left >= 0, JSON.stringify(skip));
   let focused = "";
-  for (let i = 0; i < 12 && focused !== "providers-next"; i++) {
+  // Past the models' controls and each provider row's link to its page.
+  for (let i = 0; i < 40 && focused !== "providers-next"; i++) {
     await page.keyboard.press("Tab");
     focused = await page.locator(":focus").evaluate((el) => el.id);
   }

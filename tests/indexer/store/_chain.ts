@@ -16,6 +16,7 @@ import type {
   Settlement,
   SettlementBucket,
 } from "../../../indexer/store/mod.ts";
+import { bucketSettlements } from "../../../chain/settlement_buckets.ts";
 
 /** Options of {@linkcode SyntheticChain}. */
 export interface SyntheticChainOptions {
@@ -168,27 +169,7 @@ export interface Recount {
 
 /** Sums settlements with plain bigint arithmetic, sorted like the store's reads. */
 export function recount(settlements: readonly Settlement[]): Recount {
-  const buckets = new Map<string, SettlementBucket>();
-  for (const s of settlements) {
-    const key = `${s.provider}|${s.epoch}`;
-    const b = buckets.get(key) ??
-      { provider: s.provider, epoch: s.epoch, amount: 0n, tokens: 0n, settlements: 0 };
-    b.amount += s.amount;
-    b.tokens += s.tokens;
-    b.settlements++;
-    buckets.set(key, b);
-  }
-  const sorted = [...buckets.values()].sort((a, b) =>
-    a.provider < b.provider
-      ? -1
-      : a.provider > b.provider
-      ? 1
-      : a.epoch < b.epoch
-      ? -1
-      : a.epoch > b.epoch
-      ? 1
-      : 0
-  );
+  const sorted = bucketSettlements(settlements);
   const epochs = new Map<bigint, EpochTotals>();
   const providers = new Map<string, ProviderTotals>();
   const payers = new Map<bigint, Set<string>>();

@@ -1,6 +1,7 @@
 /** Runs `_child.ts` in its own process and follows what it prints. */
 
 import type { StoreLocation } from "../../../indexer/store/mod.ts";
+import { HANG_AFTER_MS } from "../../_wait.ts";
 
 const CHILD = new URL("./_child.ts", import.meta.url).pathname;
 
@@ -10,8 +11,11 @@ export interface Child extends AsyncDisposable {
   pid: number;
   /** Every line printed on stdout so far. */
   lines: string[];
-  /** Resolves with the first line matching `pattern` (waits for it). */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /**
+   * Resolves with the `count`-th line matching `pattern` (default the first), waiting for it;
+   * fails when the child exits before printing it.
+   */
+  waitFor(pattern: RegExp, count?: number): Promise<string>;
   /** `kill -9`, then waits for the exit. */
   kill(): Promise<void>;
   /** Resolves with the exit status and stderr when it ends. */
@@ -49,15 +53,16 @@ export function spawnChild(mode: string, location: StoreLocation, options?: obje
   })();
   let exited = false;
   done.then(() => (exited = true));
-  const waitFor = (pattern: RegExp, timeoutMs = 60_000): Promise<string> =>
+  const waitFor = (pattern: RegExp, count = 1): Promise<string> =>
     new Promise((resolve, reject) => {
+      // A guard against a hang, not a budget: the child's progress is what is waited for.
       const timer = setTimeout(
-        () => finish(new Error(`no line matching ${pattern} within ${timeoutMs} ms`)),
-        timeoutMs,
+        () => finish(new Error(`no line ${count} matching ${pattern} in ${HANG_AFTER_MS} ms`)),
+        HANG_AFTER_MS,
       );
       const check = () => {
-        const found = lines.find((l) => pattern.test(l));
-        if (found !== undefined) return finish(undefined, found);
+        const found = lines.filter((l) => pattern.test(l));
+        if (found.length >= count) return finish(undefined, found[count - 1]);
         if (exited) {
           done.then(({ code, stderr }) =>
             finish(

@@ -11,6 +11,7 @@ import {
   SCHEMA_VERSION,
   type StoreLocation,
 } from "../../../indexer/store/mod.ts";
+import { waitFor } from "../../_wait.ts";
 import { startPostgres } from "../../_postgres.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { assertConfirmed } from "./_helpers.ts";
@@ -35,15 +36,12 @@ async function rawSql(url: string, statement: string): Promise<Record<string, un
 }
 
 /** Polls `tryBecomeWriter` until it succeeds (the server notices a dead client at once). */
-async function takeOver(store: HistoryStore, timeoutMs = 15_000): Promise<number> {
-  const started = Date.now();
-  let attempts = 0;
-  while (!(await store.tryBecomeWriter())) {
-    attempts++;
-    if (Date.now() - started > timeoutMs) throw new Error(`no takeover within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return attempts;
+async function takeOver(store: HistoryStore): Promise<void> {
+  await waitFor(
+    "the writer lock to be free",
+    async () => (await store.tryBecomeWriter()) || undefined,
+    { everyMs: 50 },
+  );
 }
 
 type Server = Awaited<ReturnType<typeof startPostgres>>;

@@ -1,20 +1,24 @@
 /**
- * `kill -9` of a writing process at random points, 22 times per backend: after each kill the
- * store reopens and its confirmed figures equal an independent recount of exactly the blocks
- * its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
+ * `kill -9` of a writing process at random points, 15 times per backend (`kill_embedded_test.ts`,
+ * `kill_postgres_test.ts`): after each kill the store reopens and its confirmed figures equal an
+ * independent recount of exactly the blocks its cursor says were confirmed, its window holds exactly the blocks above them, and nothing
  * the writer reported as committed is missing — no loss, no double count. A last commit then
  * folds the whole window and the totals equal a recount of everything scanned.
+ *
+ * Four kills in five land in the commit loop, chosen by progress (after 1 to 4 commits, then
+ * within the next ones), so the store moves on by whole commits whatever the machine's speed;
+ * every fifth lands anywhere from start-up on.
  */
 
 import assert from "node:assert/strict";
 import type { HistoryStore, StoreLocation } from "../../../indexer/store/mod.ts";
-import { startPostgres } from "../../_postgres.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { assertConfirmed } from "./_helpers.ts";
 import { spawnChild } from "./_spawn.ts";
 import { open } from "./_suite.ts";
 
-const KILLS = 22;
+/** Kills per backend. */
+export const KILLS = 15;
 const CONFIRMATIONS = 6;
 const SEED = 21;
 /** The child's chain (`_child.ts`): the same seed and settlements per block. */
@@ -36,7 +40,11 @@ async function verify(store: HistoryStore, label: string): Promise<bigint> {
   return cursor.nextBlock;
 }
 
-async function killRepeatedly(
+/**
+ * Kills a writer of the store at `location` {@linkcode KILLS} times, checking it after each
+ * kill; `takeLock` makes the last store opened the writer.
+ */
+export async function killRepeatedly(
   location: StoreLocation,
   takeLock: (s: HistoryStore) => Promise<void>,
 ) {
@@ -52,8 +60,8 @@ async function killRepeatedly(
     // Mostly while it commits; every fifth kill anywhere from start-up on.
     if (run % 5 === 0) await sleep(Math.random() * 1500);
     else {
-      await child.waitFor(/^committed /);
-      await sleep(Math.random() * 400);
+      await child.waitFor(/^committed /, 1 + Math.floor(Math.random() * 4));
+      await sleep(Math.random() * 50);
     }
     await child.kill();
     const printed = child.lines.filter((l) => l.startsWith("committed ")).map((l) =>
@@ -73,8 +81,8 @@ async function killRepeatedly(
     );
     committed = next;
   }
-  assert.ok(midRun >= (KILLS * 3) / 4, `only ${midRun} of ${KILLS} kills landed after a commit`);
-  assert.ok(committed > 200n, `the writers only got to block ${committed}`);
+  assert.ok(midRun >= (KILLS * 4) / 5, `only ${midRun} of ${KILLS} kills landed after a commit`);
+  assert.ok(committed > 100n, `the writers never committed (the store is at ${committed})`);
   await using store = await open(location, { confirmations: CONFIRMATIONS });
   await takeLock(store);
   const { cursor } = await store.state();
@@ -84,26 +92,3 @@ async function killRepeatedly(
   await assertConfirmed(store, chain.range(100n, cursor.nextBlock));
   assert.equal((await store.state()).window.blocks, 0);
 }
-
-Deno.test("kill -9 of the writer never loses or double-counts a chunk: embedded store", async () => {
-  const root = await Deno.makeTempDir({ prefix: "net-store-kill-" });
-  try {
-    await killRepeatedly(
-      { dataDir: `${root}/store` },
-      (store) => Promise.resolve(assert.ok(store.writer)),
-    );
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
-});
-
-Deno.test("kill -9 of the writer never loses or double-counts a chunk: PostgreSQL", async () => {
-  await using server = await startPostgres();
-  const databaseUrl = await server.createDatabase();
-  await killRepeatedly({ databaseUrl }, async (store) => {
-    for (let i = 0; !(await store.tryBecomeWriter()); i++) {
-      assert.ok(i < 300, "the killed writer's lock was never released");
-      await sleep(50);
-    }
-  });
-});
