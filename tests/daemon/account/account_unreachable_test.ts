@@ -5,6 +5,7 @@
  */
 
 import assert from "node:assert/strict";
+import { okJson } from "../../_http.ts";
 import { startDaemon } from "../_e2e.ts";
 
 Deno.test("account: the chain unreachable is 503 chain_unreachable, never a made-up balance", async () => {
@@ -15,15 +16,15 @@ Deno.test("account: the chain unreachable is 503 chain_unreachable, never a made
   await using daemon = await startDaemon({
     evm: { rpcUrl: `http://127.0.0.1:${port}`, registry: zero, staking: zero, escrow: zero },
   });
-  const response = await fetch(`${daemon.url}/v1/account`);
-  assert.equal(response.status, 503);
-  const body = await response.json();
+  const body = await okJson(fetch(`${daemon.url}/v1/account`), 503);
   assert.equal(body.error.code, "chain_unreachable");
   assert.match(body.error.message, /Cannot load the consumer's account/);
   const usage = await fetch(`${daemon.url}/v1/usage`);
   assert.equal(usage.status, 503, "the ledger is not opened without the chain id either");
   await usage.arrayBuffer();
-  const backwards = await fetch(`${daemon.url}/v1/usage?from=2026-05-02&to=2026-05-01`);
-  assert.equal(backwards.status, 400);
-  assert.equal((await backwards.json()).error.param, "from");
+  const backwards = await okJson(
+    fetch(`${daemon.url}/v1/usage?from=2026-05-02&to=2026-05-01`),
+    400,
+  );
+  assert.equal(backwards.error.param, "from");
 });

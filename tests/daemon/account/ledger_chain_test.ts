@@ -20,6 +20,8 @@ import {
 } from "../../../devnet/engine.ts";
 import { EngineError } from "../../../devnet/engine_error.ts";
 import { startDevnet } from "../../../devnet/network.ts";
+import { okJson } from "../../_http.ts";
+import { waitFor } from "../../_wait.ts";
 import { spawnDaemon, type SpawnedDaemon } from "../_spawn.ts";
 
 const MODEL = "net/verified/devnet/echo";
@@ -153,15 +155,12 @@ Deno.test("ledger = chain: 500 mixed requests, failovers, cancels and a kill -9"
 
     // Every bill known: the cut replies' (and the ones the kill left open) looked up.
     type Totals = { provider: string; cost: string };
-    let usage: { total: { pending: string; cost: string }; by_provider: Totals[] };
-    for (let i = 0;; i++) {
-      const response = await fetch(`${await running}/v1/usage`);
-      assert.equal(response.status, 200);
-      usage = await response.json();
-      if (usage.total.pending === "0") break;
-      assert.ok(i < 1200, `bills still pending: ${JSON.stringify(usage.total)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    type Usage = { total: { pending: string; cost: string }; by_provider: Totals[] };
+    const url = await running;
+    const usage = await waitFor("every bill to be known", async () => {
+      const usage = await okJson<Usage>(fetch(`${url}/v1/usage`));
+      return usage.total.pending === "0" ? usage : undefined;
+    });
     await devnet.settleNow();
     const chain = await createChainClient(devnet.rpcUrl);
     const providers = devnet.providers.map((p) => p.address);

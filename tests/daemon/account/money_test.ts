@@ -22,6 +22,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { formatCost, parseCost, readEscrowAccount, usageCost } from "../../../chain/mod.ts";
 import { createChainClient } from "../../../chain/client.ts";
 import { startDevnet } from "../../../devnet/network.ts";
+import { okJson } from "../../_http.ts";
+import { waitFor } from "../../_wait.ts";
 import { startDaemon } from "../_e2e.ts";
 
 const MODEL = "net/verified/devnet/echo";
@@ -63,7 +65,7 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
   const chain = await createChainClient(devnet.rpcUrl);
   const provider = devnet.providers[0].address;
 
-  await t.step("an empty deposit: 402 insufficient_deposit in both dialects, at once", async () => {
+  await t.step("an empty deposit: 402 insufficient_deposit in every dialect, at once", async () => {
     const requests = () => countRequests(daemon.url);
     const before = await requests();
     await assert.rejects(
@@ -111,7 +113,7 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
     });
 
   await t.step(
-    "every reply says its cost, in both dialects; the account reads the Escrow",
+    "every reply says its cost, in every dialect; the account reads the Escrow",
     async () => {
       const whole = await openai.chat.completions.create({
         model: MODEL,
@@ -250,25 +252,23 @@ Deno.test("money: empty deposit 402s, costs on every reply, account and usage, c
 });
 
 async function getJson(url: string) {
-  const response = await fetch(url);
-  assert.equal(response.status, 200, url);
-  return await response.json();
+  return await okJson(fetch(url));
 }
 
 /** `GET /v1/usage`, asked until `ready` holds (bills of cut replies are looked up meanwhile). */
 // deno-lint-ignore no-explicit-any
 async function waitForUsage(url: string, ready: (usage: any) => boolean) {
-  for (let i = 0;; i++) {
+  return await waitFor("the usage to settle", async () => {
     const usage = await getJson(`${url}/v1/usage`);
-    if (ready(usage)) return usage;
-    assert.ok(i < 600, `the usage never settled: ${JSON.stringify(usage.total)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return ready(usage) ? usage : undefined;
+  });
 }
 
-/** The chat requests the daemon's `/metrics` counted, over both dialects' chat routes. */
+/** The chat requests the daemon's `/metrics` counted, over every dialect's chat routes. */
 async function countRequests(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const response = await fetch(`${url}/metrics`);
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
   let total = 0;
   for (const line of text.split("\n")) {
     if (
