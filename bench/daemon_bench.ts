@@ -143,6 +143,8 @@ const config: DaemonConfig = {
   maxQueue: 512,
   queueTimeoutSecs: 120,
   logFormat: "human",
+  consumerKeyFile: null,
+  maxSpend: null,
 };
 const daemon = createDaemon(config, {
   port: daemonServer.port,

@@ -3,7 +3,9 @@
  * others use): the strict decoder of one log, the "too much" recognizer, and
  * {@linkcode SettlementLogReader}, which reads a block range in adaptive chunks and splits a
  * chunk the endpoint does not answer — whatever the error — down to one block, following the
- * range or the limit the provider names when it names one.
+ * range or the limit the provider names when it names one. A settlement paid by a consumer's
+ * voucher is followed, in the same transaction, by `VoucherRedeemed`: the reader reads both and
+ * gives the settlement the consumer whose signature backs it.
  *
  * @module
  */
@@ -21,6 +23,11 @@ export type { LogsRefusal, LogsRefusalKind } from "./_logs_refusal.ts";
 const OPERATION = "scan settlements";
 /** The `Settled(address indexed provider, uint256 indexed epoch, uint256, uint256)` topic. */
 export const SETTLED_TOPIC: Hex = encodeEventTopics({ abi: escrowAbi, eventName: "Settled" })[0];
+/** The `VoucherRedeemed(consumer, provider, epoch, amount, total, seq)` topic. */
+export const VOUCHER_REDEEMED_TOPIC: Hex = encodeEventTopics({
+  abi: escrowAbi,
+  eventName: "VoucherRedeemed",
+})[0];
 /** Successes in a row before the chunk doubles. */
 const GROW_AFTER = 2;
 /** Successes in a row before the chunk may grow back to a size that was too much. */
@@ -40,6 +47,11 @@ export interface SettledEvent {
   amount: bigint;
   /** The settled tokens. */
   tokens: bigint;
+  /**
+   * The consumer whose voucher paid it (the `VoucherRedeemed` right after it in the same
+   * transaction), or `null` for a settlement by a trusted settler.
+   */
+  consumer: Address | null;
 }
 
 /** A range read by {@linkcode SettlementLogReader}: every `Settled` event of `from`–`to`. */
@@ -65,6 +77,8 @@ interface RawLog {
   data: string;
   blockNumber: string | null;
   blockHash: string | null;
+  transactionHash?: string | null;
+  logIndex?: string | null;
   removed?: boolean;
 }
 
@@ -146,7 +160,74 @@ export function decodeSettled(
     epoch: BigInt(topics[2]),
     amount: BigInt(log.data.slice(0, 66)),
     tokens: BigInt(`0x${log.data.slice(66)}`),
+    consumer: null,
   };
+}
+
+const VOUCHER_DATA = /^0x[0-9a-fA-F]{192}$/;
+
+/**
+ * Decodes a chunk's logs: each `Settled`, with the consumer of the `VoucherRedeemed` that
+ * follows it in the same transaction (same provider, epoch and amount). A `VoucherRedeemed` with
+ * no such `Settled` before it is refused.
+ *
+ * @throws {SettlementScanError} `invalid_log` naming what is wrong.
+ */
+export function decodeSettlementLogs(
+  logs: readonly RawLog[],
+  escrow: Address,
+  from: bigint,
+  to: bigint,
+): SettledEvent[] {
+  const events: SettledEvent[] = [];
+  const byPosition = new Map<string, SettledEvent>();
+  const position = (log: RawLog, offset: number): string | null =>
+    typeof log.transactionHash === "string" && typeof log.logIndex === "string" &&
+      /^0x[0-9a-fA-F]+$/.test(log.logIndex)
+      ? `${log.transactionHash.toLowerCase()}|${BigInt(log.logIndex) + BigInt(offset)}`
+      : null;
+  const redemptions: RawLog[] = [];
+  for (const log of logs) {
+    const topic = Array.isArray(log?.topics) ? String(log.topics[0]).toLowerCase() : "";
+    if (topic === VOUCHER_REDEEMED_TOPIC) {
+      redemptions.push(log);
+      continue;
+    }
+    const event = decodeSettled(log, escrow, from, to);
+    events.push(event);
+    const at = position(log, 0);
+    if (at) byPosition.set(at, event);
+  }
+  for (const log of redemptions) {
+    const bad = (what: string): never => {
+      throw new SettlementScanError(
+        "invalid_log",
+        `Cannot ${OPERATION}: a VoucherRedeemed log ${what}`,
+      );
+    };
+    const topics = log.topics;
+    if (
+      log.removed || String(log.address).toLowerCase() !== escrow || topics.length !== 4 ||
+      !ADDRESS_TOPIC.test(topics[1]) || !ADDRESS_TOPIC.test(topics[2]) ||
+      !HEX_WORD.test(topics[3]) || typeof log.data !== "string" || !VOUCHER_DATA.test(log.data)
+    ) {
+      bad(`at ${abbreviate(String(log.transactionHash), 14)} does not decode as VoucherRedeemed`);
+    }
+    const at = position(log, -1);
+    const settled = at ? byPosition.get(at) : undefined;
+    const provider = `0x${topics[2].slice(26).toLowerCase()}`;
+    if (
+      !settled || settled.consumer !== null || settled.provider !== provider ||
+      settled.epoch !== BigInt(topics[3]) || settled.amount !== BigInt(log.data.slice(0, 66))
+    ) {
+      bad(
+        `at ${abbreviate(String(log.transactionHash), 14)} does not follow the Settled event it ` +
+          "belongs to (same transaction, the log before it, same provider, epoch and amount)",
+      );
+    }
+    settled!.consumer = `0x${topics[1].slice(26).toLowerCase()}` as Address;
+  }
+  return events;
 }
 
 /** Options of {@linkcode SettlementLogReader}. */
@@ -292,7 +373,7 @@ export class SettlementLogReader {
             "expected an array of logs",
         );
       }
-      const events = logs.map((log) => decodeSettled(log, this.#escrow, from, to));
+      const events = decodeSettlementLogs(logs, this.#escrow, from, to);
       this.stats.logs += events.length;
       yield toHash === undefined ? { from, to, events } : { from, to, events, toHash };
       from = to + 1n;
@@ -345,10 +426,10 @@ export class SettlementLogReader {
       method: "eth_getLogs" as const,
       params: [{
         address: this.#escrow,
-        topics: [SETTLED_TOPIC],
+        topics: [[SETTLED_TOPIC, VOUCHER_REDEEMED_TOPIC]],
         fromBlock: numberToHex(from),
         toBlock: numberToHex(to),
-      }] as [{ address: Address; topics: Hex[]; fromBlock: Hex; toBlock: Hex }],
+      }] as [{ address: Address; topics: Hex[][]; fromBlock: Hex; toBlock: Hex }],
     };
     if (!this.#withBlockHash) {
       const logs = await this.#client.request(getLogs, { retryCount: 0 });

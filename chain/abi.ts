@@ -1132,12 +1132,39 @@ export const escrowAbi = [
     "type": "constructor",
   },
   {
+    "inputs": [{ "internalType": "uint256", "name": "total", "type": "uint256" }, {
+      "internalType": "uint256",
+      "name": "cumulative",
+      "type": "uint256",
+    }],
+    "name": "ClaimExceedsVoucher",
+    "type": "error",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }, {
+      "internalType": "uint256",
+      "name": "requested",
+      "type": "uint256",
+    }, { "internalType": "uint256", "name": "reserved", "type": "uint256" }],
+    "name": "ExceedsRequestedWithdrawal",
+    "type": "error",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }, {
       "internalType": "uint256",
       "name": "requested",
       "type": "uint256",
     }, { "internalType": "uint256", "name": "available", "type": "uint256" }],
     "name": "InsufficientDeposit",
+    "type": "error",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }, {
+      "internalType": "address",
+      "name": "signer",
+      "type": "address",
+    }],
+    "name": "InvalidVoucherSignature",
     "type": "error",
   },
   {
@@ -1156,6 +1183,15 @@ export const escrowAbi = [
     "type": "error",
   },
   {
+    "inputs": [{ "internalType": "address", "name": "caller", "type": "address" }, {
+      "internalType": "address",
+      "name": "provider",
+      "type": "address",
+    }],
+    "name": "NotVoucherProvider",
+    "type": "error",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "settler", "type": "address" }],
     "name": "SettlerAlreadyAdded",
     "type": "error",
@@ -1166,12 +1202,40 @@ export const escrowAbi = [
     "type": "error",
   },
   {
+    "inputs": [
+      { "internalType": "address", "name": "consumer", "type": "address" },
+      { "internalType": "address", "name": "provider", "type": "address" },
+      { "internalType": "uint256", "name": "total", "type": "uint256" },
+      { "internalType": "uint256", "name": "settled", "type": "uint256" },
+    ],
+    "name": "StaleVoucher",
+    "type": "error",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "to", "type": "address" }, {
       "internalType": "uint256",
       "name": "amount",
       "type": "uint256",
     }],
     "name": "TransferFailed",
+    "type": "error",
+  },
+  {
+    "inputs": [{ "internalType": "uint256", "name": "delay", "type": "uint256" }, {
+      "internalType": "uint256",
+      "name": "max",
+      "type": "uint256",
+    }],
+    "name": "WithdrawalDelayTooLong",
+    "type": "error",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }, {
+      "internalType": "uint256",
+      "name": "unlockAt",
+      "type": "uint256",
+    }],
+    "name": "WithdrawalLocked",
     "type": "error",
   },
   { "inputs": [], "name": "ZeroAddress", "type": "error" },
@@ -1274,10 +1338,84 @@ export const escrowAbi = [
     "type": "event",
   },
   {
+    "anonymous": false,
+    "inputs": [
+      { "indexed": true, "internalType": "address", "name": "consumer", "type": "address" },
+      { "indexed": true, "internalType": "address", "name": "provider", "type": "address" },
+      { "indexed": true, "internalType": "uint256", "name": "epoch", "type": "uint256" },
+      { "indexed": false, "internalType": "uint256", "name": "amount", "type": "uint256" },
+      { "indexed": false, "internalType": "uint256", "name": "total", "type": "uint256" },
+      { "indexed": false, "internalType": "uint64", "name": "seq", "type": "uint64" },
+    ],
+    "name": "VoucherRedeemed",
+    "type": "event",
+  },
+  {
+    "anonymous": false,
+    "inputs": [{
+      "indexed": false,
+      "internalType": "uint256",
+      "name": "previousDelay",
+      "type": "uint256",
+    }, { "indexed": false, "internalType": "uint256", "name": "newDelay", "type": "uint256" }],
+    "name": "WithdrawalDelayChanged",
+    "type": "event",
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      { "indexed": true, "internalType": "address", "name": "consumer", "type": "address" },
+      { "indexed": false, "internalType": "uint256", "name": "amount", "type": "uint256" },
+      { "indexed": false, "internalType": "uint256", "name": "unlockAt", "type": "uint256" },
+    ],
+    "name": "WithdrawalRequested",
+    "type": "event",
+  },
+  {
+    "inputs": [],
+    "name": "MAX_WITHDRAWAL_DELAY",
+    "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "NAME",
+    "outputs": [{ "internalType": "string", "name": "", "type": "string" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "VERSION",
+    "outputs": [{ "internalType": "string", "name": "", "type": "string" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "VOUCHER_TYPEHASH",
+    "outputs": [{ "internalType": "bytes32", "name": "", "type": "bytes32" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
     "inputs": [],
     "name": "acceptOwnership",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }],
+    "name": "accountOf",
+    "outputs": [
+      { "internalType": "uint256", "name": "deposit_", "type": "uint256" },
+      { "internalType": "uint256", "name": "reserved", "type": "uint256" },
+      { "internalType": "uint256", "name": "available", "type": "uint256" },
+      { "internalType": "uint256", "name": "unlockAt", "type": "uint256" },
+    ],
+    "stateMutability": "view",
     "type": "function",
   },
   {
@@ -1309,6 +1447,13 @@ export const escrowAbi = [
     "type": "function",
   },
   {
+    "inputs": [],
+    "name": "domainSeparator",
+    "outputs": [{ "internalType": "bytes32", "name": "", "type": "bytes32" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "", "type": "address" }],
     "name": "earningsOf",
     "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
@@ -1317,8 +1462,40 @@ export const escrowAbi = [
   },
   {
     "inputs": [],
+    "name": "eip712Domain",
+    "outputs": [
+      { "internalType": "bytes1", "name": "fields", "type": "bytes1" },
+      { "internalType": "string", "name": "name", "type": "string" },
+      { "internalType": "string", "name": "version", "type": "string" },
+      { "internalType": "uint256", "name": "chainId", "type": "uint256" },
+      { "internalType": "address", "name": "verifyingContract", "type": "address" },
+      { "internalType": "bytes32", "name": "salt", "type": "bytes32" },
+      { "internalType": "uint256[]", "name": "extensions", "type": "uint256[]" },
+    ],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [],
     "name": "emission",
     "outputs": [{ "internalType": "contract IEpochClock", "name": "", "type": "address" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [{
+      "components": [
+        { "internalType": "address", "name": "consumer", "type": "address" },
+        { "internalType": "address", "name": "provider", "type": "address" },
+        { "internalType": "uint256", "name": "cumulative", "type": "uint256" },
+        { "internalType": "uint64", "name": "seq", "type": "uint64" },
+      ],
+      "internalType": "struct Escrow.Voucher",
+      "name": "voucher",
+      "type": "tuple",
+    }],
+    "name": "hashVoucher",
+    "outputs": [{ "internalType": "bytes32", "name": "", "type": "bytes32" }],
     "stateMutability": "view",
     "type": "function",
   },
@@ -1344,8 +1521,56 @@ export const escrowAbi = [
     "type": "function",
   },
   {
+    "inputs": [{
+      "components": [
+        {
+          "components": [
+            { "internalType": "address", "name": "consumer", "type": "address" },
+            { "internalType": "address", "name": "provider", "type": "address" },
+            { "internalType": "uint256", "name": "cumulative", "type": "uint256" },
+            { "internalType": "uint64", "name": "seq", "type": "uint64" },
+          ],
+          "internalType": "struct Escrow.Voucher",
+          "name": "voucher",
+          "type": "tuple",
+        },
+        { "internalType": "bytes", "name": "signature", "type": "bytes" },
+        { "internalType": "uint256", "name": "total", "type": "uint256" },
+        { "internalType": "uint256", "name": "tokens", "type": "uint256" },
+      ],
+      "internalType": "struct Escrow.Redemption[]",
+      "name": "redemptions",
+      "type": "tuple[]",
+    }],
+    "name": "redeemVouchers",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "settler", "type": "address" }],
     "name": "removeSettler",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [{ "internalType": "uint256", "name": "amount", "type": "uint256" }],
+    "name": "requestWithdrawal",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "", "type": "address" }],
+    "name": "reservedOf",
+    "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
+    "inputs": [{ "internalType": "uint256", "name": "delay", "type": "uint256" }],
+    "name": "setWithdrawalDelay",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function",
@@ -1380,10 +1605,28 @@ export const escrowAbi = [
     "type": "function",
   },
   {
+    "inputs": [{ "internalType": "address", "name": "consumer", "type": "address" }, {
+      "internalType": "address",
+      "name": "provider",
+      "type": "address",
+    }],
+    "name": "settledOf",
+    "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
+    "stateMutability": "view",
+    "type": "function",
+  },
+  {
     "inputs": [{ "internalType": "address", "name": "newOwner", "type": "address" }],
     "name": "transferOwnership",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [{ "internalType": "address", "name": "", "type": "address" }],
+    "name": "unlockAtOf",
+    "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
+    "stateMutability": "view",
     "type": "function",
   },
   {
@@ -1398,6 +1641,13 @@ export const escrowAbi = [
     "name": "withdrawEarnings",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function",
+  },
+  {
+    "inputs": [],
+    "name": "withdrawalDelay",
+    "outputs": [{ "internalType": "uint256", "name": "", "type": "uint256" }],
+    "stateMutability": "view",
     "type": "function",
   },
 ] as const;

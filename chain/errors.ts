@@ -108,3 +108,16 @@ export class ContractCheckError extends ReasonError<ContractCheckFailure> {
     this.problems = options.problems;
   }
 }
+
+/** Why a voucher was refused (see `chain/voucher.ts`). */
+export type VoucherFailure =
+  /** A field is missing, of the wrong shape or out of range (the message names it). */
+  | "malformed"
+  /** The signature is not a valid one, or not by the voucher's consumer. */
+  | "bad_signature";
+
+/** Thrown by the voucher functions of `chain/voucher.ts`. */
+export class VoucherError extends ReasonError<VoucherFailure> {
+  /** The error's name, a literal to tell it apart. */
+  override readonly name = "VoucherError" as const;
+}

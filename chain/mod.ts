@@ -17,11 +17,18 @@
  * - {@linkcode bucketSettlements}: settled volume per provider per epoch, in the one order
  *   ({@linkcode compareBuckets}: provider, then epoch).
  * - {@linkcode parseAd}, {@linkcode adCommitment}: provider ads (`docs/protocol.md` §1).
+ * - {@linkcode VoucherSigner}, {@linkcode VoucherVerifier}, {@linkcode parseVoucher}: the
+ *   EIP-712 vouchers consumers pay providers with (`docs/protocol.md` §9).
+ * - {@linkcode readEscrowAccount}: a consumer's deposit, reserved and available amounts, and
+ *   what its vouchers paid each provider.
+ * - {@linkcode usageCost}, {@linkcode worstCaseCost}, {@linkcode formatCost}: what a request
+ *   costs at an ad's prices, in exact integers.
  * - The typed ABIs (`registryAbi`, `stakingAbi`, `emissionAbi`, `escrowAbi`, `multicallAbi`).
  *
  * Failures are {@linkcode ChainConfigError}, {@linkcode ChainReadError},
  * {@linkcode ContractCheckError},
- * {@linkcode SettlementScanError} and {@linkcode AdError}, each with a `reason`.
+ * {@linkcode SettlementScanError}, {@linkcode AdError} and {@linkcode VoucherError}, each with a
+ * `reason`.
  *
  * @example Read the network at one block (needs an RPC endpoint)
  * ```ts ignore
@@ -82,6 +89,21 @@ export {
   validateAd,
   type ValidateAdOptions,
 } from "./ad.ts";
+export {
+  formatCost,
+  maxTokensOf,
+  parseCost,
+  type RequestBounds,
+  type TokenCounts,
+  type TokenPrices,
+  usageCost,
+  worstCaseCost,
+} from "./cost.ts";
+export {
+  type EscrowAccount,
+  readEscrowAccount,
+  type ReadEscrowAccountOptions,
+} from "./escrow_account.ts";
 export { type ChainClient, type ChainClientOptions, createChainClient } from "./client.ts";
 export {
   checkNetworkContracts,
@@ -99,6 +121,8 @@ export {
   type ContractCheckProblem,
   SettlementScanError,
   type SettlementScanFailure,
+  VoucherError,
+  type VoucherFailure,
 } from "./errors.ts";
 export {
   type MeasurementsReading,
@@ -145,3 +169,23 @@ export {
   type RouterRecord,
   type StakingState,
 } from "./types.ts";
+export {
+  billId,
+  MAX_VOUCHER_AMOUNT,
+  MAX_VOUCHER_JSON_BYTES,
+  MAX_VOUCHER_SEQ,
+  parseVoucher,
+  type SignedVoucher,
+  type Voucher,
+  VOUCHER_DOMAIN_NAME,
+  VOUCHER_DOMAIN_VERSION,
+  VOUCHER_TYPES,
+  voucherDigest,
+  type VoucherDomain,
+  voucherDomainSeparator,
+  type VoucherJson,
+  VoucherSigner,
+  voucherToJson,
+  VoucherVerifier,
+  type VoucherVerifierOptions,
+} from "./voucher.ts";

@@ -105,13 +105,26 @@ async function runUntilStopped(daemon: Daemon, server: DaemonServer, logs: Progr
     (error) => logs.err.warn(`daemon: ${describe(error).split("\n")[0]}`),
   );
   daemon.start();
+  // The consumer's account: its key (generated on first start) and ledger, loaded now so the
+  // first request does not wait, and the address to fund announced.
+  daemon.account?.prepare().then(
+    () => {
+      const address = daemon.account?.payments?.address;
+      logs.out.info(
+        `daemon: consumer ${address}: requests are paid from its Escrow deposit ` +
+          "(GET /v1/account shows it; GET /v1/usage what was spent)",
+      );
+    },
+    (error) => logs.err.warn(`daemon: the consumer account: ${describe(error).split("\n")[0]}`),
+  );
   const finished = Promise.withResolvers<void>();
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
     logs.out.info("daemon: stopping…");
-    Promise.all([daemon.close(), server.shutdown()]).then(() => finished.resolve());
+    // Replies in flight finish first (their costs still go to the ledger), then it closes.
+    server.shutdown().then(() => daemon.close()).then(finished.resolve);
     Deno.unrefTimer(setTimeout(() => {
       logs.err.warn("daemon: replies still running after 30 s; exiting anyway");
       Deno.exit(0);

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Address } from "viem";
+import type { Address, LocalAccount } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
 import { askPeer, GatewaySet } from "../daemon/mod.ts";
@@ -17,7 +17,7 @@ import { RouterDirectory } from "./directory.ts";
 import type { InferenceEngine } from "./engine.ts";
 import { createGatewayHandler } from "./gateway.ts";
 import type { ReceiptSigningKey } from "../crypto/mod.ts";
-import { type Attester, DevnetProvider } from "./provider.ts";
+import { type Attester, DevnetProvider, type DevnetProviderOptions } from "./provider.ts";
 import { createRouterHandler, pollProviders } from "./router.ts";
 
 /** The fixed ports of `deno task devnet` / `deno task demo`. */
@@ -38,6 +38,8 @@ export interface DevnetProviderInfo {
   url: string;
   /** The provider itself (usage, ad). */
   provider: DevnetProvider;
+  /** Its account: sends its own transactions (voucher redemptions). */
+  account: LocalAccount;
 }
 
 /** Where the servers listen, and what stops them. */
@@ -77,10 +79,12 @@ export interface ProvidersOptions {
   verified: number;
   /** Live providers in the TEE tier. */
   tee: number;
-  /** The engine of the provider labelled `label`. */
-  engine: (label: string) => InferenceEngine;
+  /** The engine of the provider labelled `label` (the `index`-th live one). */
+  engine: (label: string, index: number) => InferenceEngine;
   /** Produces attestations for TEE provider `index`. */
   attester?: (index: number) => Attester;
+  /** The payment options of the provider at `address` (vouchers); none: requests are free. */
+  payments?: (address: Address) => DevnetProviderOptions["payments"];
   /** The key that signs TEE provider `index`'s receipts (`null`: none). @default {its serving key} */
   receiptKey?: (index: number) => ReceiptSigningKey | null | undefined;
 }
@@ -107,14 +111,15 @@ export async function startProviders(
       servingKey,
       tier,
       endpoint: server.url,
-      engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`),
+      engine: options.engine(`provider ${address.slice(0, 10)}… (${tier})`, i),
       key,
       attester: tier === "tee" ? options.attester?.(teeIndex) : undefined,
       receiptKey: tier === "tee" ? options.receiptKey?.(teeIndex++) : undefined,
       log: (m) => serve.log(m),
+      payments: options.payments?.(address),
     });
     handle(provider.handler);
-    providers.push({ address, tier, url: server.url, provider });
+    providers.push({ address, tier, url: server.url, provider, account });
     serve.log(`provider ${address} (${tier}) at ${server.url}`);
   }
   return providers;

@@ -145,7 +145,11 @@ async function allReady(services: readonly Service[], timeoutMs: number): Promis
 }
 
 /** The commands printed once everything is up. */
-export function demoCommands(daemon: string, indexer: string): string {
+export function demoCommands(
+  daemon: string,
+  indexer: string,
+  money: { consumer: string; profile: string } | null = null,
+): string {
   const host = new URL(daemon).host;
   const chat = (model: string, extra = "") =>
     `curl -s ${daemon}/v1/chat/completions -H 'content-type: application/json' \\\n` +
@@ -184,6 +188,18 @@ export function demoCommands(daemon: string, indexer: string): string {
     `  OPENAI_BASE_URL=${daemon}/v1 OPENAI_API_KEY=unused npx -y deno@2 eval \\`,
     `    'import OpenAI from "npm:openai@7"; const c = await new OpenAI().chat.completions.create({ model: "net/verified/devnet/echo", messages: [{ role: "user", content: "Hi from the SDK" }] }); console.log(c.choices[0].message.content)'`,
     "",
+    ...(money
+      ? [
+        "  # The daemon's account: its consumer address and Escrow deposit (read from the",
+        "  # chain), and what it spent (every reply also says its cost: usage.cost, x-net-cost):",
+        `  curl -s ${daemon}/v1/account`,
+        `  curl -s ${daemon}/v1/usage`,
+        "",
+        "  # Top up the deposit (1 ether more) when it runs low:",
+        `  deno run -A devnet/deposit.ts --network ${money.profile} --to ${money.consumer} --amount 1`,
+        "",
+      ]
+      : []),
     "  # What was verified, and which gateways the daemon knows:",
     `  curl -s ${daemon}/v1/verdicts`,
     `  curl -s ${daemon}/v1/gateways`,
@@ -283,6 +299,26 @@ class Demo {
   }
 }
 
+/** What the demo deposits for the daemon's consumer: 10 ether. */
+const DEMO_DEPOSIT = 10n * 10n ** 18n;
+
+/** The daemon's consumer address, from `GET /v1/account` (asked until it answers). */
+async function consumerOf(daemon: string, timeoutMs: number): Promise<`0x${string}`> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${daemon}/v1/account`);
+      if (response.ok) return (await response.json()).address;
+      last = `${response.status}: ${(await response.text()).slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`Cannot fund the daemon: its GET /v1/account did not answer (${last})`);
+}
+
 /** Starts everything in order, prints the commands, and stops when any child dies. */
 async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   const fixed = settings.ports === "fixed";
@@ -298,6 +334,7 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   console.log("demo: [2/4] starting the reference network…");
   const devnet = demo.devnet = await startDevnet({
     ports: settings.ports,
+    payments: "vouchers",
     stateDir: settings.stateDir,
     upstream: settings.upstream,
     upstreamApiKey: settings.upstreamApiKey,
@@ -328,8 +365,15 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
     indexer,
     daemon,
   ], 60_000);
+  // The daemon pays with vouchers from its consumer address: the devnet funds it.
+  const consumer = await consumerOf(`http://127.0.0.1:${daemonPort}`, 60_000);
+  await devnet.fundConsumer(consumer, DEMO_DEPOSIT);
+  console.log(`demo: funded the daemon's consumer ${consumer} with 10 ether in the Escrow`);
 
-  console.log(demoCommands(`http://127.0.0.1:${daemonPort}`, `http://127.0.0.1:${indexerPort}`));
+  console.log(demoCommands(`http://127.0.0.1:${daemonPort}`, `http://127.0.0.1:${indexerPort}`, {
+    consumer,
+    profile,
+  }));
   console.log("\ndemo: ready");
   // Any child that dies takes the demo down with it, visibly.
   const first = await Promise.race(

@@ -131,6 +131,14 @@ export const DEVNET_SETTINGS = defineSettings({
     default: "60",
     help: "Emission epoch length.",
   },
+  payments: {
+    flag: "payments",
+    kind: choice(["vouchers", "settler"]),
+    default: "vouchers",
+    help: "vouchers: every sealed request must carry a voucher its consumer signed, and " +
+      "providers redeem them at the Escrow (fund a consumer with devnet/deposit.ts); settler: " +
+      "requests are free and a trusted settler charges the devnet's consumer account.",
+  },
 });
 
 /**

@@ -45,6 +45,14 @@ import {
   startRouters,
 } from "./_servers.ts";
 import type { Deployment } from "./deploy.ts";
+import {
+  depositFor,
+  fundProviders,
+  redeemClaims,
+  tillClient,
+  tillOptions,
+  type VoucherChain,
+} from "./_payments.ts";
 import { EchoEngine, type InferenceEngine } from "./engine.ts";
 import type { ReceiptSigningKey } from "../crypto/mod.ts";
 import type { Attester } from "./provider.ts";
@@ -83,10 +91,24 @@ export interface DevnetOptions {
   epochSeconds?: number;
   /** How often served usage is settled to the Escrow, in ms. @default {10000} */
   settleIntervalMs?: number;
+  /**
+   * How consumers pay. `vouchers`: every sealed request must carry a voucher its consumer
+   * signed, and each provider redeems its vouchers at the Escrow (`docs/protocol.md` §9).
+   * `settler`: requests are free at the provider, and the trusted settler charges the devnet's
+   * consumer account for all served usage (the path kept for tooling).
+   *
+   * @default {"settler"}
+   */
+  payments?: "vouchers" | "settler";
   /** How often an empty block is mined (so settlements gain confirmations), in ms. @default {1000} */
   blockIntervalMs?: number;
   /** How often gateways poll routers and gossip, in ms. @default {2000} */
   refreshIntervalMs?: number;
+  /**
+   * The engine of live provider `index` (tests: a failing one, say), instead of the dev model or
+   * `upstream`. @default {engineFor(options)}
+   */
+  engine?: (label: string, index: number) => InferenceEngine;
   /** Produces attestations for TEE provider `index` (tests). @default {mock bundles} */
   attester?: (index: number) => Attester;
   /**
@@ -165,8 +187,12 @@ export interface Devnet extends AsyncDisposable {
    * `null` without a state directory.
    */
   readonly profilePath: string | null;
+  /** How consumers pay (`DevnetOptions.payments`). */
+  readonly payments: "vouchers" | "settler";
   /** Settles the usage served so far, now (the background loop does it periodically). */
   settleNow(): Promise<void>;
+  /** Deposits `amount` (wei) into the Escrow for `consumer`, from the devnet's consumer account. */
+  fundConsumer(consumer: `0x${string}`, amount: bigint): Promise<void>;
   /**
    * Stops the background work (blocks, settlements, emission, gateway refresh) and waits for
    * the rounds under way; the servers and the chain keep running. A program that started
@@ -176,6 +202,9 @@ export interface Devnet extends AsyncDisposable {
   /** Stops everything (the background work first, the chain last); idempotent. */
   stop(): Promise<void>;
 }
+
+/** What each live provider gets for gas when it redeems its own vouchers (100 ether). */
+const PROVIDER_GAS = 100n * 10n ** 18n;
 
 /** The engine of every provider: the upstream server, or the built-in dev model. */
 function engineFor(options: DevnetOptions): (label: string) => InferenceEngine {
@@ -303,14 +332,22 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const deployment = await deployDevnet(chain.owner, BigInt(epochSeconds));
     const { registry, staking } = deployment.contracts;
     log(`contracts deployed: registry ${registry}, staking ${staking}`);
+    const payments = options.payments ?? "settler";
+    const vouchers: VoucherChain = {
+      chainUrl: chain.chainUrl,
+      chainId: chain.chainId,
+      escrow: deployment.contracts.escrow,
+    };
+    const reader = payments === "vouchers" ? await tillClient(vouchers) : undefined;
 
     // 2. Live providers and the routers that carry them, each on its own port.
     const serve = { fixed, hostname, publicHost, teardown, log };
     const providers = await startProviders({
       verified: options.verifiedProviders ?? 2,
       tee: options.teeProviders ?? 1,
-      engine: engineFor(options),
+      engine: options.engine ?? engineFor(options),
       attester: options.attester,
+      payments: reader && ((address) => tillOptions(reader, vouchers, address)),
       receiptKey: options.receiptKey,
     }, serve);
     const routerUrls = startRouters(options.routers ?? 2, providers, serve).map((r) => r.url);
@@ -330,11 +367,20 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     );
 
     // 4. Gateways, then the background work of a live network.
+    if (payments === "vouchers") await fundProviders(chain.owner, providers, PROVIDER_GAS);
     const gateways: DevnetGateways = await startGateways(options.gateways ?? 2, routerUrls, serve);
-    const settleNow = async () => {
+    let settling = Promise.resolve();
+    const settleOnce = async () => {
+      if (payments === "vouchers") {
+        const paid = await redeemClaims(vouchers, providers, log);
+        if (paid > 0) log(`providers redeemed ${paid} voucher(s)`);
+        return;
+      }
       const settled = await settleUsage(chain, deployment, providers);
       if (settled > 0) log(`settled usage of ${settled} provider(s)`);
     };
+    // One settlement at a time, whether the loop or a caller asks for it.
+    const settleNow = () => settling = settling.catch(() => {}).then(settleOnce);
     startLoops(loops, options, {
       chain,
       epochSeconds,
@@ -370,7 +416,10 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       env,
       profile,
       profilePath,
+      payments,
       settleNow,
+      fundConsumer: (consumer, amount) =>
+        depositFor(chain.consumer, deployment.contracts.escrow, consumer, amount),
       stopBackground: () => loops.stop(),
       stop,
       [Symbol.asyncDispose]: stop,

@@ -50,10 +50,14 @@ import {
   answerChat,
   type ModelPrices,
   ProviderLoad,
+  sealedErrors,
   type ServedUsage,
   type Slot,
 } from "./provider_chat.ts";
 import { ReplayGuard } from "./replay_guard.ts";
+import { answerGeneration, isGenerationPath } from "./provider_generation.ts";
+import { ProviderTill, type ProviderTillOptions, VOUCHER_HEADER } from "./provider_payments.ts";
+import { priceRequest } from "./_paid_request.ts";
 import {
   attestedModels,
   devnetWeightsDigest,
@@ -106,6 +110,11 @@ export interface DevnetProviderOptions {
   /** How often a whole reply sends a space while the engine generates, in ms. @default {10000} */
   wholeKeepAliveMs?: number;
   /**
+   * Require payment (`provider_payments.ts`): every sealed request must carry a voucher that
+   * covers it, from a consumer whose deposit covers it. @default {undefined: requests are free}
+   */
+  payments?: Omit<ProviderTillOptions, "provider">;
+  /**
    * The key that signs a TEE provider's receipts; `null` signs none. Anything but the serving
    * key makes daemons refuse its replies (`receipt_invalid`): tests use it to show that.
    *
@@ -153,10 +162,14 @@ export class DevnetProvider {
   readonly #load: ProviderLoad;
   #endorsement: KeyEndorsement | undefined;
   readonly #replays = new ReplayGuard();
+  /** The consumers' accounts, when requests must be paid for. */
+  readonly till: ProviderTill | undefined;
   readonly #receipts = new ReceiptBook();
 
   private constructor(options: DevnetProviderOptions, models: AdModel[]) {
     this.#options = options;
+    this.till = options.payments &&
+      new ProviderTill({ ...options.payments, provider: options.provider });
     this.#clock = options.clock ?? (() => new Date());
     this.#load = new ProviderLoad(options.maxConcurrency ?? 4);
     this.#prices = new Map(
@@ -406,6 +419,7 @@ export class DevnetProvider {
       })
       : await this.#open(bytes);
     const headers = { "content-type": opened.responseContentType, "cache-control": "no-store" };
+    const till = this.till;
     // Authenticated: now refuse what is stale or already served (header + enc identify it).
     const verdict = this.#replays.admit(
       bytes.subarray(0, SEALED_PREFIX_BYTES),
@@ -430,6 +444,10 @@ export class DevnetProvider {
         { headers },
       );
     }
+    if (till && isGenerationPath(opened.path)) {
+      slot.release();
+      return new Response(answerGeneration(opened, till, sealedErrors(opened)), { headers });
+    }
     const sealed = await answerChat(opened, {
       engine: this.#options.engine,
       prices: this.#prices,
@@ -439,6 +457,9 @@ export class DevnetProvider {
       // The requester (the gateway) going away stops the engine and frees the slot.
       signal: req.signal,
       keepAliveMs: this.#options.wholeKeepAliveMs,
+      admit: till &&
+        ((request) =>
+          till.admit(opened.headers.get(VOUCHER_HEADER), priceRequest(this.ad, request))),
     });
     return new Response(sealed, { headers });
   }

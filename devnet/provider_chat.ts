@@ -12,8 +12,10 @@
 
 import { setImmediate } from "node:timers";
 import type { OpenedHttpRequest } from "../crypto/mod.ts";
+import { usageCost } from "../chain/cost.ts";
 import { encodeSse } from "../io/sse.ts";
 import { answerEmbeddings, EMBEDDINGS_PATH } from "./provider_embed.ts";
+import type { PaymentHold, PaymentRefusal } from "./provider_payments.ts";
 import {
   type ChatBody,
   type ChatChunk,
@@ -83,10 +85,11 @@ export class ProviderLoad {
     };
     return {
       release,
-      serve: (prices) =>
+      serve: (prices, hold) =>
         new ServedRequest(prices, {
           release,
           bill: (usage) => this.restoreUsage(usage),
+          hold,
           observe: (rate) => {
             this.#tokensPerSec = this.#tokensPerSec === 0
               ? rate
@@ -121,8 +124,11 @@ export class ProviderLoad {
 export interface Slot {
   /** Gives the slot back (the request was refused before it was served); idempotent. */
   release(): void;
-  /** Prices the request: from now on the slot is held by the returned {@linkcode ServedRequest}. */
-  serve(prices: ModelPrices): ServedRequest;
+  /**
+   * Prices the request: from now on the slot is held by the returned {@linkcode ServedRequest}.
+   * With a payment hold, the request's bill is charged to it.
+   */
+  serve(prices: ModelPrices, hold?: PaymentHold): ServedRequest;
 }
 
 /** What a served request reports to its provider's counters. */
@@ -133,6 +139,8 @@ export interface LoadReport {
   bill(usage: ServedUsage): void;
   /** The decode throughput it saw. */
   observe(tokensPerSec: number): void;
+  /** The consumer's payment hold: charged the bill (0 when nothing was billed). */
+  hold?: PaymentHold;
 }
 
 /** One admitted request: its slot, and what it is billed. Releasing and billing happen once. */
@@ -183,20 +191,22 @@ export class ServedRequest {
     this.#bill(tokens, 0);
   }
 
-  /** Gives the slot back. */
+  /** Gives the slot back; a request held for payment and never billed is charged nothing. */
   release(): void {
     if (!this.#released) this.#load.release();
     this.#released = true;
+    if (!this.#billed) this.#load.hold?.charge(0n, { promptTokens: 0, completionTokens: 0 });
   }
 
   #bill(prompt: number, completion: number): void {
     if (this.#billed) return;
     this.#billed = true;
-    this.#load.bill({
-      tokens: BigInt(prompt + completion),
-      amount: (BigInt(prompt) * this.#prices.input + BigInt(completion) * this.#prices.output) /
-        1_000_000n,
-    });
+    const amount = usageCost(this.#prices, { promptTokens: prompt, completionTokens: completion });
+    // Paid by voucher: never more than the worst case the voucher covered.
+    const hold = this.#load.hold;
+    const charged = hold && amount > hold.worst ? hold.worst : amount;
+    this.#load.bill({ tokens: BigInt(prompt + completion), amount: charged });
+    hold?.charge(charged, { promptTokens: prompt, completionTokens: completion });
   }
 }
 
@@ -219,6 +229,41 @@ export interface ChatContext {
   signal?: AbortSignal;
   /** How often a whole reply sends a space while it waits for the engine. @default {10000} */
   keepAliveMs?: number;
+  /**
+   * Decides whether the request is paid for (`provider_payments.ts`), once its model is known
+   * and before the engine starts; a refusal is a sealed 402. @default {every request is served}
+   */
+  admit?: (request: PaidRequest) => Promise<PaymentHold | PaymentRefusal>;
+}
+
+/** What the payment check of a request needs. */
+export interface PaidRequest {
+  /** `chat` or `embeddings`. */
+  readonly kind: "chat" | "embeddings";
+  /** The model asked for (served here). */
+  readonly model: string;
+  /** The request body, parsed. */
+  readonly body: { max_tokens?: number | null; max_completion_tokens?: number | null };
+  /** The length of the request body, in bytes. */
+  readonly bytes: number;
+}
+
+/**
+ * Runs the payment check of `context` (when there is one): the hold, or the sealed 402 refusal.
+ */
+export async function admitPayment(
+  context: ChatContext,
+  request: PaidRequest,
+  sealedError: SealedError,
+): Promise<PaymentHold | undefined | ReadableStream<Uint8Array>> {
+  if (!context.admit) return undefined;
+  const verdict = await context.admit(request);
+  if (verdict.ok) return verdict;
+  return sealedError(
+    verdict.code === "account_unavailable" ? 503 : 402,
+    verdict.code,
+    verdict.message,
+  );
 }
 
 /** Seals an error answer: the status and the OpenAI error body. */
@@ -290,7 +335,17 @@ export async function answerChat(
   if (!slot) {
     return sealedError(503, "overloaded", `All ${context.load.maxConcurrency} slots are busy`);
   }
-  const served = slot.serve(chat.prices);
+  const paid = await admitPayment(context, {
+    kind: "chat",
+    model: chat.body.model,
+    body: chat.body,
+    bytes: opened.body.length,
+  }, sealedError);
+  if (paid instanceof ReadableStream) {
+    slot.release();
+    return paid;
+  }
+  const served = slot.serve(chat.prices, paid);
   const abort = new AbortController();
   const { signal } = context;
   const onGone = () => abort.abort(signal?.reason ?? new Error("the requester went away"));

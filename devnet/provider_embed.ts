@@ -11,7 +11,7 @@
 
 import type { OpenedHttpRequest } from "../crypto/mod.ts";
 import type { EmbedBody } from "./engine.ts";
-import { type ChatContext, engineFailure, sealedErrors } from "./provider_chat.ts";
+import { admitPayment, type ChatContext, engineFailure, sealedErrors } from "./provider_chat.ts";
 
 /** The path of a sealed embeddings request. */
 export const EMBEDDINGS_PATH = "/v1/embeddings";
@@ -57,7 +57,17 @@ export async function answerEmbeddings(
   if (!slot) {
     return sealedError(503, "overloaded", `All ${context.load.maxConcurrency} slots are busy`);
   }
-  const served = slot.serve(prices);
+  const paid = await admitPayment(context, {
+    kind: "embeddings",
+    model: body.model,
+    body: {},
+    bytes: opened.body.length,
+  }, sealedError);
+  if (paid instanceof ReadableStream) {
+    slot.release();
+    return paid;
+  }
+  const served = slot.serve(prices, paid);
   const abort = new AbortController();
   const { signal } = context;
   const onGone = () => abort.abort(signal?.reason ?? new Error("the requester went away"));

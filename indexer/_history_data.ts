@@ -34,6 +34,8 @@ export interface HistoryFigures {
   at: BlockHash | null;
   /** All settled volume, every provider, all time. */
   total: Volume;
+  /** The part of it paid by consumers' vouchers (`VoucherRedeemed`): amount and settlements. */
+  signed: { amount: bigint; settlements: number };
   /** Every epoch with at least one settlement, oldest first. */
   epochs: readonly EpochTotals[];
   /** Each provider's all-time totals, by lower-case address. */
@@ -82,10 +84,13 @@ export async function readFigures(
     const after = cursor.confirmed;
     if (sameBlock(before, after)) {
       const total: Volume = { amount: 0n, tokens: 0n, settlements: 0 };
+      const signed = { amount: 0n, settlements: 0 };
       for (const e of epochs) {
         total.amount += e.amount;
         total.tokens += e.tokens;
         total.settlements += e.settlements;
+        signed.amount += e.signedAmount;
+        signed.settlements += e.signedSettlements;
       }
       const recent = new Map<string, SettlementBucket[]>();
       for (const b of buckets) {
@@ -97,6 +102,7 @@ export async function readFigures(
         figures: {
           at: after,
           total,
+          signed,
           epochs,
           providers: new Map(totals.map((t) => [t.provider, t])),
           recent,

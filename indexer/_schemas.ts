@@ -194,8 +194,15 @@ export const StatsSchema = z.object({
     amount: nullable(decimal("All settled amount, every provider (listed or not).")),
     tokens: nullable(decimal("All settled tokens.")),
     count: nullable(count("All settlements.")),
+    signed_amount: nullable(
+      decimal("The part of `amount` paid by consumers' vouchers (backed by their signatures)."),
+    ),
+    signed_count: nullable(count("Settlements paid by consumers' vouchers.")),
+    paying_consumers: nullable(
+      count("Distinct consumers who paid with a voucher in the current epoch."),
+    ),
   }).strict().describe(
-    "All settled volume counted so far, with the history's own state; the three figures are " +
+    "All settled volume counted so far, with the history's own state; the figures are " +
       "null until the history has caught up with the snapshot (`synced`).",
   ),
   snapshot: SnapshotSchema,
@@ -302,6 +309,13 @@ export const EpochSchema = z.object({
   tokens: nullable(decimal("Settled tokens; null unless synced.")),
   settlements: nullable(count("Settlements; null unless synced.")),
   providers: nullable(count("Providers paid at least once in it; null unless synced.")),
+  signed_amount: nullable(
+    decimal("Of `amount`, what consumers' vouchers paid (backed by their signatures)."),
+  ),
+  signed_settlements: nullable(count("Settlements paid by consumers' vouchers.")),
+  paying_consumers: nullable(
+    count("Distinct consumers who paid with a voucher in it; null unless synced."),
+  ),
 }).strict().openapi("Epoch");
 
 /** The `/epochs` body. */

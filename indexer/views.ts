@@ -153,8 +153,10 @@ export function statsView(snapshot: Snapshot, sync: HistorySync): StatsView {
     capacity.available_concurrency += p.capacity.available_concurrency;
     for (const m of p.ad.models) models.add(m.id);
   }
-  const total = sync.figures?.total ?? null;
+  const figures = sync.figures;
+  const total = figures?.total ?? null;
   const e = chain.emission;
+  const current = figures?.epochs.find((x) => x.epoch === e.currentEpoch);
   return {
     providers: {
       registered: chain.providers.length,
@@ -204,6 +206,9 @@ export function statsView(snapshot: Snapshot, sync: HistorySync): StatsView {
       amount: total && String(total.amount),
       tokens: total && String(total.tokens),
       count: total && total.settlements,
+      signed_amount: figures && String(figures.signed.amount),
+      signed_count: figures && figures.signed.settlements,
+      paying_consumers: figures && (current?.consumers ?? 0),
     },
     snapshot: snapshotView(snapshot),
   };

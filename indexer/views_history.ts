@@ -96,8 +96,19 @@ export function epochsView(snapshot: Snapshot, sync: HistorySync, page: EpochPag
         tokens: String(t?.tokens ?? 0n),
         settlements: t?.settlements ?? 0,
         providers: t?.providers ?? 0,
+        signed_amount: String(t?.signedAmount ?? 0n),
+        signed_settlements: t?.signedSettlements ?? 0,
+        paying_consumers: t?.consumers ?? 0,
       }
-      : { amount: null, tokens: null, settlements: null, providers: null };
+      : {
+        amount: null,
+        tokens: null,
+        settlements: null,
+        providers: null,
+        signed_amount: null,
+        signed_settlements: null,
+        paying_consumers: null,
+      };
     return {
       epoch: String(epoch),
       reward: String(epochReward(emission, epoch)),

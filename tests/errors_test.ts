@@ -7,6 +7,7 @@ import {
   SettlementScanError,
 } from "../chain/errors.ts";
 import { NetworkProfileError } from "../chain/network_profile.ts";
+import { VoucherError } from "../chain/errors.ts";
 import { BinaryHttpError } from "../crypto/bhttp/mod.ts";
 import { EndorsementError } from "../crypto/endorsement.ts";
 import { ReceiptError } from "../crypto/receipt.ts";
@@ -19,6 +20,8 @@ import { AtomicWriteError } from "../io/atomic_write.ts";
 import { BindAddressError } from "../io/bind_address.ts";
 import { FetchJsonError } from "../io/fetch_json.ts";
 import { SseError } from "../io/sse.ts";
+import { LedgerError } from "../daemon/account/ledger.ts";
+import { SpendCapError } from "../daemon/account/spend_cap.ts";
 import { DaemonError } from "../daemon/core/daemon_error.ts";
 import { ModelIdError } from "../daemon/core/model_id.ts";
 import { GatewayError, ProviderBusyError } from "../daemon/gateway/gateway_client.ts";
@@ -98,8 +101,17 @@ const REASON_ERRORS: [
   [SnapshotError, "chain_unreachable"],
   [EngineError, "unknown_model"],
   [ServiceError, "unknown_provider"],
+  [VoucherError, "bad_signature"],
 ];
-const PLAIN_ERRORS = [MeasurementSetError, SseError, BindAddressError, AtomicWriteError, DerError];
+const PLAIN_ERRORS = [
+  MeasurementSetError,
+  SseError,
+  BindAddressError,
+  AtomicWriteError,
+  DerError,
+  LedgerError,
+  SpendCapError,
+];
 
 Deno.test("every error of the library and the devnet is one ReasonError or NetError with a literal name", async () => {
   const cause = new Error("root");

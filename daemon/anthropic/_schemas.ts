@@ -102,11 +102,17 @@ export const COUNT_TOKENS = z.strictObject({
   }),
 }).openapi("AnthropicTokenCount");
 
+/** What the daemon paid for the reply (`docs/daemon.md`, "Money"): an extension, when paid. */
+const COST = z.string().regex(/^[0-9]+(\.[0-9]+)?$/).openapi({
+  description: "The reply's exact cost in the chain's whole unit (18 decimals), when paid.",
+});
+
 const USAGE = z.strictObject({
   input_tokens: COUNT,
   output_tokens: COUNT,
   cache_creation_input_tokens: COUNT,
   cache_read_input_tokens: COUNT,
+  cost: COST.optional(),
 }).openapi("AnthropicUsage");
 
 /** A block of an answer. */
@@ -165,7 +171,7 @@ export const STREAM_EVENT = z.union([
   z.strictObject({
     type: z.literal("message_delta"),
     delta: z.strictObject({ stop_reason: STOP_REASON, stop_sequence: z.string().nullable() }),
-    usage: z.strictObject({ input_tokens: COUNT, output_tokens: COUNT }),
+    usage: z.strictObject({ input_tokens: COUNT, output_tokens: COUNT, cost: COST.optional() }),
   }),
   z.strictObject({ type: z.literal("message_stop") }),
 ]).openapi("AnthropicStreamEvent");

@@ -8,6 +8,7 @@
 
 import { DaemonError, parseModelId, streamErrorText } from "../core/mod.ts";
 import {
+  COST_HEADER,
   endedByCancel,
   eventStreamHeaders,
   findModel,
@@ -39,7 +40,9 @@ export async function serveMessages(
   return await serveReply(context, { ...served, what, capabilities }, {
     async whole(events, reply) {
       const message = await wholeMessage(context, events, call);
-      return new Response(JSON.stringify(message), { headers: jsonHeaders(reply.served) });
+      const headers = jsonHeaders(reply.served);
+      if (message.usage.cost !== undefined) headers.set(COST_HEADER, message.usage.cost);
+      return new Response(JSON.stringify(message), { headers });
     },
     stream(events, reply, cancel) {
       async function* pieces() {

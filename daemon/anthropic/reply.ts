@@ -17,6 +17,7 @@
 
 import type { ToolCallDelta, Usage } from "../core/mod.ts";
 import {
+  ollamaCost,
   randomId,
   ReplyBudget,
   type ReplyEvent,
@@ -53,6 +54,7 @@ function usageOf(usage: Usage): MessageResponse["usage"] {
     output_tokens: usage.completion_tokens,
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
+    ...ollamaCost(usage),
   };
 }
 
@@ -251,6 +253,7 @@ export async function* streamEvents(
         usage: {
           input_tokens: step.usage.prompt_tokens,
           output_tokens: step.usage.completion_tokens,
+          ...ollamaCost(step.usage),
         },
       });
       yield event("message_stop", { type: "message_stop" });

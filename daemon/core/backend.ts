@@ -118,6 +118,8 @@ export interface EmbeddingsRequest {
   readonly model: string;
   /** The body to send to the provider. */
   readonly body: ForwardedEmbeddingsBody;
+  /** The API key name it is paid under (`core/payment.ts`). @default {"local"} */
+  readonly payer?: string;
 }
 
 /** The provider's embeddings answer, checked: one float vector per input, in order. */
@@ -128,6 +130,8 @@ export interface EmbeddingsReply {
   readonly vectors: readonly number[][];
   /** Input tokens counted by the provider. */
   readonly promptTokens: number;
+  /** What it cost, in the chain's smallest unit, when the daemon paid for it. */
+  readonly costWei?: bigint;
 }
 
 /**
@@ -188,6 +192,8 @@ export interface ChatRequest {
   readonly whole?: boolean;
   /** The client's routing preferences. @default {none: the scheduler's own rule} */
   readonly preferences?: RoutingPreferences;
+  /** The API key name it is paid under (`core/payment.ts`). @default {"local"} */
+  readonly payer?: string;
 }
 
 /** Who served a reply, as the response headers and the verdict log report it. */
@@ -218,6 +224,11 @@ export interface Usage {
   completion_tokens: number;
   /** Their sum. */
   total_tokens: number;
+  /**
+   * What the reply cost, a decimal string in the chain's smallest unit: set by the daemon from
+   * the provider's signed ad prices when it paid for the reply, never taken from the provider.
+   */
+  cost_wei?: string;
 }
 
 /** One tool-call fragment in a streamed delta (OpenAI shape: `arguments` is a JSON string). */

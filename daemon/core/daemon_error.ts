@@ -31,6 +31,12 @@ import { NetError } from "../../errors.ts";
  * (413), `url_too_long` (414), `unsupported_media_type` (415: a body that is not JSON),
  * `headers_too_large` (431), `internal_error` (500).
  *
+ * Money (`docs/daemon.md`, "Money"), each a 402 a retry cannot fix: `budget_exceeded` (a spend
+ * cap has less left than the request's worst case; nothing was sealed), `insufficient_deposit`
+ * (the consumer's available Escrow deposit cannot cover it, as the provider found),
+ * `payment_refused` (every provider refused the daemon's voucher). `chain_unreachable` (503): the
+ * chain could not be read (`GET /v1/account`).
+ *
  * Raised by the network backend: `model_not_found` (404: the network offers no such model);
  * `no_matching_provider` (404: the client's routing preferences exclude every provider of the
  * model; the message names the preference);
@@ -48,6 +54,9 @@ import { NetError } from "../../errors.ts";
 export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Object.freeze({
   invalid_request_error: 400,
   invalid_api_key: 401,
+  budget_exceeded: 402,
+  insufficient_deposit: 402,
+  payment_refused: 402,
   forbidden_host: 403,
   forbidden_origin: 403,
   not_found: 404,
@@ -77,6 +86,7 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
   provider_error: 502,
   no_gateway: 503,
   no_provider: 503,
+  chain_unreachable: 503,
   overloaded: 503,
   timeout: 504,
 });
@@ -85,6 +95,9 @@ export const DAEMON_ERROR_STATUS: Readonly<Record<DaemonErrorCode, number>> = Ob
 export type DaemonErrorCode =
   | "invalid_request_error"
   | "invalid_api_key"
+  | "budget_exceeded"
+  | "insufficient_deposit"
+  | "payment_refused"
   | "forbidden_host"
   | "forbidden_origin"
   | "not_found"
@@ -114,6 +127,7 @@ export type DaemonErrorCode =
   | "provider_error"
   | "no_gateway"
   | "no_provider"
+  | "chain_unreachable"
   | "overloaded"
   | "timeout";
 
@@ -176,6 +190,11 @@ export interface DaemonErrorOptions {
   retryAfterSeconds?: number;
   /** More detail; logged, never sent for the cryptographic codes. */
   details?: string;
+  /**
+   * Fields added to the OpenAI error object (e.g. `budget` of `budget_exceeded`); plain JSON
+   * values. The Ollama dialect has only the message.
+   */
+  data?: Readonly<Record<string, unknown>>;
   /** What to do next. */
   hints?: readonly string[];
   /** The underlying error. */
@@ -194,6 +213,8 @@ export class DaemonError extends NetError {
   readonly param: string | null;
   /** When the client may try again (`Retry-After`), in whole seconds, if said. */
   readonly retryAfterSeconds: number | undefined;
+  /** Fields added to the OpenAI error object, if any. */
+  readonly data: Readonly<Record<string, unknown>> | undefined;
 
   /**
    * Creates the error.
@@ -221,5 +242,6 @@ export class DaemonError extends NetError {
     this.status = status;
     this.param = options.param ?? null;
     this.retryAfterSeconds = retry;
+    this.data = options.data;
   }
 }

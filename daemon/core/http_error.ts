@@ -60,6 +60,8 @@ export function anthropicErrorType(status: number): string {
   switch (status) {
     case 401:
       return "authentication_error";
+    case 402:
+      return "billing_error";
     case 403:
       return "permission_error";
     case 404:
@@ -188,6 +190,7 @@ export function publicMessage(error: DaemonError): string {
 
 /** The OpenAI error `type` for a status: what the official API uses for the same class. */
 export function openaiErrorType(status: number): string {
+  if (status === 402) return "insufficient_quota";
   if (status === 403) return "permission_error";
   if (status < 500) return "invalid_request_error";
   return "server_error";
@@ -206,6 +209,7 @@ export function errorBody(error: DaemonError, dialect: Dialect): Record<string, 
       type: openaiErrorType(error.status),
       param: error.param,
       code: error.code,
+      ...error.data,
     },
   };
 }

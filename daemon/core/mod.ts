@@ -27,6 +27,15 @@ export type {
   Usage,
 } from "./backend.ts";
 export { DAEMON_ERROR_STATUS, DaemonError, TRUST_REFUSAL_CODES } from "./daemon_error.ts";
+export { LOCAL_PAYER, payerOf, setPayer } from "./payment.ts";
+export type {
+  AttemptPayments,
+  Bill,
+  BillLookup,
+  BillQuery,
+  PaymentAttempt,
+  PaymentTicket,
+} from "./payment.ts";
 export type { DaemonErrorCode, DaemonErrorOptions } from "./daemon_error.ts";
 export {
   ClientGone,

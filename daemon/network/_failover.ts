@@ -54,6 +54,17 @@ export function best(failures: readonly DaemonError[]): DaemonError {
     failures.find((f) => f.code !== "model_not_found") ?? failures[0];
 }
 
+/**
+ * Refusals that come from the consumer's own side (a spend cap; a deposit that cannot pay, as a
+ * provider found; its account that cannot be loaded): the request is answered with them at once,
+ * no other provider is tried and the provider is not blamed.
+ */
+export const CONSUMER_REFUSALS: ReadonlySet<string> = new Set([
+  "budget_exceeded",
+  "insufficient_deposit",
+  "chain_unreachable",
+]);
+
 /** Whether the next provider should be tried after this failure. */
 export function retryable(error: DaemonError): boolean {
   if (error.code === "provider_error") {
@@ -61,7 +72,8 @@ export function retryable(error: DaemonError): boolean {
     return !(error.status >= 400 && error.status < 500 &&
       ![404, 408, 409, 429].includes(error.status));
   }
-  return error.code !== "no_provider" && error.code !== "model_not_found";
+  return error.code !== "no_provider" && error.code !== "model_not_found" &&
+    !CONSUMER_REFUSALS.has(error.code);
 }
 
 export function classify(error: unknown, candidate: ProviderCandidate): Failure {
@@ -87,3 +99,39 @@ export function classify(error: unknown, candidate: ProviderCandidate): Failure 
   }
   throw error;
 }
+
+/**
+ * The refusal when a gateway lists no candidate: `model_not_found` when the network does not
+ * offer the model in that tier (`listed`) nor did lately (`recently`), `no_provider` (with
+ * `Retry-After`) when it does but nobody can serve it now.
+ */
+export function noCandidate(
+  request: Pick<ChatRequest, "tier" | "model">,
+  listed: boolean,
+  recently: boolean,
+): DaemonError {
+  if (!listed && !recently) {
+    return new DaemonError(
+      "model_not_found",
+      `The network offers no model ${request.model} in the ${request.tier} tier`,
+      { param: "model" },
+    );
+  }
+  return new DaemonError(
+    "no_provider",
+    `No provider can serve ${request.model} in the ${request.tier} tier right now` +
+      (listed ? "" : " (the network offered it within the last hour)"),
+    { retryAfterSeconds: NO_PROVIDER_RETRY_SECONDS },
+  );
+}
+
+/** A gateway that gave a request nothing usable, with the failure to report if none does better. */
+export class GatewayExhausted extends Error {
+  /** Carries `failure`. */
+  constructor(readonly failure: DaemonError) {
+    super(failure.shortMessage);
+  }
+}
+
+/** Every acceptable candidate of a request was tried (thrown out of the queue's `take`). */
+export class Exhausted extends Error {}

@@ -14,6 +14,7 @@ import {
   DaemonError,
   type EmbeddingsReply,
   type EmbeddingsRequest,
+  type PaymentTicket,
   type ServedBy,
   type Usage,
 } from "../core/mod.ts";
@@ -58,6 +59,7 @@ export interface Exchange<R> {
     signal: AbortSignal,
     candidate: ProviderCandidate,
     onEnd?: ReplyEndCheck,
+    ticket?: PaymentTicket,
   ): Promise<(served: ServedBy) => R>;
 }
 
@@ -78,9 +80,12 @@ export function chatExchange(
     path: "/v1/chat/completions",
     body: request.whole ? wholeBody(request.body) : request.body,
     kind: "chat",
-    open: async (sealed, stream, lease, attemptSignal, _candidate, onEnd) => {
+    open: async (sealed, stream, lease, attemptSignal, _candidate, onEnd, ticket) => {
       const opened = await openSealedReply(sealed, stream, { signal: attemptSignal, onEnd });
-      return (served) => ({ served, chunks: leasedChunks(opened, lease, signal, onUsage) });
+      return (served) => ({
+        served,
+        chunks: leasedChunks(opened, lease, signal, { onUsage, ticket }),
+      });
     },
   };
 }
@@ -96,7 +101,7 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
     path: "/v1/embeddings",
     body: request.body,
     kind: "embedding",
-    open: async (sealed, stream, lease, attemptSignal, candidate, onEnd) => {
+    open: async (sealed, stream, lease, attemptSignal, candidate, onEnd, ticket) => {
       const answer = await openSealedJson(sealed, stream, {
         maxBytes: MAX_EMBEDDINGS_REPLY_BYTES,
         signal: attemptSignal,
@@ -106,9 +111,11 @@ export function embeddingsExchange(request: EmbeddingsRequest): Exchange<Embeddi
         ?.embedding_dimensions;
       const length = request.body.dimensions ?? advertised;
       const checked = checkedEmbeddings(answer, inputs, length);
+      // Whole and checked: what it cost is known (a failure before is settled by the caller).
+      const costWei = ticket?.paid({ promptTokens: checked.promptTokens, completionTokens: 0 });
       // The answer is whole: the slot is free (a failure is released by the caller).
       lease.release();
-      return (served) => ({ served, ...checked });
+      return (served) => ({ served, ...checked, ...(costWei === undefined ? {} : { costWei }) });
     },
   };
 }
@@ -157,22 +164,62 @@ function embeddingInputCount(input: EmbeddingsRequest["body"]["input"]): number 
 
 /**
  * The reply's chunks, holding the provider slot until they end: at their last chunk, at a
- * failure, when the reader stops early (`return()`), or as soon as the request is aborted.
+ * failure, when the reader stops early (`return()`), or as soon as the request is aborted. When
+ * the daemon paid for the reply (`ticket`), each usage the provider reports gets its cost at the
+ * ad's prices (`cost_wei`, at most the worst case; a `cost_wei` the provider sent is never
+ * kept), and the attempt's cost is recorded once it ends: from the last usage, or — a reply that
+ * ended without one (cut, failed) — from the provider's bill, looked up.
  */
 function leasedChunks(
   opened: { first?: ChatCompletionChunk; rest: AsyncGenerator<ChatCompletionChunk> },
   lease: Lease,
   signal: AbortSignal,
-  onUsage?: (usage: Usage) => void,
+  pay: { onUsage?: (usage: Usage) => void; ticket?: PaymentTicket },
 ): AsyncIterable<ChatCompletionChunk> {
   // A reply may carry usage in several chunks (a running count); it is reported once, the
   // last one seen, when the reply ends.
   let usage: Usage | undefined;
+  // The reply reached its end: the sealed stream's, or its finish reason (the reader may stop
+  // after the usage that follows it without reading on to the end).
+  let complete = false;
+  const { ticket, onUsage } = pay;
   const free = () => {
     signal.removeEventListener("abort", free);
     lease.release();
+    if (ticket) {
+      if (complete && usage) {
+        ticket.paid({
+          promptTokens: usage.prompt_tokens,
+          completionTokens: usage.completion_tokens,
+        });
+      } else ticket.unknown();
+    }
     if (usage !== undefined) onUsage?.(usage);
     usage = undefined;
+  };
+  let finished = false;
+  const seen = (chunk: ChatCompletionChunk) => {
+    if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
+    // The usage after the finish reason is the reply's last word on its tokens.
+    if (chunk.usage && finished) complete = true;
+    if (!chunk.usage) return;
+    usage = chunk.usage;
+    // A cost is the daemon's to say (from the ad's prices), never the provider's.
+    if (!ticket && "cost_wei" in chunk.usage) {
+      const { cost_wei: _theirs, ...counts } = chunk.usage;
+      chunk.usage = usage = counts;
+    }
+    if (ticket) {
+      const { cost_wei: _theirs, ...counts } = chunk.usage;
+      chunk.usage = {
+        ...counts,
+        cost_wei: String(ticket.cost({
+          promptTokens: counts.prompt_tokens,
+          completionTokens: counts.completion_tokens,
+        })),
+      };
+      usage = chunk.usage;
+    }
   };
   signal.addEventListener("abort", free, { once: true });
   let first: ChatCompletionChunk | undefined = opened.first;
@@ -182,13 +229,15 @@ function leasedChunks(
       if (first !== undefined) {
         const value = first;
         first = undefined;
-        if (value.usage) usage = value.usage;
+        seen(value);
         return { done: false, value };
       }
       try {
         const step = await rest.next();
-        if (step.done) free();
-        else if (step.value.usage) usage = step.value.usage;
+        if (step.done) {
+          complete = true;
+          free();
+        } else seen(step.value);
         return step;
       } catch (error) {
         free();

@@ -21,6 +21,9 @@
  */
 
 import {
+  type AttemptPayments,
+  type Bill,
+  type BillQuery,
   type ChatBackend,
   type ChatReply,
   type ChatRequest,
@@ -64,13 +67,18 @@ import { type Lease, ProviderScheduler } from "./scheduler.ts";
 import { sealRequest } from "../sealing/mod.ts";
 import { SetupPool } from "../../crypto/mod.ts";
 import type { BackendMetrics } from "./backend_metrics.ts";
+import { payAttempt, settleFailed } from "./_payment.ts";
+import { lookupBill } from "./bill_lookup.ts";
 import { preferred, type StakeOf } from "./preferences.ts";
 import {
   best,
   classify,
+  CONSUMER_REFUSALS,
+  Exhausted,
   type Failure,
   final,
-  NO_PROVIDER_RETRY_SECONDS,
+  GatewayExhausted,
+  noCandidate,
   retryable,
 } from "./_failover.ts";
 
@@ -128,6 +136,11 @@ export interface NetworkBackendOptions {
    * @default {undefined}
    */
   metrics?: BackendMetrics;
+  /**
+   * Pays for each attempt before it is sealed (`account/`): the spend caps, the voucher sealed
+   * with the request, its cost. @default {undefined: requests carry no voucher}
+   */
+  payments?: AttemptPayments;
 }
 
 /**
@@ -315,6 +328,8 @@ export class NetworkBackend implements ChatBackend {
           continue;
         }
         lease.release();
+        // The consumer's own limits (a spend cap, its deposit): every provider would refuse.
+        if (error instanceof DaemonError && CONSUMER_REFUSALS.has(error.code)) throw error;
         this.#keys.forget(candidate.provider);
         const failure = this.#failure(error, candidate, request, signal);
         // A bad request of the client's own (a provider's 4xx) says nothing about the
@@ -415,15 +430,29 @@ export class NetworkBackend implements ChatBackend {
     // The date inside the seal lets the provider refuse a relay's replay (RFC 9458 §6.5).
     // A verified-tier key is sealed to again: its next HPKE setup is prepared meanwhile.
     // In the TEE tier the sealed request names the attestation it is sealed under, and the
-    // reply must end with the provider's receipt for it.
+    // reply must end with the provider's receipt for it. The request is paid for before it is
+    // sealed (a spend cap may refuse it here: nothing is sent); the voucher goes inside the seal.
     const attestation = trusted.attestation;
-    const headers: [string, string][] = [["date", this.#clock().toUTCString()]];
+    await this.#options.payments?.prepare?.();
+    const paid = payAttempt(this.#options.payments, request, candidate, call.exchange);
+    const headers: (readonly [string, string])[] = [
+      ["date", this.#clock().toUTCString()],
+      ...paid.headers,
+    ];
     if (attestation) headers.push([ATTESTATION_NONCE_HEADER, hex(attestation.nonce)]);
-    const sealed = await sealRequest(trusted.keyConfig, {
-      body: call.exchange.body,
-      headers,
-      path: call.exchange.path,
-    }, { pool: candidate.tier === "verified" ? this.#setups : undefined });
+    let sent = false;
+    let sealed;
+    try {
+      sealed = await sealRequest(trusted.keyConfig, {
+        body: call.exchange.body,
+        text: paid.text,
+        headers,
+        path: call.exchange.path,
+      }, { pool: candidate.tier === "verified" ? this.#setups : undefined });
+    } catch (error) {
+      settleFailed(paid.ticket, error, sent);
+      throw error;
+    }
     const receipt = attestation ? this.#receipts.newId() : undefined;
     const onEnd = attestation && receipt
       ? receiptCheck(attestation, {
@@ -458,13 +487,22 @@ export class NetworkBackend implements ChatBackend {
       // The reply is read as it comes (up to RELAY_READ_AHEAD_BYTES ahead of the client), so
       // its end is seen when the provider is done, however slowly the client reads.
       const relayed = Promise.withResolvers<void>();
+      sent = true;
       const stream = await gateway.relay(candidate.provider, sealed.bytes, {
         signal: attemptSignal,
         readAheadBytes: RELAY_READ_AHEAD_BYTES,
         onEnd: relayed.resolve,
       });
       const finish = await Promise.race([
-        call.exchange.open(sealed, stream, chosen.lease, attemptSignal, candidate, onEnd),
+        call.exchange.open(
+          sealed,
+          stream,
+          chosen.lease,
+          attemptSignal,
+          candidate,
+          onEnd,
+          paid.ticket,
+        ),
         new Promise<never>((_, reject) => {
           if (head.signal.aborted) reject(head.signal.reason);
           head.signal.addEventListener("abort", () => reject(head.signal.reason), { once: true });
@@ -476,6 +514,7 @@ export class NetworkBackend implements ChatBackend {
       void relayed.promise.then(() => chosen.lease.release());
       return { finish, verdict: trusted.verdict, ...(receipt ? { receipt } : {}) };
     } catch (error) {
+      settleFailed(paid.ticket, error, sent);
       attempt.dispose();
       if (head.signal.aborted && !signal.aborted) throw head.signal.reason;
       throw error;
@@ -485,10 +524,16 @@ export class NetworkBackend implements ChatBackend {
   }
 
   /**
-   * The refusal when a gateway lists no candidate: `model_not_found` when the network does not
-   * offer the model in that tier (nor did lately), `no_provider` (with `Retry-After`) when it
-   * does but nobody can serve it now.
+   * Looks up an attempt's bill at its provider (`bill_lookup.ts`), through the resolved
+   * gateway: what `account/` asks for a reply that ended before its usage.
    */
+  lookupBill(query: BillQuery, signal: AbortSignal): Promise<Bill | "unknown" | "running"> {
+    const trust = { ...this.#options.trust, clock: this.#clock, keyCache: this.#keys };
+    const parts = { candidates: this.#candidates, setups: this.#setups, trust, clock: this.#clock };
+    return this.#withGateway(signal, (gateway) => lookupBill(gateway, query, parts, signal));
+  }
+
+  /** The refusal when a gateway lists no candidate (`_failover.ts`'s `noCandidate`). */
   async #noCandidate(request: Sealable, signal: AbortSignal): Promise<DaemonError> {
     // Fresh, not the cached list: a model listed a moment ago must not read as unknown.
     this.#models = undefined;
@@ -496,19 +541,7 @@ export class NetworkBackend implements ChatBackend {
     const listed = offered.some((m) => m.model === request.model && m.tier === request.tier);
     const seen = this.#known.get(`${request.tier}\u0000${request.model}`);
     const recently = seen !== undefined && this.#clock().getTime() - seen < KNOWN_MODEL_MS;
-    if (!listed && !recently) {
-      return new DaemonError(
-        "model_not_found",
-        `The network offers no model ${request.model} in the ${request.tier} tier`,
-        { param: "model" },
-      );
-    }
-    return new DaemonError(
-      "no_provider",
-      `No provider can serve ${request.model} in the ${request.tier} tier right now` +
-        (listed ? "" : " (the network offered it within the last hour)"),
-      { retryAfterSeconds: NO_PROVIDER_RETRY_SECONDS },
-    );
+    return noCandidate(request, listed, recently);
   }
 
   #remember(tier: string, model: string): void {
@@ -557,13 +590,3 @@ export class NetworkBackend implements ChatBackend {
 function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
-
-/** A gateway that gave a request nothing usable, with the failure to report if none does better. */
-class GatewayExhausted extends Error {
-  constructor(readonly failure: DaemonError) {
-    super(failure.shortMessage);
-  }
-}
-
-/** Every acceptable candidate of a request was tried (thrown out of the queue's `take`). */
-class Exhausted extends Error {}

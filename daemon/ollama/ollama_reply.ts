@@ -26,7 +26,9 @@ import {
   aggregateReply,
   type AssembledToolCall,
   type CancelNote,
+  costHeader,
   endedByCancel,
+  ollamaCost,
   ReplyBudget,
   type ReplyEvent,
   servedHeaders,
@@ -144,7 +146,9 @@ export async function serveOllamaChat(
       );
       const end = context.clock().getTime();
       const body = wholeAnswer(call, whole, { start, firstToken: firstToken ?? end, end });
-      return new Response(JSON.stringify(body), { headers: headersOf(JSON_TYPE, reply) });
+      const headers = headersOf(JSON_TYPE, reply);
+      for (const [name, value] of costHeader(whole.usage)) headers.set(name, value);
+      return new Response(JSON.stringify(body), { headers });
     },
     stream(events, reply, cancel) {
       const pieces = ndjsonLines(context, { call, events, start, cancel });
@@ -183,6 +187,7 @@ function wholeAnswer(
     prompt_eval_duration: ns(start, firstToken),
     eval_count: whole.usage.completion_tokens,
     eval_duration: ns(firstToken, end),
+    ...ollamaCost(whole.usage),
   });
 }
 
@@ -287,6 +292,7 @@ async function* ndjsonLines(
             prompt_eval_duration: ns(start, firstToken),
             eval_count: event.usage.completion_tokens,
             eval_duration: ns(firstToken, end),
+            ...ollamaCost(event.usage),
           });
           break;
         }

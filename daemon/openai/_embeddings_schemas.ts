@@ -55,7 +55,12 @@ export const OPENAI_EMBEDDINGS = z.strictObject({
     }),
   })),
   model: z.string().openapi({ description: "The model id as the client wrote it." }),
-  usage: z.strictObject({ prompt_tokens: COUNT, total_tokens: COUNT }),
+  usage: z.strictObject({
+    prompt_tokens: COUNT,
+    total_tokens: COUNT,
+    cost: z.number().min(0).optional(),
+    cost_wei: z.string().regex(/^(0|[1-9][0-9]*)$/).optional(),
+  }),
 }).openapi("Embeddings");
 
 /** The answer of `POST /v1/embeddings`, as the surface builds it. */

@@ -122,6 +122,12 @@ export const RESPONSE = z.strictObject({
     output_tokens: COUNT,
     output_tokens_details: z.strictObject({ reasoning_tokens: COUNT }),
     total_tokens: COUNT,
+    cost: z.number().min(0).optional().openapi({
+      description: "What it cost in the chain's whole unit, when the daemon paid for it.",
+    }),
+    cost_wei: z.string().regex(/^(0|[1-9][0-9]*)$/).optional().openapi({
+      description: "The exact cost in the chain's smallest unit.",
+    }),
   }).nullable(),
 }).openapi("Response");
 

@@ -20,9 +20,11 @@ import {
 import {
   aggregateReply,
   type CancelNote,
+  costHeader,
   endedByCancel,
   eventStreamHeaders,
   jsonHeaders,
+  openaiUsage,
   randomId,
   type ReplyEvent,
   routed,
@@ -133,13 +135,15 @@ export function serveCompletions(
     async whole(events, reply) {
       const whole = await aggregateReply(context, events);
       const choice = { text: whole.content, index: 0, logprobs: null };
+      const headers = jsonHeaders(reply.served);
+      for (const [name, value] of costHeader(whole.usage)) headers.set(name, value);
       return new Response(
         JSON.stringify({
           ...head,
           choices: [{ ...choice, finish_reason: whole.finishReason }],
-          usage: whole.usage,
+          usage: openaiUsage(whole.usage),
         }),
-        { headers: jsonHeaders(reply.served) },
+        { headers },
       );
     },
     stream(events, reply, cancel) {
@@ -173,7 +177,9 @@ async function* completionEvents(
       if (event.type === "content") yield chunk(event.text, null);
       else if (event.type === "finish") yield chunk("", event.reason);
       else if (event.type === "usage" && call.includeUsage) {
-        yield `data: ${JSON.stringify({ ...head, choices: [], usage: event.usage })}\n\n`;
+        yield `data: ${
+          JSON.stringify({ ...head, choices: [], usage: openaiUsage(event.usage) })
+        }\n\n`;
       }
     }
     yield "data: [DONE]\n\n";

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { formatCost } from "../../chain/cost.ts";
 import { embeddingsResponse, runEmbed, type SurfaceContext } from "../surface/mod.ts";
 import type { OpenAIEmbeddings, OpenAIEmbeddingsBody } from "./_embeddings_schemas.ts";
 
@@ -47,7 +48,14 @@ export async function serveOpenAIEmbeddings(
       embedding: base64 ? base64Vector(vector) : vector,
     })),
     model: body.model as string,
-    usage: { prompt_tokens: reply.promptTokens, total_tokens: reply.promptTokens },
+    usage: {
+      prompt_tokens: reply.promptTokens,
+      total_tokens: reply.promptTokens,
+      ...(reply.costWei === undefined ? {} : {
+        cost: Number(formatCost(reply.costWei)),
+        cost_wei: String(reply.costWei),
+      }),
+    },
   };
   return embeddingsResponse(answer, reply);
 }

@@ -30,11 +30,13 @@ import {
 import {
   aggregateReply,
   type CancelNote,
+  costHeader,
   endedByCancel,
   eventStreamHeaders,
   findModel,
   jsonHeaders,
   listNetworkModels,
+  openaiUsage,
   randomId,
   type ReplyEvent,
   routed,
@@ -151,9 +153,11 @@ export async function serveOpenAIChat(
           logprobs: whole.logprobs === null ? null : { content: whole.logprobs, refusal: null },
           finish_reason: whole.finishReason,
         }],
-        usage: whole.usage,
+        usage: openaiUsage(whole.usage),
       };
-      return new Response(JSON.stringify(completion), { headers: jsonHeaders(reply.served) });
+      const headers = jsonHeaders(reply.served);
+      for (const [name, value] of costHeader(whole.usage)) headers.set(name, value);
+      return new Response(JSON.stringify(completion), { headers });
     },
     stream(events, reply, cancel) {
       const pieces = sseEvents(context, { call, events, id, created, cancel });
@@ -239,7 +243,7 @@ async function* sseEvents(
               created: stream.created,
               model: call.requestedModel,
               choices: [],
-              usage: event.usage,
+              usage: openaiUsage(event.usage),
             };
             yield `data: ${JSON.stringify(last)}\n\n`;
           }

@@ -27,8 +27,10 @@ import {
 } from "../core/mod.ts";
 import {
   aggregateReply,
+  costHeader,
   eventStreamHeaders,
   jsonHeaders,
+  openaiUsage,
   randomId,
   routed,
   serveReply,
@@ -272,6 +274,7 @@ class ResponseShape {
         output_tokens: end.usage.completion_tokens,
         output_tokens_details: { reasoning_tokens: 0 },
         total_tokens: end.usage.total_tokens,
+        ...costFields(end.usage),
       },
     };
   }
@@ -306,7 +309,9 @@ export function serveResponses(
           output.push(callItem(shape.itemId("fc_"), tool, "completed"));
         }
         const object = shape.object(output, { finish: whole.finishReason, usage: whole.usage });
-        return new Response(JSON.stringify(object), { headers: jsonHeaders(reply.served) });
+        const headers = jsonHeaders(reply.served);
+        for (const [name, value] of costHeader(whole.usage)) headers.set(name, value);
+        return new Response(JSON.stringify(object), { headers });
       },
       stream(events, reply, cancel) {
         const pieces = responseEvents(context, { shape, events, cancel });
@@ -314,4 +319,10 @@ export function serveResponses(
       },
     },
   );
+}
+
+/** OpenRouter's `cost` and the exact `cost_wei`, when the daemon paid for the reply. */
+function costFields(usage: Usage): { cost?: number; cost_wei?: string } {
+  const { cost, cost_wei } = openaiUsage(usage);
+  return cost_wei === undefined ? {} : { cost, cost_wei };
 }

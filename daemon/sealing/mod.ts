@@ -9,6 +9,7 @@
  */
 
 export { openSealedJson, openSealedReply } from "./sealed_reply.ts";
+export { answeredByProvider } from "./_refusal.ts";
 export type { ReplyEndCheck, ReplyEnding } from "./sealed_reply.ts";
 export { REPLY_HEAD_LIMITS, sealRequest } from "./seal.ts";
 export type { RequestToSeal, SealedChat } from "./seal.ts";

@@ -30,14 +30,21 @@ export const REPLY_HEAD_LIMITS: Readonly<DecodeOptions> = Object.freeze({
   maxInformationalResponses: 8,
 });
 
-/** A request to seal: its JSON body, its header fields and its path. */
+/**
+ * A request to seal: its JSON body, its header fields and its path; or a provider's bill asked
+ * for (`GET /v1/generation?id=…`, `docs/protocol.md` §9), which has no body.
+ */
 export interface RequestToSeal {
-  /** The body, sent as its JSON text (`content-type: application/json`). */
+  /** The body, sent as its JSON text (`content-type: application/json`); ignored for `GET`. */
   readonly body: unknown;
+  /** The body's JSON text, when the caller already has it (then `body` is not serialized). */
+  readonly text?: string;
   /** Header fields, before `content-type`. */
   readonly headers: readonly (readonly [string, string])[];
-  /** `POST` to this path. */
-  readonly path: "/v1/chat/completions" | "/v1/embeddings";
+  /** To this path. */
+  readonly path: "/v1/chat/completions" | "/v1/embeddings" | `/v1/generation?id=${string}`;
+  /** @default {"POST"} (`GET` has no body: `body` and `text` are ignored) */
+  readonly method?: "POST" | "GET";
 }
 
 /** A sealed request, with the content it carries (the JSON text sealed). */
@@ -60,11 +67,16 @@ export async function sealRequest(
   request: RequestToSeal,
   options: { pool?: SetupPool } = {},
 ): Promise<SealedChat> {
-  const content = encoder.encode(JSON.stringify(request.body));
+  const get = request.method === "GET";
+  const content = get
+    ? new Uint8Array()
+    : encoder.encode(request.text ?? JSON.stringify(request.body));
   const sealed = await sealHttpRequestBytes(keyConfig, {
-    method: "POST",
+    method: get ? "GET" : "POST",
     path: request.path,
-    headers: [...request.headers, ["content-type", "application/json"]],
+    headers: get
+      ? [...request.headers]
+      : [...request.headers, ["content-type", "application/json"]],
     body: content,
   }, { ...REPLY_HEAD_LIMITS, pool: options.pool });
   return { ...sealed, content };

@@ -27,9 +27,7 @@ import { SseError, type SseEvent, SseParser } from "../../io/sse.ts";
 import { type ChatCompletionChunk, DaemonError } from "../core/mod.ts";
 import { ProviderBusyError, retryAfterMs } from "../gateway/mod.ts";
 import { ALIVE, completionChunk, throwIfFailed } from "./_whole_reply.ts";
-
-/** Provider statuses shown to clients as they are; the rest become 502. */
-const PASSED_THROUGH: ReadonlySet<number> = new Set([400, 404, 413, 422, 429]);
+import { providerAnswer, refusalOf } from "./_refusal.ts";
 
 /** The opened reply: its first chunk (already read) and the rest. */
 export interface OpenedReply {
@@ -209,19 +207,14 @@ async function openStatusOk(
       throw failure(error);
     });
     if (opened.status === 503) {
-      throw new ProviderBusyError(
-        "The provider is at capacity (a sealed 503)",
-        retryAfterMs(opened.headers.get("retry-after")),
+      throw providerAnswer(
+        new ProviderBusyError(
+          "The provider is at capacity (a sealed 503)",
+          retryAfterMs(opened.headers.get("retry-after")),
+        ),
       );
     }
-    const message = body ? providerMessage(body) : undefined;
-    throw new DaemonError(
-      "provider_error",
-      `The provider answered ${opened.status}${message ? `: ${message}` : ""}`,
-      // Only statuses that mean the same to a client pass through; anything else (auth,
-      // proxy, 5xx) is the provider failing: 502. SDKs retry some statuses on their own.
-      { status: PASSED_THROUGH.has(opened.status) ? opened.status : 502 },
-    );
+    throw refusalOf(opened.status, body);
   }
   return opened;
 }
@@ -364,13 +357,4 @@ function cryptoFailure(error: unknown): DaemonError {
   return new DaemonError("stream_truncated", "The sealed reply ended before its final chunk", {
     cause: error,
   });
-}
-
-function providerMessage(body: Uint8Array): string | undefined {
-  try {
-    const message = JSON.parse(new TextDecoder().decode(body))?.error?.message;
-    return typeof message === "string" ? message.slice(0, 200) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -15,6 +15,7 @@ import { openaiRoutes } from "../openai/mod.ts";
 import { answers, type SurfaceContext } from "../surface/mod.ts";
 import type { ReceiptLog, VerdictLog } from "../trust/mod.ts";
 import { type GatewayLister, serveGateways, serveReceipt, serveVerdicts } from "./transparency.ts";
+import { accountRoutes, type DaemonAccount } from "../account/mod.ts";
 import {
   GATEWAYS,
   RECEIPT_PATH,
@@ -35,6 +36,8 @@ export interface RouteTableOptions {
   readonly verdicts: VerdictLog;
   /** The receipts of TEE replies, for `GET /v1/verdicts/{id}`. */
   readonly receipts: ReceiptLog;
+  /** The consumer's account, for `GET /v1/account` and `GET /v1/usage` (a daemon that pays). */
+  readonly account?: DaemonAccount;
 }
 
 function transparencyRoutes(options: RouteTableOptions): Route[] {
@@ -87,6 +90,7 @@ export function daemonRoutes(options: RouteTableOptions): Route[] {
     ...openaiRoutes(options.context),
     ...anthropicRoutes(options.context),
     ...transparencyRoutes(options),
+    ...(options.account ? accountRoutes(options.account, options.context.clock) : []),
   ];
 }
 

@@ -46,7 +46,7 @@ import type { MiddlewareHandler } from "hono";
 import { join } from "node:path";
 import { removeStaleTemporaryFiles, writeFileAtomic } from "../../io/atomic_write.ts";
 import { SettingError } from "../../settings/mod.ts";
-import { DaemonError } from "../core/mod.ts";
+import { DaemonError, setPayer } from "../core/mod.ts";
 
 /** Who must present the API key (`DaemonConfig.auth`). */
 export interface AuthConfig {
@@ -59,6 +59,8 @@ export interface AuthConfig {
   readonly apiKey: string | null;
   /** The file to read the key from (`--api-key-file`), or `null`. */
   readonly apiKeyFile: string | null;
+  /** The named keys' file (`--api-keys-file`, `api_keys.ts`), or `null`. @default {null} */
+  readonly apiKeysFile?: string | null;
 }
 
 /** The requests served without a key: discovery and liveness, nothing that spends or reveals. */
@@ -198,6 +200,43 @@ function matchesDigest(given: string, expected: Uint8Array): boolean {
   let difference = 0;
   for (let i = 0; i < actual.length; i++) difference |= actual[i] ^ expected[i];
   return difference === 0;
+}
+
+/**
+ * The name of the key `given` matches, comparing it with every key in constant time (all are
+ * compared, whichever matches).
+ */
+function matchingKey(
+  given: string,
+  keys: readonly { name: string; digest: Uint8Array }[],
+): string | undefined {
+  const actual = digest(given);
+  let found: string | undefined;
+  for (const { name, digest: expected } of keys) {
+    let difference = 0;
+    for (let i = 0; i < actual.length; i++) difference |= actual[i] ^ expected[i];
+    if (difference === 0 && found === undefined) found = name;
+  }
+  return found;
+}
+
+/**
+ * Without a required key (loopback): a request that presents one of the named keys is paid
+ * under its name; any other request is `local`. Nothing is refused here.
+ */
+export function payerByKey(
+  named: Promise<readonly { name: string; key: string }[]>,
+): MiddlewareHandler {
+  const keys = named.then((list) => list.map(({ name, key }) => ({ name, digest: digest(key) })));
+  keys.catch(() => {});
+  return async (c, next) => {
+    const given = presentedKey(c.req.raw);
+    if (given !== undefined) {
+      const found = matchingKey(given, await keys.catch(() => []));
+      if (found) setPayer(c.req.raw, found);
+    }
+    return await next();
+  };
 }
 
 /** Options of {@linkcode FailureThrottle}. */
@@ -361,6 +400,13 @@ function refusal(error: DaemonError, headers: Record<string, string>): DaemonErr
 export interface ApiKeyAuthOptions {
   /** The key, or a promise of it (resolved before the first request is checked). */
   key: string | Promise<string>;
+  /**
+   * Named keys (`api_keys.ts`), each accepted too; a request is paid under the name of the key
+   * it presented (the single key's name is `default`).
+   *
+   * @default {none}
+   */
+  named?: Promise<readonly { name: string; key: string }[]>;
   /** Counts failures per client. @default {a new FailureThrottle} */
   throttle?: FailureThrottle;
   /** The clock. @default {() => new Date()} */
@@ -398,8 +444,13 @@ export function isOpenRequest(method: string, path: string): boolean {
 export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
   const throttle = options.throttle ?? new FailureThrottle();
   const clock = options.clock ?? (() => new Date());
-  // The key's digest, computed once: each request then hashes only what it sent.
-  const expected = Promise.resolve(options.key).then(digest);
+  // The keys' digests, computed once: each request then hashes only what it sent.
+  const expected = Promise.all([
+    Promise.resolve(options.key).then((key) => ({ name: "default", digest: digest(key) })),
+    Promise.resolve(options.named ?? []).then((named) =>
+      named.map(({ name, key }) => ({ name, digest: digest(key) }))
+    ),
+  ]).then(([single, named]) => [single, ...named]);
   expected.catch(() => {}); // reported by whoever created it; requests then fail closed below
   return async (c, next) => {
     if (isOpenRequest(c.req.method, c.req.path)) return await next();
@@ -417,15 +468,19 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler {
       );
     }
     const given = presentedKey(c.req.raw);
-    let right: boolean;
+    let found: string | undefined;
     try {
-      right = given !== undefined && matchesDigest(given, await expected);
+      found = given !== undefined ? matchingKey(given, await expected) : undefined;
     } catch (error) {
       throttle.settle(client, "none", now);
       throw error;
     }
+    const right = found !== undefined;
     throttle.settle(client, right ? "right" : "wrong", now);
-    if (right) return await next();
+    if (found !== undefined) {
+      setPayer(c.req.raw, found);
+      return await next();
+    }
     const match = given !== undefined;
     throw refusal(
       new DaemonError(

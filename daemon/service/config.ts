@@ -14,6 +14,10 @@
  * | —                            | `NET_EVM_RPC_URL`            | the profile's              |
  * | —                            | `NET_EVM_REGISTRY`           | the profile's              |
  * | —                            | `NET_EVM_STAKING`            | the profile's              |
+ * | —                            | `NET_EVM_ESCROW`             | the profile's              |
+ * | `--consumer-key-file <file>` | `NET_CONSUMER_KEY_FILE`      | `<data-dir>/consumer-key`  |
+ * | `--max-spend <amount/period>` | `NET_DAEMON_MAX_SPEND`      | unset: no cap              |
+ * | `--api-keys-file <file>`     | `NET_DAEMON_API_KEYS_FILE`   | unset                      |
  * | `--chain-grace-secs <n>`     | `NET_CHAIN_GRACE_SECS`       | `600`                      |
  * | `--insecure-gateway-keys`    | `NET_INSECURE_GATEWAY_KEYS`  | off                        |
  * | `--measurements <file>`      | `NET_MEASUREMENTS`           | unset                      |
@@ -73,6 +77,7 @@ import {
   toggle,
 } from "../../settings/mod.ts";
 import { type AuthConfig, checkApiKey } from "./auth.ts";
+import { parseSpendCap, type SpendCap } from "../account/mod.ts";
 import { type EvmConfig, networkFor } from "./network_settings.ts";
 import { DEFAULT_ALLOWED_ORIGINS, parseOriginPatterns } from "./hygiene.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_QUEUE_TIMEOUT_MS } from "../network/mod.ts";
@@ -133,6 +138,10 @@ export interface DaemonConfig {
   readonly queueTimeoutSecs: number;
   /** How log lines are written: `human` or `json`. */
   readonly logFormat: LogFormat;
+  /** The consumer key's file (`--consumer-key-file`), or `null`: `<data-dir>/consumer-key`. */
+  readonly consumerKeyFile: string | null;
+  /** The daemon's spend cap over every key (`--max-spend`), or `null`. */
+  readonly maxSpend: SpendCap | null;
 }
 
 /** The result of {@linkcode parseDaemonConfig}: the help text was asked for, or a config. */
@@ -158,6 +167,13 @@ const gatewayUrl = defineKind(
       throw new Error(error.problem ?? error.shortMessage);
     }
   },
+);
+
+/** A spend cap, `AMOUNT/PERIOD` (`account/spend_cap.ts`). */
+const spendCap = defineKind(
+  "<amount/period>",
+  "an amount in whole units (at most 18 decimals) per day, week or month, such as 0.05/day",
+  (value) => parseSpendCap(value),
 );
 
 /** An allowed-origin pattern (`hygiene.ts`). */
@@ -326,6 +342,30 @@ const SETTINGS = defineSettings({
     help: "How log lines are written: human (one line of text each) or json (one JSON object " +
       "a line: time, level, message, logger, fields). Prompts and replies are never logged.",
   },
+  apiKeysFile: {
+    flag: "api-keys-file",
+    env: "NET_DAEMON_API_KEYS_FILE",
+    kind: text("<file>"),
+    help: 'JSON file of named API keys, {"keys": [{"name", "key", "max_spend"?}]}: any of ' +
+      "them is accepted, spend is counted per name, and max_spend caps that key's spend.",
+  },
+  consumerKeyFile: {
+    flag: "consumer-key-file",
+    env: "NET_CONSUMER_KEY_FILE",
+    kind: text("<file>"),
+    defaultText: "<data-dir>/consumer-key (generated on first start, mode 0600).",
+    help: "File holding the consumer key (0x and 64 hex digits): its address holds the Escrow " +
+      "deposit and signs every voucher.",
+  },
+  maxSpend: {
+    flag: "max-spend",
+    env: "NET_DAEMON_MAX_SPEND",
+    kind: spendCap,
+    defaultText: "no cap.",
+    help: "Most the daemon may spend per day, week or month (UTC), over every API key, e.g. " +
+      "0.05/day; a request whose worst case would exceed what is left is answered 402 " +
+      "budget_exceeded before anything is sealed.",
+  },
   apiKey: {
     env: "NET_DAEMON_API_KEY",
     kind: text("<key>"),
@@ -347,6 +387,12 @@ const SETTINGS = defineSettings({
     env: "NET_EVM_STAKING",
     kind: address(),
     help: "The Staking contract instead of the profile's.",
+  },
+  escrow: {
+    env: "NET_EVM_ESCROW",
+    kind: address(),
+    help: "The Escrow contract instead of the profile's: the consumer's deposit, and what its " +
+      "vouchers are signed for.",
   },
 });
 
@@ -437,12 +483,14 @@ export function parseDaemonConfig(
     rpcUrl: values.rpcUrl,
     registry: values.registry,
     staking: values.staking,
+    escrow: values.escrow,
     insecureGatewayKeys: values.insecureGatewayKeys,
     names: {
       network: sources.network.name,
       rpcUrl: sources.rpcUrl.name,
       registry: sources.registry.name,
       staking: sources.staking.name,
+      escrow: sources.escrow.name,
       insecureGatewayKeys: sources.insecureGatewayKeys.name,
     },
   });
@@ -461,6 +509,7 @@ export function parseDaemonConfig(
         required: values.requireApiKey || !isLoopbackBind(values.bind),
         apiKey: values.apiKey ? checkApiKey(values.apiKey, "NET_DAEMON_API_KEY") : null,
         apiKeyFile: values.apiKeyFile ?? null,
+        apiKeysFile: values.apiKeysFile ?? null,
       },
       measurementsFile: values.measurements ?? null,
       allowedOrigins: values.allowedOrigins ?? [],
@@ -469,6 +518,8 @@ export function parseDaemonConfig(
       maxQueue: values.maxQueue,
       queueTimeoutSecs: values.queueTimeoutSecs,
       logFormat: values.logFormat,
+      consumerKeyFile: values.consumerKeyFile ?? null,
+      maxSpend: values.maxSpend ?? null,
     },
   };
 }

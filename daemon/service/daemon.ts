@@ -18,6 +18,9 @@ import { type ChainClient, checkNetworkContracts, createChainClient } from "../.
 import { NonceBook, type TrustRoots } from "../../crypto/tee/mod.ts";
 import { VERSION } from "../../version.ts";
 import { type ApiKey, resolveApiKey } from "./auth.ts";
+import { readApiKeysFile } from "./api_keys.ts";
+import { DaemonAccount } from "../account/mod.ts";
+import type { AttemptPayments, BillLookup } from "../core/mod.ts";
 import { type DaemonConfig, type EvmConfig, isLoopbackBind } from "./config.ts";
 import { DEFAULT_GOSSIP_INTERVAL_MS, GatewayResolver } from "../gateway/mod.ts";
 import { createDaemonHandler } from "./handler.ts";
@@ -60,6 +63,11 @@ export interface CreateDaemonOptions {
   clock?: () => Date;
   /** Where warnings and refusals go (refusals with their full cause). @default {console.warn} */
   log?: (message: string, error?: unknown) => void;
+  /**
+   * Pays for each attempt with these instead of the configuration's account (benchmarks on a
+   * network without a Registry). @default {the account of `config.evm.escrow`, if any}
+   */
+  payments?: AttemptPayments;
 }
 
 /** A daemon's parts. */
@@ -78,8 +86,8 @@ export interface Daemon {
   /** Connects to a gateway in the background and starts the periodic gossip. */
   start(): void;
   /**
-   * Stops the background work (`start`); resolves once the gossip round under way, if any, has
-   * ended (its fetch and its write of the known set).
+   * Stops the background work (`start`) and the bill lookups, and closes the ledger; resolves
+   * once the gossip round under way, if any, has ended (its fetch and its write of the known set).
    */
   close(): Promise<void>;
   /** The gateway resolver (its known set is served on `/v1/gateways`). */
@@ -92,6 +100,11 @@ export interface Daemon {
   backend: NetworkBackend;
   /** The metrics served on `/metrics` (the handler's requests, the backend's work). */
   metrics: DaemonMetrics;
+  /**
+   * The consumer's account (key, ledger, caps), when the daemon pays: its network names an
+   * Escrow. `undefined`: requests carry no voucher.
+   */
+  account: DaemonAccount | undefined;
 }
 
 /**
@@ -125,11 +138,17 @@ function chainClientGetter(
         last = error;
         continue;
       }
-      // The Registry must be one and name this Staking: a typo does not become "no provider".
-      await checkNetworkContracts(candidate, { registry: evm.registry, staking: evm.staking }, {
+      // The Registry must be one and name this Staking (and Escrow): a typo does not become
+      // "no provider", nor vouchers signed for the wrong contract.
+      await checkNetworkContracts(candidate, {
+        registry: evm.registry,
+        staking: evm.staking,
+        ...(evm.escrow ? { escrow: evm.escrow } : {}),
+      }, {
         labels: {
           registry: "the Registry (NET_EVM_REGISTRY)",
           staking: "the Staking contract (NET_EVM_STAKING)",
+          escrow: "the Escrow (NET_EVM_ESCROW)",
         },
       });
       return candidate;
@@ -149,14 +168,14 @@ function trustOptions(
   options: CreateDaemonOptions,
   clock: () => Date,
   log: (message: string) => void,
+  getClient: (() => Promise<ChainClient>) | undefined,
 ): Omit<ProviderTrustOptions, "clock"> {
   const trust: Omit<ProviderTrustOptions, "clock"> = {
     nonces: new NonceBook(),
     roots: options.roots,
     policy: options.policy,
   };
-  if (config.evm) {
-    const getClient = chainClientGetter(config.evm, options.fetch);
+  if (config.evm && getClient) {
     const sources = {
       clock,
       graceMs: config.chainGraceSecs * 1000,
@@ -190,7 +209,8 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     ((message: string, error?: unknown) =>
       error === undefined ? console.warn(message) : console.warn(message, error));
   const clock = options.clock ?? (() => new Date());
-  const trust = trustOptions(config, options, clock, log);
+  const getClient = config.evm ? chainClientGetter(config.evm, options.fetch) : undefined;
+  const trust = trustOptions(config, options, clock, log, getClient);
   const resolver = new GatewayResolver({
     pinned: config.gateway ?? undefined,
     // Gossip must never make the daemon a gateway of its own known set.
@@ -204,6 +224,31 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
   const verdicts = new VerdictLog();
   const receipts = new ReceiptLog();
   const metrics = new DaemonMetrics();
+  const namedKeys = config.auth.apiKeysFile
+    ? readApiKeysFile(config.auth.apiKeysFile)
+    : Promise.resolve([]);
+  namedKeys.catch(() => {}); // main.ts reports it; requests with a key fail closed meanwhile
+  let lookup: BillLookup = () => Promise.reject(new Error("the backend is not ready"));
+  const account = config.evm?.escrow && getClient
+    ? new DaemonAccount({
+      dataDir: config.dataDir,
+      consumerKeyFile: config.consumerKeyFile,
+      escrow: config.evm.escrow,
+      chainId: config.evm.chainId,
+      getClient,
+      caps: async () => ({
+        daemon: config.maxSpend,
+        keys: new Map(
+          (await namedKeys).flatMap((k) => (k.maxSpend ? [[k.name, k.maxSpend] as const] : [])),
+        ),
+      }),
+      lookup: (query, signal) => lookup(query, signal),
+      clock,
+      log: (line) => log(line),
+      onCost: (cost, tier) => metrics.spent(tier, cost),
+      onBudgetRefused: (scope) => metrics.budgetRefused(scope),
+    })
+    : undefined;
   const backend = new NetworkBackend({
     resolver,
     trust,
@@ -216,7 +261,9 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     queueTimeoutMs: config.queueTimeoutSecs * 1000,
     log: (line) => log(line),
     metrics,
+    payments: options.payments ?? account,
   });
+  lookup = (query, signal) => backend.lookupBill(query, signal);
   metrics.watch(() => backend.load);
   const apiKey: Promise<ApiKey | null> = options.apiKey !== undefined
     ? Promise.resolve({ key: options.apiKey, source: "the caller", generated: false })
@@ -242,6 +289,8 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     clock,
     log,
     metrics,
+    namedKeys: config.auth.apiKeysFile ? namedKeys : undefined,
+    account,
   });
   let gossip: Disposable | undefined;
   return {
@@ -252,6 +301,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
     receipts,
     backend,
     metrics,
+    account,
     start: () => {
       gossip ??= resolver.startGossip({
         intervalMs: options.gossipIntervalMs ?? DEFAULT_GOSSIP_INTERVAL_MS,
@@ -262,6 +312,7 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
       gossip?.[Symbol.dispose]();
       gossip = undefined;
       await resolver.settled();
+      await account?.close();
     },
   };
 }

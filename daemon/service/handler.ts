@@ -39,7 +39,14 @@ import {
   type Service,
 } from "../../http/mod.ts";
 import { metricsRoute } from "../../http/metrics.ts";
-import { apiKeyAuth, authRefusalHeaders, type FailureThrottle, isOpenRequest } from "./auth.ts";
+import {
+  apiKeyAuth,
+  authRefusalHeaders,
+  type FailureThrottle,
+  isOpenRequest,
+  payerByKey,
+} from "./auth.ts";
+import type { DaemonAccount } from "../account/mod.ts";
 import {
   type ChatBackend,
   type Dialect,
@@ -115,6 +122,15 @@ export interface DaemonHandlerOptions {
    * @default {undefined}
    */
   apiKey?: string | Promise<string>;
+  /**
+   * Named API keys (`--api-keys-file`): each is accepted where a key is required, and a request
+   * that presents one — on loopback too — is paid under its name (`core/payment.ts`).
+   *
+   * @default {none}
+   */
+  namedKeys?: Promise<readonly { name: string; key: string }[]>;
+  /** The consumer's account: serves `GET /v1/account` and `GET /v1/usage`. @default {none} */
+  account?: DaemonAccount;
   /** Counts failed keys per client address. @default {a new FailureThrottle} */
   authThrottle?: FailureThrottle;
   /** How long to wait for the first chunk of a reply or for a model list. @default {300000} */
@@ -288,9 +304,12 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
   if (options.apiKey !== undefined) {
     middleware.push(apiKeyAuth({
       key: options.apiKey,
+      named: options.namedKeys,
       throttle: options.authThrottle,
       clock: options.clock,
     }));
+  } else if (options.namedKeys !== undefined) {
+    middleware.push(payerByKey(options.namedKeys));
   }
   const service = createService({
     info: { title: "net-consumer daemon", version: options.version, description: DESCRIPTION },
@@ -301,6 +320,7 @@ export function createDaemonService(options: DaemonHandlerOptions): Service {
         gateways: options.gateways,
         verdicts: options.verdicts,
         receipts: options.receipts ?? new ReceiptLog(),
+        account: options.account,
       }),
       { ...metricsRoute(metrics.registry), tags: ["operations"] },
     ]),

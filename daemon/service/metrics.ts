@@ -20,6 +20,8 @@
  * | `provider_failures_total`                | counter   | `tier`, `reason`                     |
  * | `attestation_verifications_total`        | counter   | `tier`, `result`                     |
  * | `relayed_tokens_total`                   | counter   | `tier`, `kind`                       |
+ * | `spend_total`                            | counter   | `tier`                               |
+ * | `budget_refusals_total`                  | counter   | `scope`                              |
  * | `process_*`                              | gauge     |                                      |
  *
  * @example
@@ -125,6 +127,20 @@ export class DaemonMetrics implements BackendMetrics {
     values: { tier: TIERS, kind: ["prompt", "completion"] },
   });
 
+  readonly #spend = this.registry.counter<"tier">({
+    name: "spend_total",
+    help: "What the daemon's paid attempts cost, in the chain's whole unit (the ledger's " +
+      "recorded costs; exact figures in GET /v1/usage).",
+    labels: ["tier"],
+    values: { tier: TIERS },
+  });
+  readonly #budgetRefusals = this.registry.counter<"scope">({
+    name: "budget_refusals_total",
+    help: "Requests answered 402 budget_exceeded, by the cap that refused them: daemon or key.",
+    labels: ["scope"],
+    values: { scope: ["daemon", "key"] },
+  });
+
   /** A registry with every metric declared (the load gauges read 0 until {@linkcode watch}). */
   constructor() {
     this.registry.gauge({
@@ -183,5 +199,15 @@ export class DaemonMetrics implements BackendMetrics {
         this.#tokens.inc({ tier, kind }, count);
       }
     }
+  }
+
+  /** Counts the cost of a paid attempt, in the chain's smallest unit. */
+  spent(tier: string, wei: bigint): void {
+    if (wei > 0n) this.#spend.inc({ tier }, Number(wei) / 1e18);
+  }
+
+  /** Counts a `budget_exceeded` refusal. */
+  budgetRefused(scope: "daemon" | "key"): void {
+    this.#budgetRefusals.inc({ scope });
   }
 }

@@ -28,6 +28,11 @@ export interface EvmConfig {
   readonly registry: `0x${string}`;
   /** The Staking contract address, lower case (a provider must be bonded). */
   readonly staking: `0x${string}`;
+  /**
+   * The Escrow (lower case): the consumer's deposit, and the EIP-712 domain its vouchers are
+   * signed for. `null`: the daemon pays nothing (providers that require payment refuse it).
+   */
+  readonly escrow: `0x${string}` | null;
 }
 
 /** The settings that decide the network, with the names they were given under. */
@@ -40,10 +45,15 @@ export interface NetworkSettings {
   registry?: `0x${string}`;
   /** `NET_EVM_STAKING`, when set. */
   staking?: `0x${string}`;
+  /** `NET_EVM_ESCROW`, when set. */
+  escrow?: `0x${string}`;
   /** `--insecure-gateway-keys`. */
   insecureGatewayKeys: boolean;
   /** How each was given (`--network`, `NET_NETWORK`, …), for messages. */
-  names: Record<"network" | "rpcUrl" | "registry" | "staking" | "insecureGatewayKeys", string>;
+  names: Record<
+    "network" | "rpcUrl" | "registry" | "staking" | "escrow" | "insecureGatewayKeys",
+    string
+  >;
 }
 
 /** What the daemon's configuration takes from the network. */
@@ -64,7 +74,9 @@ export interface NetworkChoice {
  */
 export function networkFor(settings: NetworkSettings): NetworkChoice {
   const { names } = settings;
-  const overridden = (["rpcUrl", "registry", "staking"] as const).filter((k) => settings[k]);
+  const overridden = (["rpcUrl", "registry", "staking", "escrow"] as const).filter((k) =>
+    settings[k]
+  );
   const profile = profileOf(settings.network, names.network);
   const bootstrap = bootstrapOf(profile.gateways, names.network);
   if (settings.insecureGatewayKeys) {
@@ -85,6 +97,7 @@ export function networkFor(settings: NetworkSettings): NetworkChoice {
       chainId: settings.rpcUrl ? null : profile.chainId,
       registry: settings.registry ?? profile.contracts.registry,
       staking: settings.staking ?? profile.contracts.staking,
+      escrow: settings.escrow ?? profile.contracts.escrow,
     },
     bootstrap,
   };

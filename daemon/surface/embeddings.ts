@@ -18,12 +18,14 @@ import {
   type EmbeddingsRequest,
   type NetworkModel,
   parseModelId,
+  payerOf,
   requestController,
   withTimeout,
 } from "../core/mod.ts";
 import type { SurfaceContext } from "./context.ts";
 import { findModel, listNetworkModels } from "./models.ts";
 import { servedHeaders } from "./reply.ts";
+import { costHeader } from "./cost.ts";
 import { MAX_EMBEDDING_INPUTS } from "./schemas.ts";
 
 /** What an embeddings route's documentation says, in every dialect. */
@@ -101,6 +103,7 @@ export async function runEmbed(
       encoding_format: "float",
       ...(call.dimensions === undefined ? {} : { dimensions: call.dimensions }),
     },
+    payer: payerOf(httpRequest),
   };
   const { controller, release } = requestController(httpRequest);
   try {
@@ -132,12 +135,14 @@ export async function runEmbed(
 
 /** An embeddings answer: `body` as JSON, with the served-by headers of `reply`. */
 export function embeddingsResponse(body: unknown, reply: EmbeddingsReply): Response {
+  const cost = reply.costWei === undefined ? [] : costHeader({ cost_wei: String(reply.costWei) });
   return new Response(JSON.stringify(body), {
     headers: {
       "content-type": "application/json; charset=utf-8",
       "cache-control": "no-store",
       "x-content-type-options": "nosniff",
       ...servedHeaders(reply.served),
+      ...Object.fromEntries(cost),
     },
   });
 }

@@ -9,6 +9,7 @@
  */
 
 export { randomId } from "./context.ts";
+export { COST_HEADER, costHeader, costWei, ollamaCost, openaiUsage } from "./cost.ts";
 export type { SurfaceContext } from "./context.ts";
 export { EMBEDDINGS_DESCRIPTION, embeddingsResponse, runEmbed } from "./embeddings.ts";
 export { capabilitiesNeeded, checkCapabilities, findModel, listNetworkModels } from "./models.ts";

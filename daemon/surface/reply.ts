@@ -15,6 +15,7 @@ import {
   ClientGone,
   clientGone,
   DaemonError,
+  payerOf,
   requestController,
   type ServedBy,
   type Tier,
@@ -82,7 +83,9 @@ export async function serveReply(
     when: "before its reply started (queued or waiting for a provider)",
   };
   try {
-    const reply = await openReply(context, { ...call, controller });
+    // Paid under the API key the request presented (`core/payment.ts`).
+    const request = { ...call.request, payer: payerOf(served.request) };
+    const reply = await openReply(context, { ...call, request, controller });
     cancel.when = "during its reply";
     const events = replyEvents(context, { reply, controller });
     if (!call.stream) {

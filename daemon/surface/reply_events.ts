@@ -113,7 +113,11 @@ function parseUsage(value: unknown, where: string): Usage {
     );
   }
   const total = isCount(usage.total_tokens) ? usage.total_tokens : prompt + completion;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
+  // The cost the backend put there (`surface/cost.ts`); anything else is dropped.
+  const cost = typeof usage.cost_wei === "string" && /^(0|[1-9][0-9]{0,77})$/.test(usage.cost_wei)
+    ? { cost_wei: usage.cost_wei }
+    : {};
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total, ...cost };
 }
 
 function parseToolCall(value: unknown, where: string): ToolCallDelta {

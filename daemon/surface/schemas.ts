@@ -34,6 +34,14 @@ export const USAGE = z.strictObject({
   prompt_tokens: COUNT,
   completion_tokens: COUNT,
   total_tokens: COUNT,
+  cost: z.number().min(0).optional().openapi({
+    description: "What the reply cost (OpenRouter's field), in the chain's whole unit, when the " +
+      "daemon paid for it: `cost_wei` ÷ 10^18, as precise as a JSON number is.",
+  }),
+  cost_wei: z.string().regex(/^(0|[1-9][0-9]*)$/).optional().openapi({
+    description: "The exact cost in the chain's smallest unit, from the provider's signed ad " +
+      "prices and this usage (`docs/protocol.md` §9).",
+  }),
 }).openapi("Usage");
 
 /**
@@ -55,9 +63,28 @@ export const ERROR_CODE = z.enum(
 export const OPENAI_ERROR = z.strictObject({
   error: z.strictObject({
     message: z.string(),
-    type: z.enum(["invalid_request_error", "permission_error", "server_error"]),
+    type: z.enum([
+      "invalid_request_error",
+      "insufficient_quota",
+      "permission_error",
+      "server_error",
+    ]),
     param: z.string().nullable(),
     code: ERROR_CODE,
+    budget: z.strictObject({
+      scope: z.enum(["daemon", "key"]),
+      key: z.string().optional(),
+      spent: z.string(),
+      cap: z.string(),
+      max_spend: z.string(),
+      period: z.enum(["day", "week", "month"]),
+      resets_at: z.string(),
+      needed: z.string(),
+    }).optional().openapi({
+      description: "With `budget_exceeded`: the cap that refused (amounts are decimal strings " +
+        "in the chain's smallest unit), what was spent in its period, when it resets, and the " +
+        "request's worst case.",
+    }),
   }),
 }).openapi("OpenAIError");
 
@@ -152,6 +179,13 @@ export function errorResponses(
         "`attestation_stale`, `measurement_not_approved`, `key_not_vouched`, `tier_mismatch`, " +
         "`attestation_binding_failed`, `gpu_not_attested`, `gpu_attestation_failed`, " +
         "`gpu_measurement_not_approved`, `model_not_attested`, `attestation_failed`.",
+    );
+    out[402] = e(
+      "Money, which a retry cannot fix: `budget_exceeded` (a spend cap has less left than the " +
+        "request's worst case; nothing was sealed; under `/v1` the error's `budget` says which " +
+        "cap, what was spent and when it resets), `insufficient_deposit` (the consumer's " +
+        "Escrow deposit cannot cover it), `payment_refused` (every provider refused the " +
+        "daemon's voucher).",
     );
     out[422] = e("`provider_error` carrying the provider's own 422 (a request it refused).");
     out[429] = e("`provider_error` carrying the provider's own 429 (it is too busy).");

@@ -23,6 +23,7 @@ import {
   U256_LIMIT,
 } from "./_codec.ts";
 import type { SqlQuery } from "./_sql.ts";
+import { addSigned, addSignedWindow, foldSigned } from "./_commit_signed.ts";
 import type { BlockHash, ChunkCommit, CommitResult, Hex, StoreCursor } from "./types.ts";
 
 const OP = "commit the chunk";
@@ -48,6 +49,10 @@ interface Plan {
   /** Window settlements by block, then `provider|epoch`. */
   window: Map<bigint, Map<string, Sum>>;
   windowCount: number;
+  /** Confirmed voucher settlements of the chunk by `consumer|epoch`. */
+  signed: Map<string, Sum>;
+  /** Window voucher settlements by block, then `consumer|epoch`. */
+  signedWindow: Map<bigint, Map<string, Sum>>;
   /** The hashes, by block. */
   hashes: Map<bigint, Hex>;
   /** The window's blocks of this chunk (every one gets a row with its hash). */
@@ -144,6 +149,8 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
   const { hashes, windowBlocks, confirmedTop } = checkHashes(chunk, range, safe);
   const confirmed = new Map<string, Sum>();
   const window = new Map<bigint, Map<string, Sum>>();
+  const signed = new Map<string, Sum>();
+  const signedWindow = new Map<bigint, Map<string, Sum>>();
   let confirmedCount = 0;
   chunk.settlements.forEach((s, i) => {
     const block = checkBig(OP, `settlements[${i}].block`, s?.block, BLOCK_LIMIT);
@@ -161,13 +168,24 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
       settlements: 1,
     };
     const key = `${provider}|${epoch}`;
+    // Paid by a consumer's voucher: also counted per (consumer, epoch).
+    const consumer = s.consumer === undefined || s.consumer === null
+      ? null
+      : checkAddress(OP, `settlements[${i}].consumer`, s.consumer);
+    const paid = { amount: sum.amount, tokens: 0n, settlements: 1 };
     if (block <= safe) {
       add(confirmed, key, sum);
+      if (consumer) add(signed, `${consumer}|${epoch}`, paid);
       confirmedCount++;
     } else {
       let deltas = window.get(block);
       if (!deltas) window.set(block, deltas = new Map());
       add(deltas, key, sum);
+      if (consumer) {
+        let paidDeltas = signedWindow.get(block);
+        if (!paidDeltas) signedWindow.set(block, paidDeltas = new Map());
+        add(paidDeltas, `${consumer}|${epoch}`, paid);
+      }
     }
   });
   return {
@@ -178,6 +196,8 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
     confirmedCount,
     window,
     windowCount: chunk.settlements.length - confirmedCount,
+    signed,
+    signedWindow,
     hashes,
     windowBlocks,
     confirmedTop,
@@ -334,9 +354,11 @@ async function fold(
   s: string,
   safe: bigint,
   where: string,
-): Promise<{ sums: Map<string, Sum>; blocks: number; top: BlockHash | null }> {
+): Promise<
+  { sums: Map<string, Sum>; signed: Map<string, Sum>; blocks: number; top: BlockHash | null }
+> {
   const sums = new Map<string, Sum>();
-  if (safe < 0n) return { sums, blocks: 0, top: null };
+  if (safe < 0n) return { sums, signed: new Map(), blocks: 0, top: null };
   const deltas = await query(
     `DELETE FROM ${s}.window_deltas WHERE block <= $1 RETURNING provider, epoch::text AS epoch,
        amount::text AS amount, tokens::text AS tokens, settlements::text AS settlements`,
@@ -349,6 +371,7 @@ async function fold(
       settlements: int(d, "settlements", where),
     });
   }
+  const signed = await foldSigned(query, s, safe, where);
   const blocks = await query(
     `DELETE FROM ${s}.window_blocks WHERE block <= $1 RETURNING block::text AS block, hash`,
     [String(safe)],
@@ -358,7 +381,7 @@ async function fold(
     const number = big(b, "block", where);
     if (!top || number > top.number) top = { number, hash: hash(b, "hash", where) };
   }
-  return { sums, blocks: blocks.length, top };
+  return { sums, signed, blocks: blocks.length, top };
 }
 
 /** Inserts the chunk's window blocks and their deltas. */
@@ -371,6 +394,7 @@ async function addWindow(query: SqlQuery, s: string, plan: Plan): Promise<void> 
       plan.windowBlocks.map((block) => ({ block: String(block), hash: plan.hashes.get(block)! })),
     )],
   );
+  await addSignedWindow(query, s, plan.signedWindow);
   const deltas: Record<string, string>[] = [];
   for (const [block, sums] of plan.window) {
     for (const [key, sum] of sums) {
@@ -409,7 +433,9 @@ export async function writeChunk(
   const s = ctx.schema;
   const folded = await fold(query, s, plan.safe, ctx.where);
   for (const [key, sum] of plan.confirmed) add(folded.sums, key, sum);
+  for (const [key, sum] of plan.signed) add(folded.signed, key, sum);
   await addConfirmed(query, s, folded.sums);
+  await addSigned(query, s, folded.signed);
   await addWindow(query, s, plan);
   const confirmed = plan.confirmedTop ?? folded.top ?? cursor.confirmed;
   const next: StoreCursor = {

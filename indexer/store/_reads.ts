@@ -91,7 +91,9 @@ export async function readEpochs(
 ): Promise<Page<EpochTotals>> {
   const { limit, after, desc } = checkPage("read the epochs", page);
   const rows = await query(
-    `SELECT epoch::text AS epoch, ${SUMS}, providers::text AS providers FROM ${ctx.schema}.epoch_totals t
+    `SELECT epoch::text AS epoch, ${SUMS}, providers::text AS providers,
+       signed_amount::text AS signed_amount, signed_settlements::text AS signed_settlements,
+       consumers::text AS consumers FROM ${ctx.schema}.epoch_totals t
      WHERE $1::numeric IS NULL OR t.epoch ${desc ? "<" : ">"} $1::numeric
      ORDER BY t.epoch ${desc ? "DESC" : "ASC"} LIMIT $2`,
     [after === undefined ? null : String(after), String(limit + 1)],
@@ -103,6 +105,9 @@ export async function readEpochs(
       tokens: big(row, "tokens", ctx.where),
       settlements: int(row, "settlements", ctx.where),
       providers: int(row, "providers", ctx.where),
+      signedAmount: big(row, "signed_amount", ctx.where),
+      signedSettlements: int(row, "signed_settlements", ctx.where),
+      consumers: int(row, "consumers", ctx.where),
     })),
     limit,
   );

@@ -91,6 +91,7 @@ async function undo(
       `DELETE FROM ${s}.window_deltas WHERE block > $1 RETURNING settlements::text AS settlements`,
       [above],
     );
+    await query(`DELETE FROM ${s}.window_consumer_deltas WHERE block > $1`, [above]);
     const blocks = await query(`DELETE FROM ${s}.window_blocks WHERE block > $1 RETURNING block`, [
       above,
     ]);
@@ -151,8 +152,10 @@ export async function resetHistory(sql: SqlSession, ctx: Ctx): Promise<StoreCurs
     await lockCursor(query, ctx, "reset the history");
     const s = ctx.schema;
     await query(`DELETE FROM ${s}.window_deltas`);
+    await query(`DELETE FROM ${s}.window_consumer_deltas`);
     await query(`DELETE FROM ${s}.window_blocks`);
     await query(`DELETE FROM ${s}.buckets`);
+    await query(`DELETE FROM ${s}.consumer_buckets`);
     await query(`DELETE FROM ${s}.epoch_totals`);
     await query(`DELETE FROM ${s}.provider_totals`);
     const rows = await query(

@@ -35,6 +35,7 @@ function u256(column: string): string {
 }
 
 const ADDRESS = "text NOT NULL CHECK (provider ~ '^0x[0-9a-f]{40}$')";
+const CONSUMER = "text NOT NULL CHECK (consumer ~ '^0x[0-9a-f]{40}$')";
 
 /** The migrations, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -103,6 +104,40 @@ export const MIGRATIONS: readonly Migration[] = [
         settlements bigint NOT NULL CHECK (settlements > 0),
         PRIMARY KEY (block, provider, epoch)
       )`,
+    ],
+  },
+  {
+    version: 2,
+    description: "volume paid by consumers' vouchers and paying consumers per epoch (rescans)",
+    statements: (s) => [
+      `ALTER TABLE ${s}.epoch_totals
+        ADD COLUMN ${u256("signed_amount").replace("NOT NULL", "NOT NULL DEFAULT 0")},
+        ADD COLUMN signed_settlements bigint NOT NULL DEFAULT 0 CHECK (signed_settlements >= 0),
+        ADD COLUMN consumers integer NOT NULL DEFAULT 0 CHECK (consumers >= 0)`,
+      `CREATE TABLE ${s}.consumer_buckets (
+        consumer ${CONSUMER},
+        ${u256("epoch")},
+        ${u256("amount")},
+        settlements bigint NOT NULL CHECK (settlements > 0),
+        PRIMARY KEY (epoch, consumer)
+      )`,
+      `CREATE TABLE ${s}.window_consumer_deltas (
+        block bigint NOT NULL REFERENCES ${s}.window_blocks (block),
+        consumer ${CONSUMER},
+        ${u256("epoch")},
+        ${u256("amount")},
+        settlements bigint NOT NULL CHECK (settlements > 0),
+        PRIMARY KEY (block, consumer, epoch)
+      )`,
+      // What was counted before was read without its consumers: scan the history again.
+      `DELETE FROM ${s}.window_deltas`,
+      `DELETE FROM ${s}.window_blocks`,
+      `DELETE FROM ${s}.buckets`,
+      `DELETE FROM ${s}.epoch_totals`,
+      `DELETE FROM ${s}.provider_totals`,
+      `UPDATE ${s}.cursor SET next_block = (SELECT scan_from_block FROM ${s}.meta),
+        last_block = NULL, last_hash = NULL, confirmed_block = NULL, confirmed_hash = NULL,
+        head_block = NULL, updated_at = now()`,
     ],
   },
 ];

@@ -41,6 +41,11 @@ export interface Settlement {
   amount: bigint;
   /** The settled tokens (uint256). */
   tokens: bigint;
+  /**
+   * The consumer whose voucher paid it (`VoucherRedeemed`), or `null`/absent for a settlement
+   * by a trusted settler.
+   */
+  consumer?: Hex | null;
 }
 
 /** One scanned range, committed by {@linkcode HistoryStore.commitChunk} in one transaction. */
@@ -169,6 +174,12 @@ export interface EpochTotals {
   settlements: number;
   /** Providers paid at least once in the epoch. */
   providers: number;
+  /** Sum of the amounts paid by consumers' vouchers (`VoucherRedeemed`). */
+  signedAmount: bigint;
+  /** Number of those settlements. */
+  signedSettlements: number;
+  /** Distinct consumers who paid with a voucher in the epoch. */
+  consumers: number;
 }
 
 /** Confirmed settled volume of one provider over a range of epochs (or all time). */

@@ -51,6 +51,7 @@ export function fakeLogNode(options: FakeLogNodeOptions = {}): FakeLogNode {
     epoch: block / 10n,
     amount: BigInt(index + 1) * 10n ** 18n + block,
     tokens: BigInt(index),
+    consumer: null,
   });
   const log = (block: bigint, index: number) => {
     const e = event(block, index);

@@ -82,9 +82,28 @@ Deno.test("Escrow: deposits, authorized settlement in the Emission epoch, withdr
     assert.equal(await balance(), start - 300n);
     assert.equal(await read("earningsOf", [providerAddress]), 0n);
     await reverts(write(provider, "withdrawEarnings", []), "ZeroAmount");
-    await reverts(write(consumer, "withdrawDeposit", [401n]), "InsufficientDeposit");
+    // Withdrawing takes a request, then the delay (1 day by default).
+    await reverts(write(consumer, "withdrawDeposit", [1n]), "ExceedsRequestedWithdrawal");
+    await reverts(write(consumer, "requestWithdrawal", [401n]), "InsufficientDeposit");
+    await write(consumer, "requestWithdrawal", [400n]);
+    assert.deepEqual(await read("accountOf", [consumerAddress]), [
+      400n,
+      400n,
+      0n,
+      await read<bigint>("unlockAtOf", [consumerAddress]),
+    ]);
+    await reverts(write(consumer, "withdrawDeposit", [400n]), "WithdrawalLocked");
+    await chain.rpc("evm_increaseTime", [86_400]);
+    await chain.rpc("evm_mine", []);
+    await reverts(write(consumer, "withdrawDeposit", [401n]), "ExceedsRequestedWithdrawal");
     await write(consumer, "withdrawDeposit", [400n]);
     assert.equal(await read("depositOf", [consumerAddress]), 0n);
+    assert.deepEqual(await read("accountOf", [consumerAddress]), [
+      0n,
+      0n,
+      0n,
+      await read<bigint>("unlockAtOf", [consumerAddress]),
+    ]);
     await write(owner, "removeSettler", [chain.accounts.settler.address]);
     await reverts(
       write(settler, "settle", [consumerAddress, providerAddress, 0n, 0n]),

@@ -6,6 +6,7 @@
  */
 
 import type { PrivateKeyAccount } from "viem/accounts";
+import type { SpendCap } from "../../daemon/account/mod.ts";
 import type { DaemonConfig } from "../../daemon/service/config.ts";
 import {
   createDaemon,
@@ -39,13 +40,25 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
    * Read trust roots and measurements from this chain. Without it the daemon runs with
    * `insecureGatewayKeys` (keys as the gateway lists them), as these tests always did.
    */
-  evm?: { rpcUrl: string; registry: `0x${string}`; staking: `0x${string}` };
+  evm?: {
+    rpcUrl: string;
+    registry: `0x${string}`;
+    staking: `0x${string}`;
+    /** The Escrow: the daemon then pays with vouchers. @default {none: it pays nothing} */
+    escrow?: `0x${string}`;
+  };
   /** How long on-chain facts stay usable while the chain cannot be read, s. @default {600} */
   chainGraceSecs?: number;
   /** Require this API key. */
   apiKey?: string;
   /** Approved measurements file. */
   measurementsFile?: string;
+  /** Named API keys' file (`--api-keys-file`). @default {none} */
+  apiKeysFile?: string;
+  /** The consumer key's file. @default {generated in the data directory} */
+  consumerKeyFile?: string;
+  /** The daemon's spend cap. @default {none} */
+  maxSpend?: SpendCap;
   /** `--max-queue`. @default {512} */
   maxQueue?: number;
   /** `--queue-timeout-secs`. @default {120} */
@@ -70,7 +83,13 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     network: evm ? { name: "test", source: "the test" } : null,
     bootstrap: [],
     evm: evm
-      ? { rpcUrls: [evm.rpcUrl], chainId: null, registry: evm.registry, staking: evm.staking }
+      ? {
+        rpcUrls: [evm.rpcUrl],
+        chainId: null,
+        registry: evm.registry,
+        staking: evm.staking,
+        escrow: evm.escrow ?? null,
+      }
       : null,
     insecureGatewayKeys: !evm,
     chainGraceSecs: options.chainGraceSecs ?? 600,
@@ -78,6 +97,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       required: options.apiKey !== undefined,
       apiKey: options.apiKey ?? null,
       apiKeyFile: null,
+      apiKeysFile: options.apiKeysFile ?? null,
     },
     measurementsFile: options.measurementsFile ?? null,
     allowedOrigins: [],
@@ -86,6 +106,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     maxQueue: options.maxQueue ?? 512,
     queueTimeoutSecs: options.queueTimeoutSecs ?? 120,
     logFormat: "human",
+    consumerKeyFile: options.consumerKeyFile ?? null,
+    maxSpend: options.maxSpend ?? null,
   };
   const daemon = createDaemon(config, { log: () => {}, ...options, port: server.port });
   handler = daemon.handler;
@@ -96,6 +118,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     dataDir,
     [Symbol.asyncDispose]: async () => {
       await server.close();
+      await daemon.close();
       await Deno.remove(dataDir, { recursive: true });
     },
   };

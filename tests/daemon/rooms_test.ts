@@ -30,6 +30,7 @@ const ROOMS: Readonly<Record<string, readonly string[]>> = {
   openai: ["core", "surface"],
   ollama: ["core", "surface"],
   anthropic: ["core", "surface"],
+  account: ["core", "surface"],
   service: [
     "core",
     "gateway",
@@ -40,6 +41,7 @@ const ROOMS: Readonly<Record<string, readonly string[]>> = {
     "openai",
     "ollama",
     "anthropic",
+    "account",
   ],
 };
 

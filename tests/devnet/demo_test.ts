@@ -223,6 +223,10 @@ Deno.test({
         assert.match(find("npm:ollama")[0].out, /You said: "Hi from ollama-js"/);
       }
       assert.match(find("/v1/verdicts")[0].out, /"outcome":"accepted"/);
+      // The daemon pays with vouchers from the consumer the demo funded; the top-up works.
+      assert.match(find("/v1/account")[0].out, /"available":"[1-9][0-9]*"/);
+      assert.match(find("/v1/usage")[0].out, /"cost":"[1-9][0-9]*"/);
+      assert.match(find("devnet/deposit.ts")[0].out, /deposit: 1 deposited for 0x[0-9a-f]{40}/);
       assert.match(find("/v1/gateways")[0].out, /"gateways":\[/);
       assert.match(find("/stats")[0].out, /"live_verified":3/);
       assert.match(find("/models")[0].out, /"model":"devnet\/echo"/);

@@ -364,6 +364,7 @@ Deno.test("parseDevnetArgs: the defaults, the upstream key from the environment,
     gateways: 2,
     tokenDelayMs: 15,
     epochSeconds: 60,
+    payments: "vouchers",
   });
   const help = parseDevnetArgs(["--help"], {});
   assert.ok("help" in help);
@@ -379,6 +380,7 @@ Deno.test("parseDevnetArgs: the defaults, the upstream key from the environment,
       "--tee",
       "--gateways",
       "--token-delay-ms",
+      "--payments",
       "--epoch-seconds",
       "NET_UPSTREAM_API_KEY",
     ]

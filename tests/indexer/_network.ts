@@ -235,8 +235,16 @@ export function figuresOf(
   const recent = new Map<string, SettlementBucket[]>();
   const total = { amount: 0n, tokens: 0n, settlements: 0 };
   for (const b of sorted) {
-    const e = epochs.get(b.epoch) ??
-      { epoch: b.epoch, amount: 0n, tokens: 0n, settlements: 0, providers: 0 };
+    const e = epochs.get(b.epoch) ?? {
+      epoch: b.epoch,
+      amount: 0n,
+      tokens: 0n,
+      settlements: 0,
+      providers: 0,
+      signedAmount: 0n,
+      signedSettlements: 0,
+      consumers: 0,
+    };
     epochs.set(b.epoch, {
       ...e,
       amount: e.amount + b.amount,
@@ -269,6 +277,7 @@ export function figuresOf(
   return {
     at,
     total,
+    signed: { amount: 0n, settlements: 0 }, // the hand network's settlements have no vouchers
     epochs: [...epochs.values()].sort((a, b) => Number(a.epoch - b.epoch)),
     providers,
     recent,

@@ -361,6 +361,10 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
       amount: String(truth.settlements.reduce((sum, b) => sum + b.amount, 0n)),
       tokens: String(truth.settlements.reduce((sum, b) => sum + b.tokens, 0n)),
       count: truth.settlements.reduce((sum, b) => sum + b.settlements, 0),
+      // The seeded settlements are the trusted settler's: no consumer signed any of them.
+      signed_amount: "0",
+      signed_count: 0,
+      paying_consumers: 0,
     });
     const block = await chain.client.getBlock({ blockNumber: head });
     assert.deepEqual(s.snapshot, {

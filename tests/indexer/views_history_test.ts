@@ -38,6 +38,9 @@ Deno.test("settlement figures are null, never zero or partial, until the history
     amount: null,
     tokens: null,
     count: null,
+    signed_amount: null,
+    signed_count: null,
+    paying_consumers: null,
   });
   // Chain state is still all there.
   assert.deepEqual(stats.providers, { registered: 4, bonded: 3, live_verified: 3 });
@@ -151,6 +154,9 @@ Deno.test("/epochs: every epoch 0 … current, its reward by the schedule and ca
     tokens: String(tokens),
     settlements,
     providers,
+    signed_amount: "0",
+    signed_settlements: 0,
+    paying_consumers: 0,
   });
   assert.deepEqual(view.epochs, [
     row(0, 1000n * E30, E30, 1000, 1, 1),
@@ -251,4 +257,51 @@ Deno.test("/providers/{address}: a provider that is not live, with its whole his
   });
   assert.deepEqual(p2.settled.epochs, []);
   assert.equal(P1 < P2, true);
+});
+
+Deno.test("/epochs and /stats: volume paid by consumers' vouchers and paying consumers per epoch", () => {
+  const snapshot = handSnapshot();
+  const figures = handFigures();
+  // Epoch 2 (finished) and epoch 5 (the current one) were partly paid by vouchers.
+  const signed = new Map([[2n, { amount: 4n, settlements: 1, consumers: 1 }], [5n, {
+    amount: 6n,
+    settlements: 1,
+    consumers: 3,
+  }]]);
+  const history = handHistory({
+    ...figures,
+    signed: { amount: 10n, settlements: 2 },
+    epochs: figures.epochs.map((e) => {
+      const s = signed.get(e.epoch);
+      return s
+        ? { ...e, signedAmount: s.amount, signedSettlements: s.settlements, consumers: s.consumers }
+        : e;
+    }),
+  });
+  const sync = syncFor(history, snapshot.chain.block, {
+    confirmations: 12,
+    scanFromBlock: 100n,
+    fromEpoch: 0n,
+  });
+  const view = epochsView(snapshot, sync, { limit: 100 });
+  assert.deepEqual(
+    view.epochs.map((e) => [e.epoch, e.signed_amount, e.signed_settlements, e.paying_consumers]),
+    [
+      ["0", "0", 0, 0],
+      ["1", "0", 0, 0],
+      ["2", "4", 1, 1],
+      ["3", "0", 0, 0],
+      ["4", "0", 0, 0],
+      ["5", "6", 1, 3],
+    ],
+  );
+  const stats = statsView(snapshot, sync);
+  assert.deepEqual(
+    [
+      stats.settlements.signed_amount,
+      stats.settlements.signed_count,
+      stats.settlements.paying_consumers,
+    ],
+    ["10", 2, 3],
+  );
 });

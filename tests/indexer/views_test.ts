@@ -70,6 +70,9 @@ Deno.test("/stats: counts, sums and chain figures as decimal strings", () => {
     amount: "1000000000000000000000000000027",
     tokens: "1210",
     count: 7,
+    signed_amount: "0",
+    signed_count: 0,
+    paying_consumers: 0,
   });
   assert.deepEqual(stats.snapshot, {
     block_number: "4242",

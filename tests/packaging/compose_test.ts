@@ -181,10 +181,16 @@ Deno.test("compose.yaml: the daemon's variables are the ones it reads, and they 
     chainId: null,
     registry: services.indexer.environment.NET_EVM_REGISTRY.match(/0x[0-9a-f]{40}/)[0],
     staking: services.indexer.environment.NET_EVM_STAKING.match(/0x[0-9a-f]{40}/)[0],
+    escrow: services.indexer.environment.NET_EVM_ESCROW.match(/0x[0-9a-f]{40}/)[0],
   });
   assert.equal(config.insecureGatewayKeys, false, "trust is anchored on the devnet's chain");
   // Bound to every interface of its container: a key is required (generated when unset).
-  assert.deepEqual(config.auth, { required: true, apiKey: null, apiKeyFile: null });
+  assert.deepEqual(config.auth, {
+    required: true,
+    apiKey: null,
+    apiKeyFile: null,
+    apiKeysFile: null,
+  });
   assert.equal(config.bind.hostname, "0.0.0.0");
   const [mapping] = daemon.ports.map(portMapping);
   assert.deepEqual(mapping, { hostIp: "127.0.0.1", host: 11435, container: config.bind.port });

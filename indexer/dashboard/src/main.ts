@@ -162,7 +162,9 @@ class Dashboard {
       rightLabel: "Settlements",
       lines: [
         { label: "Settled amount", color: "#0f766e", bars: true },
+        { label: "Paid by consumers' signatures", color: "#65a30d", bars: true },
         { label: "Settlements", color: "#7c3aed", right: true },
+        { label: "Paying consumers", color: "#db2777", right: true },
       ],
     }, b);
     for (const t of [this.#models, this.#providers] as Table<unknown>[]) {
@@ -393,10 +395,11 @@ class Dashboard {
     const series = volumeSeries(epochs);
     const top = epochs.reduce((a, b) => (BigInt(b.amount) > BigInt(a.amount) ? b : a));
     this.#volumeChart.draw(
-      [series.epochs, series.amount, series.settlements],
-      `Settled volume per epoch, epochs ${series.epochs[0]} to ${
-        series.epochs[series.epochs.length - 1]
-      }; the largest is ${formatTokens(top.amount)} tokens in epoch ${top.epoch}.`,
+      [series.epochs, series.amount, series.signed, series.settlements, series.payers],
+      `Settled volume per epoch, with what consumers' signatures paid and how many consumers ` +
+        `paid, epochs ${series.epochs[0]} to ${
+          series.epochs[series.epochs.length - 1]
+        }; the largest is ${formatTokens(top.amount)} tokens in epoch ${top.epoch}.`,
     );
   }
 

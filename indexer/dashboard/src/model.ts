@@ -185,6 +185,24 @@ export function summaryFigures(stats: Stats): Figure[] {
     },
     { key: "models", label: "Models served", parts: [v("models")] },
     { key: "settled", label: "Settled volume", parts: settled },
+    { key: "signed", label: "Paid by consumers' signatures", parts: signedParts(stats) },
+  ];
+}
+
+/** The volume consumers' vouchers paid, and how many consumers paid this epoch. */
+function signedParts(stats: Stats): Part[] {
+  const s = stats.settlements;
+  if (s.amount === null || s.signed_amount === undefined || s.signed_amount === null) {
+    return [`${NOT_SYNCED}: the settlement history is catching up`];
+  }
+  const v = (field: string, format: Format = "count") => valueOf(stats, field, format);
+  return [
+    v("settlements.signed_amount", "tokens"),
+    " tokens in ",
+    v("settlements.signed_count"),
+    " settlements; ",
+    v("settlements.paying_consumers"),
+    " paying consumers this epoch",
   ];
 }
 

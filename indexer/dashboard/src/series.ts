@@ -114,23 +114,42 @@ export interface VolumeSeries {
   amount: number[];
   /** Settlements per epoch. */
   settlements: number[];
+  /** Of the amount, what consumers' vouchers paid, in tokens. */
+  signed: number[];
+  /** Distinct consumers who paid with a voucher. */
+  payers: number[];
+}
+
+/** An epoch's settled volume with what consumers' signatures paid (`/epochs`). */
+export interface EpochVolumeSigned extends EpochVolume {
+  /** Of the amount, what vouchers paid. */
+  signed_amount?: string;
+  /** Distinct paying consumers. */
+  paying_consumers?: number;
 }
 
 /**
  * The settled volume of `/epochs` rows, or `null` when the history is not synced (their figures
  * are `null`: never drawn as zero).
  */
-export function syncedVolume(epochs: readonly Epoch[]): EpochVolume[] | null {
-  const out: EpochVolume[] = [];
+export function syncedVolume(epochs: readonly Epoch[]): EpochVolumeSigned[] | null {
+  const out: EpochVolumeSigned[] = [];
   for (const e of epochs) {
     if (e.amount === null || e.tokens === null || e.settlements === null) return null;
-    out.push({ epoch: e.epoch, amount: e.amount, tokens: e.tokens, settlements: e.settlements });
+    out.push({
+      epoch: e.epoch,
+      amount: e.amount,
+      tokens: e.tokens,
+      settlements: e.settlements,
+      ...(e.signed_amount == null ? {} : { signed_amount: e.signed_amount }),
+      ...(e.paying_consumers == null ? {} : { paying_consumers: e.paying_consumers }),
+    });
   }
   return out;
 }
 
 /** Settled volume per epoch, sorted by epoch (the answer's order may be either). */
-export function volumeSeries(epochs: readonly EpochVolume[]): VolumeSeries {
+export function volumeSeries(epochs: readonly EpochVolumeSigned[]): VolumeSeries {
   const sorted = [...epochs].sort((a, b) => {
     const d = BigInt(a.epoch) - BigInt(b.epoch);
     return d < 0n ? -1 : d > 0n ? 1 : 0;
@@ -139,6 +158,8 @@ export function volumeSeries(epochs: readonly EpochVolume[]): VolumeSeries {
     epochs: sorted.map((e) => Number(e.epoch)),
     amount: sorted.map((e) => tokensAsNumber(e.amount)),
     settlements: sorted.map((e) => e.settlements),
+    signed: sorted.map((e) => tokensAsNumber(e.signed_amount ?? "0")),
+    payers: sorted.map((e) => e.paying_consumers ?? 0),
   };
 }
 

@@ -85,6 +85,12 @@ export interface Stats {
     amount: Decimal | null;
     tokens: Decimal | null;
     count: number | null;
+    /** Of the amount, what consumers paid with vouchers they signed (absent from older indexers). */
+    signed_amount?: Decimal | null;
+    /** Settlements paid by vouchers. */
+    signed_count?: number | null;
+    /** Distinct consumers who paid with a voucher in the current epoch. */
+    paying_consumers?: number | null;
   };
   /** The snapshot. */
   snapshot: SnapshotInfo;
@@ -132,6 +138,10 @@ export interface Epoch {
   tokens: Decimal | null;
   /** Settlements; `null` until synced. */
   settlements: number | null;
+  /** Of the amount, what consumers' vouchers paid; `null` until synced. */
+  signed_amount?: Decimal | null;
+  /** Distinct consumers who paid with a voucher in it; `null` until synced. */
+  paying_consumers?: number | null;
 }
 
 /** One entry of `/providers`. */

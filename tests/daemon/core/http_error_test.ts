@@ -24,6 +24,10 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
   const expected: Record<DaemonErrorCode, number> = {
     invalid_request_error: 400,
     invalid_api_key: 401,
+    // Money: a spend cap, the deposit, a refused voucher — a retry cannot fix them either.
+    budget_exceeded: 402,
+    insufficient_deposit: 402,
+    payment_refused: 402,
     forbidden_host: 403,
     forbidden_origin: 403,
     not_found: 404,
@@ -54,6 +58,7 @@ Deno.test("DaemonError: each code has its status; status overrides are validated
     provider_error: 502,
     no_gateway: 503,
     no_provider: 503,
+    chain_unreachable: 503,
     overloaded: 503,
     timeout: 504,
   };

@@ -46,12 +46,15 @@ const DEVNET = {
     chainId: 31337,
     registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
     staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+    escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
   },
   insecureGatewayKeys: false,
   chainGraceSecs: 600,
+  consumerKeyFile: null,
+  maxSpend: null,
 };
 
-const NO_KEY = { required: false, apiKey: null, apiKeyFile: null };
+const NO_KEY = { required: false, apiKey: null, apiKeyFile: null, apiKeysFile: null };
 
 Deno.test("config: defaults (the devnet profile: trust anchored on its chain, no key on loopback)", () => {
   assert.deepEqual(config([]), {
@@ -98,6 +101,12 @@ Deno.test("config: every flag", () => {
       "--queue-timeout-secs=30",
       "--log-format",
       "json",
+      "--consumer-key-file",
+      "/etc/net/consumer-key",
+      "--max-spend",
+      "0.05/day",
+      "--api-keys-file",
+      "/etc/net/keys.json",
     ]),
     {
       bind: { hostname: "::1", port: 0 },
@@ -105,7 +114,14 @@ Deno.test("config: every flag", () => {
       dataDir: "/var/lib/net",
       ...DEVNET,
       chainGraceSecs: 60,
-      auth: { required: true, apiKey: null, apiKeyFile: "/etc/net/key" },
+      auth: {
+        required: true,
+        apiKey: null,
+        apiKeyFile: "/etc/net/key",
+        apiKeysFile: "/etc/net/keys.json",
+      },
+      consumerKeyFile: "/etc/net/consumer-key",
+      maxSpend: { amount: 50_000_000_000_000_000n, period: "day" },
       measurementsFile: "approved.json",
       allowedOrigins: ["http://localhost:*", "app://*"],
       allowedHosts: ["host.docker.internal", "[fd00::1]"],
@@ -138,6 +154,10 @@ Deno.test("config: every environment variable", () => {
       NET_DAEMON_MAX_QUEUE: "0",
       NET_DAEMON_QUEUE_TIMEOUT_SECS: "5",
       NET_DAEMON_LOG_FORMAT: "json",
+      NET_EVM_ESCROW: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+      NET_CONSUMER_KEY_FILE: "/srv/net/key",
+      NET_DAEMON_MAX_SPEND: "2/month",
+      NET_DAEMON_API_KEYS_FILE: "/srv/net/keys.json",
     }),
     {
       bind: { hostname: "localhost", port: 8080 },
@@ -150,9 +170,17 @@ Deno.test("config: every environment variable", () => {
         chainId: null,
         registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
         staking: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+        escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
       },
       chainGraceSecs: 0,
-      auth: { required: true, apiKey: "net_0123456789abcdef", apiKeyFile: null },
+      auth: {
+        required: true,
+        apiKey: "net_0123456789abcdef",
+        apiKeyFile: null,
+        apiKeysFile: "/srv/net/keys.json",
+      },
+      consumerKeyFile: "/srv/net/key",
+      maxSpend: { amount: 2n * 10n ** 18n, period: "month" },
       measurementsFile: "/etc/net/measurements.json",
       allowedOrigins: ["*"],
       allowedHosts: ["mybox.local"],
@@ -380,6 +408,7 @@ Deno.test("config: a profile file selects the network; single variables override
       chainId: 7,
       registry: "0x" + "a".repeat(40),
       staking: "0x" + "b".repeat(40),
+      escrow: "0x" + "d".repeat(40),
     });
     const staking = "0x" + "e".repeat(40);
     const overridden = config([], { ...HOME, NET_NETWORK: path, NET_EVM_STAKING: staking });

@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { DaemonAccount } from "../../../daemon/account/mod.ts";
 import { createDaemonService } from "../../../daemon/service/handler.ts";
 import { VerdictLog } from "../../../daemon/trust/verdict_log.ts";
 
@@ -22,6 +23,16 @@ const service = createDaemonService({
   version: "0.1.0",
   port: 11435,
   log: () => {},
+  // A daemon that pays serves its account's routes too; nothing here loads the account.
+  account: new DaemonAccount({
+    dataDir: "/nonexistent",
+    consumerKeyFile: null,
+    escrow: `0x${"e".repeat(40)}`,
+    chainId: 31337,
+    getClient: () => Promise.reject(new Error("not used")),
+    caps: () => Promise.reject(new Error("not used")),
+    lookup: () => Promise.reject(new Error("not used")),
+  }),
 });
 
 /** Every operation of the generated document as `METHOD /path`, with its tags. */

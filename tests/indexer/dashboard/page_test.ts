@@ -142,7 +142,7 @@ Deno.test("the page on a real devnet and indexer: the API's numbers, charts, an 
   assert.deepEqual(browser.offLoopbackRequests(), []);
   const unknown = asked.filter((path) => !KNOWN.test(path));
   assert.deepEqual(unknown, [], "the page asked for paths the indexer does not serve");
-  assert.equal(await indexer.stop(), 0);
+  assert.equal(await indexer.stop(), 0, indexer.stderr().slice(-3000));
 });
 
 /** Saves the page as a PNG: `docs/dashboard.png` when asked to update it, else a temporary file. */

@@ -93,5 +93,15 @@ Deno.test("settled volume per epoch is sorted by epoch, whatever the answer's or
     { epoch: "10", amount: (5n * E18).toString(), tokens: "1", settlements: 2 },
     { epoch: "9", amount: (3n * E18 / 2n).toString(), tokens: "1", settlements: 1 },
   ];
-  assert.deepEqual(volumeSeries(rows), { epochs: [9, 10], amount: [1.5, 5], settlements: [1, 2] });
+  assert.deepEqual(volumeSeries(rows), {
+    epochs: [9, 10],
+    amount: [1.5, 5],
+    settlements: [1, 2],
+    signed: [0, 0],
+    payers: [0, 0],
+  });
+  assert.deepEqual(
+    volumeSeries([{ ...rows[0], signed_amount: "500000000000000000", paying_consumers: 3 }]).payers,
+    [3],
+  );
 });

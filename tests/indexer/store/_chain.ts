@@ -50,6 +50,11 @@ export function providerAddress(index: number): Hex {
   return `0x${(index + 1).toString(16).padStart(40, "0")}` as Hex;
 }
 
+/** The address of synthetic consumer `index`. */
+export function consumerAddress(index: number): Hex {
+  return `0xc0${(index + 1).toString(16).padStart(38, "0")}` as Hex;
+}
+
 /** A deterministic chain: block hashes and settlements from (seed, fork, number). */
 export class SyntheticChain {
   readonly seed: number;
@@ -116,6 +121,8 @@ export class SyntheticChain {
         epoch: block / this.blocksPerEpoch,
         amount: (big * (r(6) + 1n) * (r(7) + 1n)) % this.maxAmount,
         tokens: r(8) % 100_000n,
+        // About two in three are paid by one of a few consumers' vouchers, the rest by a settler.
+        consumer: r(9) % 3n === 0n ? null : consumerAddress(Number(r(10) % 5n)),
       });
     }
     return out;
@@ -165,9 +172,30 @@ export function recount(settlements: readonly Settlement[]): Recount {
   const sorted = bucketSettlements(settlements);
   const epochs = new Map<bigint, EpochTotals>();
   const providers = new Map<string, ProviderTotals>();
+  const payers = new Map<bigint, Set<string>>();
+  const empty = (epoch: bigint): EpochTotals => ({
+    epoch,
+    amount: 0n,
+    tokens: 0n,
+    settlements: 0,
+    providers: 0,
+    signedAmount: 0n,
+    signedSettlements: 0,
+    consumers: 0,
+  });
+  for (const s of settlements) {
+    if (!s.consumer) continue;
+    const e = epochs.get(s.epoch) ?? empty(s.epoch);
+    e.signedAmount += s.amount;
+    e.signedSettlements++;
+    const set = payers.get(s.epoch) ?? new Set();
+    set.add(s.consumer);
+    payers.set(s.epoch, set);
+    e.consumers = set.size;
+    epochs.set(s.epoch, e);
+  }
   for (const b of sorted) {
-    const e = epochs.get(b.epoch) ??
-      { epoch: b.epoch, amount: 0n, tokens: 0n, settlements: 0, providers: 0 };
+    const e = epochs.get(b.epoch) ?? empty(b.epoch);
     e.amount += b.amount;
     e.tokens += b.tokens;
     e.settlements += b.settlements;

@@ -336,6 +336,38 @@ async function openingCases(t: Deno.TestContext, backend: SuiteBackend): Promise
     },
   );
 
+  await t.step(
+    "a version-1 store is migrated: voucher figures added, the history scanned again",
+    async () => {
+      const location = await backend.fresh();
+      {
+        await using store = await open(location);
+        await store.commitChunk(chain.chunk(100n, 160n, 200n, 5));
+      }
+      // Back to what version 1 had: no voucher tables or columns, and figures without consumers.
+      for (
+        const statement of [
+          "DROP TABLE net_history.window_consumer_deltas",
+          "DROP TABLE net_history.consumer_buckets",
+          "ALTER TABLE net_history.epoch_totals DROP COLUMN signed_amount, " +
+          "DROP COLUMN signed_settlements, DROP COLUMN consumers",
+          "UPDATE net_history.meta SET schema_version = 1",
+        ]
+      ) await backend.raw(location, statement);
+      await using store = await open(location);
+      const state = await store.state();
+      assert.equal(state.schemaVersion, SCHEMA_VERSION);
+      assert.equal(state.cursor.nextBlock, 100n, "the history is scanned again");
+      await assertConfirmed(store, []);
+      await store.commitChunk(chain.chunk(100n, 160n, 200n, 5));
+      await assertConfirmed(store, chain.range(100n, 160n));
+      assert.ok(
+        (await allEpochs(store)).some((e) => e.consumers > 0 && e.signedAmount > 0n),
+        "the rescan counted paying consumers",
+      );
+    },
+  );
+
   await t.step("refuses a corrupt store: missing rows, missing tables", async () => {
     const location = await backend.fresh();
     await (await open(location)).close();
