@@ -243,7 +243,9 @@ Deno.bench({
   name: `settlement history: ours against Ponder ${ponderVersion} (${total} settlements)`,
   n: 1,
   warmup: 0,
-  fn: () => measured ??= measure(),
+  async fn() {
+    await (measured ??= measure());
+  },
 });
 
 async function measure(): Promise<void> {
