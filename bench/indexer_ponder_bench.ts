@@ -17,8 +17,9 @@
  * on an unhandled rejection, so it gets the limit it must not pass); ours runs with its defaults
  * and learns the limit from the refusal's words.
  *
- * Run: `deno bench -A bench/indexer_ponder_bench.ts` (about 20 minutes; the first run installs
- * Ponder with npm). `NET_BENCH_ROUNDS` sets the rounds (default 2).
+ * Run: `deno bench -A bench/indexer_ponder_bench.ts` (the first run installs Ponder with npm;
+ * over an hour at the default scale on a loaded 2-core machine). `NET_BENCH_ROUNDS` sets the rounds
+ * (default 2). `docs/indexer.md` gives a run at `NET_BENCH_SETTLEMENTS=50000` (about 25 minutes).
  *
  * @module
  */
