@@ -219,14 +219,19 @@ export function poolTransport(
       }
     };
 
-    const checkAll = (): Promise<unknown[]> =>
-      Promise.all(
-        endpoints.list.map((endpoint) =>
-          endpoint.checked || endpoint.refused !== undefined
-            ? undefined
-            : check(endpoint).then(() => undefined, (error: unknown) => error)
-        ),
-      );
+    // While no chain id is known, the endpoints are asked in their order until one answers: the
+    // first listed that answers names the chain (the order given decides, never which answered
+    // first); the others are then asked side by side.
+    const checkAll = async (): Promise<unknown[]> => {
+      const checkOne = (endpoint: RpcEndpoint) =>
+        check(endpoint).then(() => undefined, (error: unknown) => error);
+      const pending = endpoints.list.filter((e) => !e.checked && e.refused === undefined);
+      const errors: unknown[] = [];
+      while (endpoints.chainId === undefined && pending.length > 0) {
+        errors.push(await checkOne(pending.shift()!));
+      }
+      return [...errors, ...await Promise.all(pending.map(checkOne))];
+    };
 
     const pool: RpcPool = { endpoints, onOne: run, checkAll };
     return createTransport({

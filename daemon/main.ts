@@ -111,8 +111,7 @@ async function runUntilStopped(daemon: Daemon, server: DaemonServer, logs: Progr
     if (stopping) return;
     stopping = true;
     logs.out.info("daemon: stopping…");
-    daemon.close();
-    server.shutdown().then(finished.resolve);
+    Promise.all([daemon.close(), server.shutdown()]).then(() => finished.resolve());
     Deno.unrefTimer(setTimeout(() => {
       logs.err.warn("daemon: replies still running after 30 s; exiting anyway");
       Deno.exit(0);

@@ -19,8 +19,7 @@ import {
   url,
 } from "../settings/mod.ts";
 import { ensureAnvil } from "../tools/setup.ts";
-import { describeDevnet } from "./main.ts";
-import { type Devnet, startDevnet } from "./network.ts";
+import type { Devnet } from "./network.ts";
 
 /** The settings of `deno task demo`: flags, defaults, checks and `--help`. */
 export const DEMO_SETTINGS = defineSettings({
@@ -288,7 +287,14 @@ class Demo {
 async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   const fixed = settings.ports === "fixed";
   console.log("demo: [1/4] installing tools (anvil) if needed…");
-  await ensureAnvil((l) => console.log(`demo: ${l}`));
+  // anvil's install (npm, a process of its own) runs while this process loads the network's
+  // code (viem and the rest: seconds of CPU on a first run), so on a busy machine the two
+  // overlap instead of adding up.
+  const [, { startDevnet }, { describeDevnet }] = await Promise.all([
+    ensureAnvil((l) => console.log(`demo: ${l}`)),
+    import("./network.ts"),
+    import("./main.ts"),
+  ]);
   console.log("demo: [2/4] starting the reference network…");
   const devnet = demo.devnet = await startDevnet({
     ports: settings.ports,
@@ -303,18 +309,18 @@ async function run(demo: Demo, settings: DemoSettings): Promise<void> {
   const daemonPort = fixed ? 11435 : freePort();
   const profile = devnet.profilePath!;
 
-  console.log("demo: [3/4] starting the indexer…");
+  // The indexer and the daemon need only the network, not each other: they start side by side.
+  console.log("demo: [3/4] starting the indexer and the daemon…");
   // The chain is new each run: the last run's settlement history must not meet it.
   await Deno.remove(`${settings.stateDir}/indexer`, { recursive: true }).catch((error) => {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   });
   const indexer = startIndexer(profile, { port: indexerPort, stateDir: settings.stateDir });
   demo.children.push(indexer);
-  await ready(indexer, 60_000);
-  console.log("demo: [4/4] starting the daemon…");
   const daemon = startDaemon(profile, { port: daemonPort, stateDir: settings.stateDir });
   demo.children.push(daemon);
-  await ready(daemon, 60_000);
+  await Promise.all([ready(indexer, 60_000), ready(daemon, 60_000)]);
+  console.log("demo: [4/4] waiting until every service answers…");
   await allReady([
     ...devnet.gateways.map((url, i) => ({ name: `gateway ${i}`, url: `${url}/v1/gateways` })),
     ...devnet.routers.map((url, i) => ({ name: `router ${i}`, url: `${url}/v1/ads` })),

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { NetError } from "../errors.ts";
+
 /** What a finished command printed. */
 export interface Output {
   /** Its exit code. */
@@ -86,8 +88,17 @@ export async function containerState(name: string): Promise<ContainerState> {
 }
 
 /**
+ * What a {@linkcode waitFor} check throws when waiting longer cannot help (the container
+ * exited, the store stopped for good): the wait ends at once with it.
+ */
+export class GiveUp extends NetError {
+  override readonly name = "GiveUp";
+}
+
+/**
  * Waits until `check` returns a value (not undefined), polling every `everyMs`; throws
- * `what` with the last problem seen when `timeoutMs` passes.
+ * `what` with the last problem seen (what `check` threw) when `timeoutMs` passes, and at once
+ * when `check` throws {@linkcode GiveUp}.
  */
 export async function waitFor<T>(
   what: string,
@@ -102,6 +113,7 @@ export async function waitFor<T>(
       const value = await check();
       if (value !== undefined) return value;
     } catch (error) {
+      if (error instanceof GiveUp) throw new Error(`${what}: ${error.message}`);
       last = error instanceof Error ? error.message : error;
     }
     await new Promise((resolve) => setTimeout(resolve, everyMs));

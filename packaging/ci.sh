@@ -16,7 +16,8 @@
 #
 # Needs a running engine (`docker info`); CI starts one with --iptables=false --bridge=none, so
 # every container uses the host's network. Every container and volume it starts is removed;
-# the images stay (a second run reuses them; `docker rmi` them to start over).
+# the images stay (the image, its anvil stage, the stand-ins: a second run reuses them; `docker
+# rmi` them to start over).
 set -euo pipefail
 cd "${0%/*}/.." || exit 1
 
@@ -38,6 +39,19 @@ docker info >/dev/null 2>&1 || { echo "packaging: no Docker engine answers (dock
 POSTGRES_IMAGE=()
 [ "$REAL" = 1 ] || POSTGRES_IMAGE=(--postgres-image net-consumer-stand-in/postgres:bookworm)
 
+# build_tagged <tag> <docker build flags…>: builds the Dockerfile as <tag> (legacy builder,
+# host network), then removes the image that had the tag before, if this build replaced it.
+build_tagged() {
+  local tag=$1 before after
+  shift
+  before=$(docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null || true)
+  DOCKER_BUILDKIT=0 docker build --network host -q "$@" -t "$tag" . >/dev/null
+  after=$(docker image inspect "$tag" --format '{{.Id}}')
+  if [ -n "$before" ] && [ "$before" != "$after" ]; then
+    docker rmi "$before" >/dev/null 2>&1 || echo "packaging: kept the previous $tag ($before): in use"
+  fi
+}
+
 if [ "$WHAT" != run ]; then
   BUILD_ARGS=()
   if [ "$REAL" = 0 ]; then
@@ -45,11 +59,16 @@ if [ "$WHAT" != run ]; then
     read -r -a BUILD_ARGS < <(bash packaging/stand-ins.sh | tail -1)
     took "stand-in base images" "$t"
   fi
+  # The Dockerfile's anvil stage is built and tagged first (the full build then finds it in
+  # the cache): the legacy builder would leave it untagged, and this script removes no image
+  # but the ones it replaces under its own tags (no `image prune`: a developer's other
+  # untagged images are none of its business).
+  ANVIL_STAGE=${IMAGE%:*}-anvil-stage:$(sed -n 's/^ARG ANVIL_VERSION=//p' Dockerfile)
   t=$(now)
-  DOCKER_BUILDKIT=0 docker build --network host -q "${BUILD_ARGS[@]}" -t "$IMAGE" . >/dev/null
+  build_tagged "$ANVIL_STAGE" --target anvil "${BUILD_ARGS[@]}"
+  build_tagged "$IMAGE" "${BUILD_ARGS[@]}"
   took "docker build" "$t"
   echo "packaging: $IMAGE is $(docker image inspect "$IMAGE" --format '{{.Size}}' | awk '{printf "%.0f", $1/1000000}') MB"
-  docker image prune -f >/dev/null
 fi
 
 if [ "$WHAT" != build ]; then

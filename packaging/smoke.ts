@@ -26,7 +26,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { containerState, docker, exec, get, step, waitFor } from "./_docker.ts";
+import { containerState, docker, exec, get, GiveUp, step, waitFor } from "./_docker.ts";
 import { freeHostPort } from "./host_port.ts";
 
 const LABEL = "net-consumer.smoke";
@@ -204,11 +204,18 @@ export async function smoke(image: string): Promise<void> {
       return stats;
     }, 60_000);
     step("smoke", `indexer: /health 200 with a snapshot, /stats 200 on 127.0.0.1:${indexerPort}`);
+    // Creating the embedded store (its database cluster) is the CPU-heaviest start-up step: on
+    // a busy 2-core machine it takes minutes, so the wait is long, and ends early on a verdict.
     const written = await waitFor("the history store on the volume", async () => {
-      const s = JSON.parse((await get(`${base}/health`)).body).settlements;
-      if (s.stopped) throw new Error(`the history stopped: ${s.stopped}`);
-      return s.role === "writer" && s.store?.backend === "embedded" ? s.store.location : undefined;
-    }, 120_000);
+      const c = await containerState(indexer);
+      if (c.status !== "running") throw new GiveUp(`the indexer is ${c.status} (${c.exitCode})`);
+      const h = await get(`${base}/health`, {}, 5_000);
+      if (h.status !== 200) throw new Error(`/health ${h.status}: ${h.body.slice(0, 200)}`);
+      const s = JSON.parse(h.body).settlements;
+      if (s.stopped) throw new GiveUp(`the history stopped: ${s.stopped}`);
+      if (s.role === "writer" && s.store?.backend === "embedded") return s.store.location as string;
+      throw new Error(`not open yet (role ${s.role}, store ${JSON.stringify(s.store)})`);
+    }, 600_000);
     step("smoke", `indexer: settlement history written to ${written} (the image's volume)`);
     step("smoke", `indexer HEALTHCHECK: ${await health(indexer, "healthy", 120_000)}`);
 

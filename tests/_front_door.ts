@@ -10,7 +10,13 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 
-/** Sends `head` on a new connection to `url`'s host; resolves with what came back once closed. */
+/**
+ * Sends `head` on a new connection to `url`'s host; resolves with what came back once closed.
+ * With `trickle`, sends it every 500 ms until the server closes the connection: a close that
+ * meets a trickled line in flight (or unread at the server) comes as a reset, which is the
+ * server's close as well (the kernel answers data for a closed socket with RST), so a reset
+ * ends the exchange like a close.
+ */
 function exchange(url: URL, head: string, trickle?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let received = "";
@@ -20,7 +26,10 @@ function exchange(url: URL, head: string, trickle?: string): Promise<string> {
       if (trickle) timer = setInterval(() => socket.writable && socket.write(trickle), 500);
     });
     socket.on("data", (data) => received += data);
-    socket.on("error", reject);
+    socket.on("error", (error: Error & { code?: string }) => {
+      if (trickle && (error.code === "ECONNRESET" || error.code === "EPIPE")) return;
+      reject(error);
+    });
     socket.on("close", () => {
       clearInterval(timer);
       resolve(received);

@@ -179,6 +179,11 @@ export class GatewayResolver {
     this.#gossipTimer = undefined;
   }
 
+  /** Resolves once the gossip round under way, if any, has ended (at once when none is). */
+  async settled(): Promise<void> {
+    await this.#gossiping;
+  }
+
   async #gossipRound(): Promise<void> {
     const url = this.#current;
     if (url === undefined) {

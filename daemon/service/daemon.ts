@@ -77,8 +77,11 @@ export interface Daemon {
   apiKey: Promise<ApiKey | null>;
   /** Connects to a gateway in the background and starts the periodic gossip. */
   start(): void;
-  /** Stops the background work (`start`). */
-  close(): void;
+  /**
+   * Stops the background work (`start`); resolves once the gossip round under way, if any, has
+   * ended (its fetch and its write of the known set).
+   */
+  close(): Promise<void>;
   /** The gateway resolver (its known set is served on `/v1/gateways`). */
   resolver: GatewayResolver;
   /** The verification verdicts (served on `/v1/verdicts`). */
@@ -255,9 +258,10 @@ export function createDaemon(config: DaemonConfig, options: CreateDaemonOptions)
       });
       void resolver.gossip();
     },
-    close: () => {
+    close: async () => {
       gossip?.[Symbol.dispose]();
       gossip = undefined;
+      await resolver.settled();
     },
   };
 }

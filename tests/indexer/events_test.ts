@@ -17,8 +17,13 @@ import { startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
 import { routerEntry } from "./_network.ts";
 import { freshDataDir } from "./_stores.ts";
+import { waitFor } from "../_wait.ts";
 
-/** A client of the stream: every event it has read, and its reader. */
+/**
+ * A client of the stream: every event it has read, and its reader. The body is piped into a
+ * stream of the test's own, so closing the client ends both the connection and the reading at
+ * once, whatever the fetch's abort does to a read already waiting.
+ */
 async function connect(url: string, lastEventId?: string) {
   const abort = new AbortController();
   const response = await fetch(`${url}/events`, {
@@ -28,25 +33,21 @@ async function connect(url: string, lastEventId?: string) {
   assert.equal(response.status, 200);
   assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
   assert.equal(response.headers.get("access-control-allow-origin"), "*");
+  const own = new TransformStream<Uint8Array, Uint8Array>();
+  response.body!.pipeTo(own.writable, { signal: abort.signal }).catch(() => {});
   const events: SseEvent[] = [];
-  const iterator = parseSse(response.body!)[Symbol.asyncIterator]();
   let closed = false;
   const reading = (async () => {
-    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-      events.push(next.value);
-    }
+    for await (const event of parseSse(own.readable)) events.push(event);
     closed = true;
   })();
-  /** Waits until an event matches (reading on meanwhile). */
-  const until = async (what: string, match: (e: SseEvent) => boolean) => {
-    for (let i = 0; i < 2_000 && !events.some(match); i++) {
-      if (closed) throw new Error(`the stream ended before ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    const found = events.find(match);
-    if (!found) throw new Error(`no ${what} event: ${events.map((e) => e.event).join(", ")}`);
-    return found;
-  };
+  /** Waits until an event matches (reading on meanwhile); fails if the stream ends first. */
+  const until = (what: string, match: (e: SseEvent) => boolean) =>
+    waitFor(`the ${what} event`, () => events.find(match), {
+      everyMs: 10,
+      failed: () =>
+        closed ? `the stream ended; it gave ${events.map((e) => e.event).join(", ")}` : undefined,
+    });
   return {
     events,
     until,

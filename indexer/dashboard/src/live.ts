@@ -26,24 +26,29 @@ export const CHANGE_EVENTS: readonly string[] = [
 ];
 
 /** How long a burst of events is gathered into one read, ms. */
-const GATHER_MS = 150;
+export const GATHER_MS = 150;
 
 /** The connection. */
 export class Live {
   readonly #b: Browser;
-  readonly #onChange: () => void;
+  readonly #onChange: () => Promise<void>;
   readonly #onMode: (mode: "events" | "polling") => void;
   #source: DomEventSource | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #open = false;
+  /** A read asked for by the stream is under way. */
+  #reading = false;
+  /** Changes came during that read: read again once it ends. */
+  #again = false;
 
   /**
-   * Connects to `events`; `onChange` is called after each burst of change events, `onMode`
+   * Connects to `events`; `onChange` (the page's read) is called after each burst of change
+   * events, never while the read it started is under way (then once more after it); `onMode`
    * whenever the page switches between the stream and polling.
    */
   constructor(
     b: Browser,
-    onChange: () => void,
+    onChange: () => Promise<void>,
     onMode: (mode: "events" | "polling") => void,
   ) {
     this.#b = b;
@@ -69,7 +74,7 @@ export class Live {
     for (const type of CHANGE_EVENTS) {
       source.addEventListener(type, () => {
         clearTimeout(this.#timer);
-        this.#timer = setTimeout(() => this.#onChange(), GATHER_MS);
+        this.#timer = setTimeout(() => this.#read(), GATHER_MS);
       });
     }
     source.addEventListener("error", () => {
@@ -80,6 +85,22 @@ export class Live {
         source.close();
         this.#source = null;
       }
+    });
+  }
+
+  /**
+   * The page reads again, after the read in flight if there is one: a new read drops the one
+   * under way (the page draws only its newest), so where changes come faster than a read
+   * takes (a slow link, a busy machine) starting one per burst would never draw anything.
+   */
+  #read(): void {
+    if (this.#reading) return void (this.#again = true);
+    this.#reading = true;
+    this.#onChange().finally(() => {
+      this.#reading = false;
+      if (!this.#again) return;
+      this.#again = false;
+      this.#read();
     });
   }
 }

@@ -171,7 +171,7 @@ class Dashboard {
     }
     this.#provider = new ProviderPage(b);
     b.onWindow("hashchange", () => void this.refresh());
-    this.#live = new Live(b, () => void this.refresh(), (mode) => {
+    this.#live = new Live(b, () => this.refresh(), (mode) => {
       const main = byId(doc, "main");
       main.dataset.live = mode;
       main.setAttribute("data-live", mode);

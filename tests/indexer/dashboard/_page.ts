@@ -63,6 +63,9 @@ export interface Truth {
   providers: unknown[];
 }
 
+type Source = ShownValue["source"];
+const SOURCES: readonly Source[] = ["stats", "models", "providers"];
+
 /**
  * Asserts that every value on the page equals its field in the API's bodies, is written in
  * its format, and (for token amounts) carries the exact amount in its hover text.
@@ -71,55 +74,109 @@ export interface Truth {
 export async function assertPageMatches(page: Page, truth: Truth): Promise<ShownValue[]> {
   const values = await shownValues(page);
   assert.ok(values.length > 0, "the page shows no values");
-  const rowsOf = {
-    models: new Map(truth.models.map((m) => [(m as { model: string }).model, m])),
-    providers: new Map(truth.providers.map((p) => [(p as { provider: string }).provider, p])),
-  };
-  for (const shown of values) {
-    const body = shown.source === "stats" ? truth.stats : rowsOf[shown.source].get(shown.key);
-    assert.ok(body, `the page shows a ${shown.source} row ${shown.key} the API does not list`);
-    const where = `${shown.source}${shown.key ? `[${shown.key}]` : ""}.${shown.field}`;
-    assert.equal(shown.value, apiValue(body, shown.field), `${where}: value`);
+  for (const source of SOURCES) assertValuesMatch(values, source, truth[source]);
+  return values;
+}
+
+/** Asserts that the values `values` shows from `source` are those of `body` (its answer). */
+function assertValuesMatch(values: ShownValue[], source: Source, body: unknown): void {
+  const rows = source === "stats" ? undefined : new Map(
+    (body as Record<string, string>[]).map((
+      row,
+    ) => [row[source === "models" ? "model" : "provider"], row]),
+  );
+  for (const shown of values.filter((v) => v.source === source)) {
+    const row = rows ? rows.get(shown.key) : body;
+    assert.ok(row, `the page shows a ${source} row ${shown.key} the API does not list`);
+    const where = `${source}${shown.key ? `[${shown.key}]` : ""}.${shown.field}`;
+    assert.equal(shown.value, apiValue(row, shown.field), `${where}: value`);
     assert.equal(shown.text, formatValue(shown.format, shown.value), `${where}: text`);
     if ((shown.format === "tokens") && shown.value !== "null") {
       assert.equal(shown.title, tokensTitle(shown.value), `${where}: exact value on hover`);
     }
   }
-  return values;
 }
 
-/** The API answers a page received: the newest of each, and how many refreshes it made. */
+/** The bodies of the answers a page received, oldest first: `/stats`, and the lists' rows. */
+export interface Received {
+  stats: Record<string, unknown>[];
+  models: unknown[][];
+  providers: unknown[][];
+}
+
+/** The API answers a page received, oldest first (200s only), and how many refreshes it made. */
 export interface PageAnswers {
-  /** The newest `/stats`, `/models` and `/providers` answers (200), once it had one of each. */
-  latest(): Truth | undefined;
+  /** Every `/stats`, `/models` and `/providers` answer (200) received since the last `forget`. */
+  received(): Received;
   /** How many `/stats` answers (200 or not) it has received: one per refresh. */
   refreshes(): number;
+  /** Drops the answers received so far (the page is to show newer ones). */
+  forget(): void;
 }
 
 /** Records the answers `page` receives from the API at `origin`; call it before loading. */
 export function recordAnswers(page: Page, origin: string): PageAnswers {
-  const bodies = new Map<string, unknown>();
+  const received: Received = { stats: [], models: [], providers: [] };
   let refreshes = 0;
   page.on("response", async (response) => {
     const url = new URL(response.url());
-    if (url.origin !== origin || !["/stats", "/models", "/providers"].includes(url.pathname)) {
-      return;
-    }
-    if (url.pathname === "/stats") refreshes++;
+    const source = url.origin === origin ? url.pathname.slice(1) : "";
+    if (source !== "stats" && source !== "models" && source !== "providers") return;
+    if (source === "stats") refreshes++;
     if (response.status() !== 200) return;
     const body = await response.json().catch(() => undefined);
-    if (body !== undefined) bodies.set(url.pathname, body);
+    if (body === undefined) return;
+    if (source === "stats") received.stats.push(body);
+    else received[source].push((body as Record<string, unknown[]>)[source]);
   });
   return {
-    latest() {
-      const stats = bodies.get("/stats") as Record<string, unknown> | undefined;
-      const models = bodies.get("/models") as { models: unknown[] } | undefined;
-      const providers = bodies.get("/providers") as { providers: unknown[] } | undefined;
-      if (!stats || !models || !providers) return undefined;
-      return { stats, models: models.models, providers: providers.providers };
-    },
+    received: () => received,
     refreshes: () => refreshes,
+    forget() {
+      for (const source of SOURCES) received[source].length = 0;
+    },
   };
+}
+
+/**
+ * Waits until every value on the page is that of an answer the page received, one answer per
+ * source (a refresh draws one `/stats`, one `/models` and one `/providers` answer), and returns
+ * those answers, the newest a source's values match. Not "the newest answer": a refresh
+ * superseded before it drew, or answers arriving out of order, leave the page showing an
+ * older one, and the recorder reads each body a moment after the page does. Fails with the
+ * difference from the newest answer when the page has refreshed four more times and still
+ * shows values of no answer it received.
+ */
+export async function assertPageDrew(page: Page, answers: PageAnswers): Promise<Truth> {
+  const from = answers.refreshes();
+  let difference = "the page has not had the answers yet";
+  return await waitFor("the page to show answers it received", async () => {
+    const values = await shownValues(page);
+    if (values.length === 0) return void (difference = "the page shows no values");
+    const received = answers.received();
+    const drawn: Record<string, unknown> = {};
+    for (const source of SOURCES) {
+      const candidates = [...received[source]].reverse();
+      if (candidates.length === 0) return void (difference = `no ${source} answer yet`);
+      const errors = candidates.map((body): string | undefined => {
+        try {
+          assertValuesMatch(values, source, body);
+          return undefined;
+        } catch (error) {
+          return error instanceof Error ? error.message : String(error);
+        }
+      });
+      const match = errors.indexOf(undefined);
+      if (match < 0) return void (difference = errors[0]!);
+      drawn[source] = candidates[match];
+    }
+    return drawn as unknown as Truth;
+  }, {
+    failed: () =>
+      answers.refreshes() >= from + 4
+        ? `the page refreshed 4 times and still differs from every answer it received: ${difference}`
+        : undefined,
+  });
 }
 
 /**
