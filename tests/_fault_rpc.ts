@@ -149,7 +149,9 @@ export function startFaultProxy(
   /** The answer of one `eth_getLogs` call under the provider's refusal, or `undefined`. */
   const refuse = async (call: Call): Promise<{ error: unknown } | undefined> => {
     const refusal = proxy.plan.refusal;
-    const [filter] = (call.params ?? []) as [{ fromBlock: string; toBlock: string }];
+    const [filter] = (call.params ?? []) as [{ fromBlock?: string; toBlock?: string }];
+    // A filter by block hash (Ponder asks those) names one block: no range to refuse.
+    if (filter?.fromBlock === undefined || filter.toBlock === undefined) return undefined;
     const from = BigInt(filter.fromBlock);
     const to = BigInt(filter.toBlock);
     const record: LogsCall = { from, to, refused: false };
