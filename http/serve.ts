@@ -270,13 +270,30 @@ function bodyDeadline(
     res.writeHead(408, { "content-type": "text/plain; charset=utf-8", connection: "close" });
     res.end(
       `Request Timeout: the body did not arrive within ${options.ms / 1000} s\n`,
-      () => req.socket.destroy(),
+      () => lingeringClose(req.socket),
     );
   }, options.ms);
   const stop = () => clearTimeout(timer);
   req.once("end", stop);
   res.once("close", stop);
   return state;
+}
+
+/** How long a closed-for-good connection is still read (and discarded), ms. */
+const LINGER_MS = 2_000;
+
+/**
+ * Closes a connection whose client may still be sending (a body that came too slowly): our
+ * side ends first and what the client still sends is read and dropped for a moment. Destroying
+ * it at once with unread bytes makes the kernel answer with a reset, and a reset can discard the
+ * answer the client has not read yet (the 408 would be lost).
+ */
+function lingeringClose(socket: Duplex): void {
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  Deno.unrefTimer(timer);
+  socket.once("close", () => clearTimeout(timer));
+  socket.on("data", () => {});
+  socket.end();
 }
 
 /** Whether the request's head frames a body (RFC 9112 §6.3): a length above 0, or a coding. */

@@ -288,3 +288,39 @@ Deno.test("serve: a client that leaves aborts its request's signal", async () =>
 function asyncDisposable(server: HttpServer): AsyncDisposable & { value: HttpServer } {
   return { value: server, [Symbol.asyncDispose]: () => server.close() };
 }
+
+Deno.test("serve: a GET's reply that streams past the body and idle deadlines is never cut", async () => {
+  // A change stream or a long generation: the request has no body, its reply takes longer than
+  // both deadlines. Neither may end it (the dashboard's /events was cut at the body deadline).
+  const chunks = 8;
+  const streaming = (): Promise<Response> => {
+    let sent = 0;
+    const encoder = new TextEncoder();
+    return Promise.resolve(
+      new Response(
+        new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            controller.enqueue(encoder.encode(`chunk ${sent}\n`));
+            if (++sent === chunks) controller.close();
+          },
+        }),
+        { headers: { "content-type": "text/plain" } },
+      ),
+    );
+  };
+  await using server = asyncDisposable(
+    await serveHttp(streaming, {
+      hostname: "127.0.0.1",
+      port: 0,
+      bodyTimeoutMs: 200,
+      idleTimeoutMs: 200,
+    }),
+  );
+  const answer = await fetch(server.value.url);
+  assert.equal(answer.status, 200);
+  assert.deepEqual(
+    (await answer.text()).trim().split("\n"),
+    Array.from({ length: chunks }, (_, i) => `chunk ${i}`),
+  );
+});
