@@ -105,11 +105,13 @@ export function poolTransport(
         !excluded.has(e) && e.refused === undefined && e.availableIn(now) === 0
       );
       if (free.length === 0) return undefined;
-      // Lagging or lately failed endpoints only when no other endpoint is free.
-      const healthy = free.filter((e) => !e.avoided(now));
-      const sound = healthy.length > 0 ? healthy : free;
-      const current = sound.filter((e) => !endpoints.lagging(e));
-      const choice = current.length > 0 ? current : sound;
+      // Lagging or lately failed endpoints only when no other endpoint is free; a lagging one
+      // last of all (its answers are old: a head or a state behind the chain's), after one
+      // that failed lately (it may answer now, and a failure is failed over).
+      const current = free.filter((e) => !endpoints.lagging(e));
+      const fresh = current.length > 0 ? current : free;
+      const healthy = fresh.filter((e) => !e.avoided(now));
+      const choice = healthy.length > 0 ? healthy : fresh;
       const measured = endpoints.list.map((e) => e.latency).filter((l) => l !== null);
       const fallback = measured.length > 0 ? Math.min(...(measured as number[])) : 1;
       return choice.reduce((a, b) => (b.cost(fallback) < a.cost(fallback) ? b : a));
