@@ -13,6 +13,7 @@
  */
 
 import { overRange, type ProviderRefusal } from "./chain/_provider_errors.ts";
+import { unitRandom } from "./_random.ts";
 
 /** What the proxy does to the requests it forwards. */
 export interface FaultPlan {
@@ -95,24 +96,13 @@ interface Call {
 
 type Answer = { jsonrpc: "2.0"; id: Call["id"]; result?: unknown; error?: unknown };
 
-/** A small deterministic generator (xorshift32) in [0, 1). */
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
-
 /** Starts a proxy to `target` (a node's HTTP URL). */
 export function startFaultProxy(
   target: string,
   plan: FaultPlan = {},
   options: { seed?: number } = {},
 ): FaultProxy {
-  const next = random(options.seed ?? 7);
+  const next = unitRandom(options.seed ?? 7);
   const stats: FaultStats = {
     requests: 0,
     calls: 0,

@@ -22,6 +22,7 @@
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
 import { PgliteHost } from "./_embedded_host.ts";
+import { pathExists } from "./_path_exists.ts";
 import { fromWire, toWire, type WorkerReply } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlQuery, SqlSession } from "./_sql.ts";
 
@@ -93,17 +94,6 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   await file.truncate(0);
   await file.write(new TextEncoder().encode(`pid ${Deno.pid}\n`));
   return file;
-}
-
-/** Whether `path` exists. */
-async function pathExists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 function session(host: PgliteHost, db: number): SqlSession {

@@ -21,6 +21,7 @@ import {
   type WorkerRequest,
 } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlRow } from "./_sql.ts";
+import { pathExists } from "./_path_exists.ts";
 
 /**
  * WAL written since the last checkpoint after which the store runs one. PGlite is a single
@@ -49,16 +50,6 @@ function reasonLines(lines: readonly string[]): string {
   return (reasons.length > 0 ? reasons : lines.slice(-3))
     .map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, ""))
     .join(" | ");
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 function startPglite(pgdata: string, tail: Tail): Promise<PGlite> {
@@ -119,7 +110,7 @@ async function open(
   const tail = new Tail();
   try {
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
-    if (!(await exists(pgdata))) await createPgdata(pgdata, tail);
+    if (!(await pathExists(pgdata))) await createPgdata(pgdata, tail);
     if (createOnly) return { id, ok: true };
     stage = "start";
     const started = await startPglite(pgdata, tail);

@@ -16,6 +16,7 @@ import { type Devnet, type DevnetOptions, startDevnet } from "../../devnet/netwo
 import { createSigner, devAccounts, sendAndConfirm } from "../../devnet/signer.ts";
 import { waitFor, type WaitOptions } from "../_wait.ts";
 import { type IndexerProcess, startIndexer } from "./_indexer_process.ts";
+import { xorshift32 } from "../_random.ts";
 
 /** Options of {@linkcode startLiveNetwork}. */
 export interface LiveNetworkOptions {
@@ -55,17 +56,6 @@ async function rpc(url: string, method: string, params: unknown[] = []): Promise
   return body.result;
 }
 
-/** A small deterministic generator (xorshift32). */
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
-}
-
 /**
  * Settles `epochs` epochs of usage to the live providers (an uneven amount per provider and
  * epoch, a few tokens each), moving the chain's clock one epoch after each.
@@ -75,7 +65,7 @@ async function settleEpochs(devnet: Devnet, epochs: number, epochSeconds: number
   const options = { chainId: devnet.chainId };
   const consumer = createSigner(devnet.rpcUrl, accounts.consumer, options);
   const settler = createSigner(devnet.rpcUrl, accounts.settler, options);
-  const next = random(14);
+  const next = xorshift32(14);
   const E18 = 10n ** 18n;
   const rounds = Array.from({ length: epochs }, (_, epoch) =>
     devnet.providers.map((p) => ({

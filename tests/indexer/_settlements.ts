@@ -14,6 +14,7 @@ import type { Address } from "viem";
 import { emissionAbi, escrowAbi } from "../../chain/abi.ts";
 import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
 import type { ChainFixture } from "../_chain_fixture.ts";
+import { xorshift32 } from "../_random.ts";
 
 /** One settlement sent, with the block it landed in. */
 export interface SentSettlement {
@@ -41,24 +42,13 @@ export interface SettleManyOptions {
   seed?: number;
 }
 
-/** A small deterministic generator (xorshift32). */
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
-}
-
 /** Sends `count` settlements in batches of `perTx`, one block each; returns what was sent. */
 export async function settleMany(
   chain: ChainFixture,
   options: SettleManyOptions,
 ): Promise<SentSettlement[]> {
   const perTx = options.perTx ?? 5_000;
-  const next = random(options.seed ?? 1);
+  const next = xorshift32(options.seed ?? 1);
   const items = Array.from({ length: options.count }, () => ({
     provider: options.providers[next() % options.providers.length],
     amount: BigInt(next()) * 1_000n + 1n,

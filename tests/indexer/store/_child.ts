@@ -10,6 +10,7 @@
 import { openStore, type StoreLocation } from "../../../indexer/store/mod.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { IDENTITY } from "./_helpers.ts";
+import { unitRandom } from "../../_random.ts";
 
 /** Options of the `write` mode. */
 export interface WriterOptions {
@@ -18,16 +19,6 @@ export interface WriterOptions {
   lastBlock: string;
   /** Seeds the chunk sizes and heads (differs per run, so kills land in new places). */
   run: number;
-}
-
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
 }
 
 const [mode, locationJson, optionsJson] = Deno.args;
@@ -48,7 +39,7 @@ if (mode === "hold") {
   });
   while (!(await store.tryBecomeWriter())) await new Promise((r) => setTimeout(r, 50));
   write("ready");
-  const rand = random(options.run);
+  const rand = unitRandom(options.run);
   const last = BigInt(options.lastBlock);
   let next = (await store.state()).cursor.nextBlock;
   while (next <= last) {
