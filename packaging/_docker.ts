@@ -135,3 +135,34 @@ export async function get(
 export function step(scope: string, line: string): void {
   console.log(`${scope}: ${line}`);
 }
+
+/** The consumer address of the daemon at `daemonUrl` (its `GET /v1/account`). */
+export async function consumerOf(daemonUrl: string): Promise<string> {
+  const account = await get(`${daemonUrl}/v1/account`, {}, 60_000);
+  if (account.status !== 200) {
+    throw new Error(`GET /v1/account: ${account.status} ${account.body.slice(0, 200)}`);
+  }
+  return JSON.parse(account.body).address as string;
+}
+
+/**
+ * The command, run in the devnet's container, that deposits 1 ether into the Escrow for
+ * `consumer` from the devnet's consumer account (`devnet/deposit.ts`): the devnet's requests are
+ * paid by vouchers, so a daemon's consumer needs a deposit before its first chat.
+ */
+export function depositCommand(network: string, consumer: string): string[] {
+  return [
+    "deno",
+    "run",
+    "-A",
+    "--config",
+    "deno.runtime.json",
+    "devnet/deposit.ts",
+    "--network",
+    network,
+    "--to",
+    consumer,
+    "--amount",
+    "1",
+  ];
+}

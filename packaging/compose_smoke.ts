@@ -14,7 +14,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { docker, exec, get, must, step, waitFor } from "./_docker.ts";
+import { consumerOf, depositCommand, docker, exec, get, must, step, waitFor } from "./_docker.ts";
 import { freeHostPort } from "./host_port.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -90,6 +90,15 @@ export async function composeSmoke(postgresImage: string | undefined): Promise<v
 
     await compose.run("--profile", "daemon", "up", "-d", "daemon");
     const daemon = `http://127.0.0.1:${ports.NET_DAEMON_PORT}`;
+    // The host-network devnet takes payment by vouchers: the daemon's consumer gets a deposit.
+    const consumer = await waitFor("the daemon's account", () => consumerOf(daemon), 180_000, 2000);
+    await compose.run(
+      "exec",
+      "-T",
+      "devnet",
+      ...depositCommand("/var/lib/net-consumer/devnet/network.json", consumer),
+    );
+    step("compose", `devnet: 1 ether deposited for the daemon's consumer ${consumer}`);
     const reply = await waitFor(
       "a chat through the daemon",
       async () => {

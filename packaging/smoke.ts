@@ -26,7 +26,17 @@
  */
 
 import { parseArgs } from "node:util";
-import { containerState, docker, exec, get, GiveUp, step, waitFor } from "./_docker.ts";
+import {
+  consumerOf,
+  containerState,
+  depositCommand,
+  docker,
+  exec,
+  get,
+  GiveUp,
+  step,
+  waitFor,
+} from "./_docker.ts";
 import { freeHostPort } from "./host_port.ts";
 
 const LABEL = "net-consumer.smoke";
@@ -258,6 +268,10 @@ export async function smoke(image: string): Promise<void> {
     ]);
     if (probe.code !== 0) throw new Error(`healthcheck --daemon: ${probe.stderr}${probe.stdout}`);
     step("smoke", `daemon up (read-only root): ${probe.stdout.trim()}`);
+    // Requests are paid by vouchers: the daemon's consumer gets a deposit first.
+    const consumer = await consumerOf(daemonUrl);
+    await docker("exec", devnet, ...depositCommand("/state/network.json", consumer));
+    step("smoke", `devnet: 1 ether deposited for the daemon's consumer ${consumer}`);
     await chat(daemonUrl);
 
     step("smoke", `docker stop daemon: exit 0 in ${(await stopCleanly(daemon)).toFixed(1)} s`);

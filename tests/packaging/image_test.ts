@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { consumerOf, depositCommand } from "../../packaging/_docker.ts";
 import { freeHostPort } from "../../packaging/host_port.ts";
 import { IMAGE, ImageRun, imageTestPlan } from "./_image.ts";
 
@@ -98,6 +99,10 @@ Deno.test({
       });
       const base = `http://127.0.0.1:${port}`;
       await until(`${base}/api/version`, (body) => body, 60_000);
+      // The devnet takes payment by vouchers: the daemon's consumer gets a deposit first.
+      const consumer = await consumerOf(base);
+      const deposit = await devnet.exec(depositCommand("/app/.devnet/network.json", consumer));
+      assert.equal(deposit.exitCode, 0, deposit.output);
       const response = await fetch(`${base}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
