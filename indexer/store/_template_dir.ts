@@ -6,10 +6,10 @@
  * @module
  */
 
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 
 /**
- * The per-user cache directory of templates: `$XDG_CACHE_HOME/net/pglite` (else
+ * The per-user cache directory of templates: `$XDG_CACHE_HOME/net/pglite` (when absolute; else
  * `~/.cache/net/pglite`; `%LOCALAPPDATA%\net\cache\pglite` on Windows), or undefined when no
  * home directory is known (every new store then runs `initdb`).
  */
@@ -19,8 +19,9 @@ export function defaultTemplateDir(env: (name: string) => string | undefined): s
     const base = get("LOCALAPPDATA");
     return base ? join(base, "net", "cache", "pglite") : undefined;
   }
+  // A relative XDG_CACHE_HOME is ignored, as the XDG specification says.
   const xdg = get("XDG_CACHE_HOME");
-  if (xdg) return join(xdg, "net", "pglite");
+  if (xdg && isAbsolute(xdg)) return join(xdg, "net", "pglite");
   const home = get("HOME");
   return home ? join(home, ".cache", "net", "pglite") : undefined;
 }

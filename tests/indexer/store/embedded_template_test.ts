@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { openEmbedded } from "../../../indexer/store/_embedded.ts";
-import { templateFile } from "../../../indexer/store/_template_dir.ts";
+import { defaultTemplateDir, templateFile } from "../../../indexer/store/_template_dir.ts";
 import { open } from "./_suite.ts";
 
 /** The PGlite version `deno.json` pins. */
@@ -136,4 +136,22 @@ Deno.test("embedded template: a cache that cannot be written costs initdb, nothi
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test({
+  name: "embedded template: cached per user, following the XDG convention",
+  ignore: Deno.build.os === "windows",
+  fn() {
+    const env = (vars: Record<string, string>) => (name: string) => vars[name];
+    const cases: [Record<string, string>, string | undefined][] = [
+      [{ HOME: "/home/ada" }, "/home/ada/.cache/net/pglite"],
+      [{ HOME: "/home/ada", XDG_CACHE_HOME: "/cache" }, "/cache/net/pglite"],
+      [{ HOME: "/home/ada", XDG_CACHE_HOME: "" }, "/home/ada/.cache/net/pglite"],
+      [{ HOME: "/home/ada", XDG_CACHE_HOME: "relative" }, "/home/ada/.cache/net/pglite"],
+      [{}, undefined],
+    ];
+    for (const [vars, expected] of cases) {
+      assert.equal(defaultTemplateDir(env(vars)), expected, JSON.stringify(vars));
+    }
+  },
 });
