@@ -134,6 +134,13 @@ export class PgliteHost {
   /** Sends `request`; resolves with the worker's reply, success or failure. */
   async request(request: HostRequest): Promise<WorkerReply> {
     if (this.#stopped) throw this.#stopped;
+    if (request.op === "close" && !this.#waking && (this.#ending || !this.#worker)) {
+      // Closing a store of an ended worker: it was closed when the worker ended.
+      await this.#ending;
+      if (!this.#waking && !this.#worker && this.#stores.delete(request.db)) {
+        return { id: 0, ok: true };
+      }
+    }
     clearTimeout(this.#idle);
     this.#pending++;
     let reply: WorkerReply;
