@@ -238,7 +238,7 @@ class ContentDecoder {
   /** Content bytes still to come in the current piece. */
   #left = 0;
   #chunkCount = 0;
-  /** Content taken by this pull, not yet given. */
+  /** Content taken by this read, not yet given. */
   readonly #pieces: Uint8Array[] = [];
   #failed: { error: unknown } | undefined;
   /** A failure met after some content of the same read: given first, it fails the next read. */

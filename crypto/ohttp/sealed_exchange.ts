@@ -57,11 +57,7 @@ import type { MaybePromise } from "../hpke/_aead.ts";
 import { readAll, streamOf } from "../_streams.ts";
 import { fieldLines } from "../bhttp/_rules.ts";
 import { decodeRequest } from "../bhttp/decode.ts";
-import {
-  contentReader,
-  decodeResponseFrom,
-  type StreamedResponse,
-} from "../bhttp/decode_stream.ts";
+import { decodeResponseFrom } from "../bhttp/decode_stream.ts";
 import { encodeRequest, encodeResponseReader } from "../bhttp/encode.ts";
 import { BinaryHttpError } from "../bhttp/errors.ts";
 import type { DecodeOptions, FieldLines, FieldsInit } from "../bhttp/types.ts";
@@ -79,6 +75,7 @@ import {
   sealChunkedRequestBytes,
 } from "./chunked.ts";
 import type { SetupPool } from "./setup_pool.ts";
+import { rememberDecoded } from "./opened_body_reader.ts";
 import { sealChunkedResponseReader } from "./_chunked_gateway.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
@@ -288,30 +285,8 @@ async function openSealedResponse(
     },
     trailers,
   };
-  decodedResponses.set(opened, response);
+  rememberDecoded(opened, response);
   return opened;
-}
-
-/** The decoded response behind each reply {@linkcode openSealedResponse} opened. */
-const decodedResponses = new WeakMap<OpenedHttpResponse, StreamedResponse>();
-
-/** What {@linkcode openedBodyReader} returns: the reading half of a stream's reader. */
-export type BodyReader = Pick<
-  ReadableStreamDefaultReader<Uint8Array>,
-  "read" | "cancel" | "releaseLock"
->;
-
-/**
- * The content of a reply opened by {@linkcode SealedHttpRequest.openResponse}, as a reader in
- * place of its `body` stream — the same pieces, end and errors, without a stream between the
- * decoding and its reader (the daemon reads each event this way) — or `undefined` for a reply
- * opened elsewhere. Either this or `body` reads the content, once.
- *
- * @throws {TypeError} when the content is already being read.
- */
-export function openedBodyReader(opened: OpenedHttpResponse): BodyReader | undefined {
-  const response = decodedResponses.get(opened);
-  return response ? contentReader(response) : undefined;
 }
 
 /** Options of {@linkcode openHttpRequest}. */

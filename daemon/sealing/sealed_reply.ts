@@ -23,7 +23,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../../crypto/mod.ts";
 // Not in the library's entry point: the daemon's own way to read a reply without a stream.
-import { type BodyReader, openedBodyReader } from "../../crypto/ohttp/sealed_exchange.ts";
+import { type BodyReader, openedBodyReader } from "../../crypto/ohttp/opened_body_reader.ts";
 import { readAllLimited } from "../../io/read_limited.ts";
 import { SseError, type SseEvent, SseParser } from "../../io/sse.ts";
 import { type ChatCompletionChunk, DaemonError } from "../core/mod.ts";

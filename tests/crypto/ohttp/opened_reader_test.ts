@@ -11,9 +11,8 @@ import assert from "node:assert/strict";
 import { generateKeyPair } from "../../../crypto/hpke/key_pair.ts";
 import { createGatewayKey, encodeKeyConfig } from "../../../crypto/ohttp/key_config.ts";
 import { OpenError } from "../../../crypto/ohttp/errors.ts";
+import { type BodyReader, openedBodyReader } from "../../../crypto/ohttp/opened_body_reader.ts";
 import {
-  type BodyReader,
-  openedBodyReader,
   type OpenedHttpResponse,
   openHttpRequest,
   sealHttpRequest,
