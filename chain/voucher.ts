@@ -426,6 +426,9 @@ function addressOf(publicKey: Uint8Array): Address {
 }
 
 function writeWord(out: Uint8Array, at: number, value: bigint): void {
+  if (value < 0n || value > MAX_VOUCHER_AMOUNT) {
+    throw new VoucherError("malformed", `Cannot encode ${value} as a uint256: out of range`);
+  }
   out.set(hexToBytes(value.toString(16).padStart(64, "0")), at);
 }
 
