@@ -9,7 +9,8 @@
  * one provider; the two systems alternate in blocks of 50 chats (after 100 each to warm up),
  * whole replies and streamed, and the ratios are (b) ÷ (a). The CPU time this process spent per
  * chat (daemon, gateway and provider together) is shown too: on a busy machine it is the figure
- * least moved by the other processes.
+ * least moved by the other processes. Then each part of the voucher's work is timed alone
+ * (`_voucher_parts.ts`), to set their sum against what the voucher adds to a chat.
  *
  * Run: `deno task bench` (or `deno bench -A bench/daemon_voucher_bench.ts`).
  *
@@ -34,6 +35,7 @@ import { createGatewayHandler } from "../devnet/gateway.ts";
 import { DevnetProvider } from "../devnet/provider.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../devnet/signer.ts";
 import { serve } from "../tests/_http.ts";
+import { timeVoucherParts } from "./_voucher_parts.ts";
 
 const BLOCKS = 8;
 const BLOCK = 50;
@@ -56,6 +58,14 @@ const client = await createChainClient(anvil.rpcUrl, { chainId });
 const engine = new EchoEngine({ tokenDelayMs: 0, servedBy: "the voucher bench" });
 const cleanup: (() => Promise<unknown> | unknown)[] = [() => anvil.stop()];
 
+/** A consumer's account, read from the Escrow. */
+async function readAccount(consumer: `0x${string}`, provider: `0x${string}`) {
+  const account = await readEscrowAccount(client, contracts.escrow, consumer, {
+    providers: [provider],
+  });
+  return { available: account.available, settled: account.settled.get(provider)! };
+}
+
 /** One provider (paid or not) behind its own gateway; returns the gateway's URL. */
 async function network(index: number, paid: boolean): Promise<string> {
   let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
@@ -74,15 +84,7 @@ async function network(index: number, paid: boolean): Promise<string> {
     log: () => {},
     ...(paid
       ? {
-        payments: {
-          domain,
-          readAccount: async (consumer) => {
-            const account = await readEscrowAccount(client, contracts.escrow, consumer, {
-              providers: [address],
-            });
-            return { available: account.available, settled: account.settled.get(address)! };
-          },
-        },
+        payments: { domain, readAccount: (consumer) => readAccount(consumer, address) },
       }
       : {}),
   });
@@ -205,9 +207,20 @@ for (const stream of [false, true]) {
     } ms`,
   };
 }
+const load = Deno.loadavg().map((x) => x.toFixed(2)).join(", ");
 console.log(
   `\nA short chat at c=1, no token delay, through the daemon's API (${BLOCKS * BLOCK} each, ` +
-    `alternating blocks of ${BLOCK}): sealed with a voucher ÷ sealed without`,
+    `alternating blocks of ${BLOCK}; load average ${load}): sealed with a voucher ÷ sealed without`,
 );
 console.table(rows);
+// Where the added time goes: each part of the voucher's work, timed alone on this thread.
+const parts = await timeVoucherParts(
+  consumerKey,
+  domain,
+  (consumer) => readAccount(consumer, "0x00000000000000000000000000000000000000aa"),
+);
+console.log(
+  "\nThe voucher's parts, each timed alone on this thread (µs per call, median of 7 rounds):",
+);
+console.table(parts);
 for (const step of cleanup.reverse()) await step();

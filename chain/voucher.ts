@@ -40,6 +40,7 @@
 
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import type { Address, Hex } from "viem";
 import { abbreviate } from "../errors.ts";
 import { VoucherError } from "./errors.ts";
@@ -425,10 +426,10 @@ function addressOf(publicKey: Uint8Array): Address {
 }
 
 function writeWord(out: Uint8Array, at: number, value: bigint): void {
-  for (let i = 31; i >= 0; i--) {
-    out[at + i] = Number(value & 0xffn);
-    value >>= 8n;
+  if (value < 0n || value > MAX_VOUCHER_AMOUNT) {
+    throw new VoucherError("malformed", `Cannot encode ${value} as a uint256: out of range`);
   }
+  out.set(hexToBytes(value.toString(16).padStart(64, "0")), at);
 }
 
 function writeAddress(out: Uint8Array, at: number, address: string): void {
@@ -436,20 +437,14 @@ function writeAddress(out: Uint8Array, at: number, address: string): void {
 }
 
 function readWord(bytes: Uint8Array, at: number): bigint {
-  let value = 0n;
-  for (let i = 0; i < 32; i++) value = (value << 8n) | BigInt(bytes[at + i]);
-  return value;
+  return BigInt(`0x${bytesToHex(bytes.subarray(at, at + 32))}`);
 }
 
+/** The bytes of `0x`-prefixed hex already checked (noble's, native where the runtime has it). */
 function fromHex(hex: string): Uint8Array {
-  const digits = hex.slice(2);
-  const out = new Uint8Array(digits.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(digits.slice(2 * i, 2 * i + 2), 16);
-  return out;
+  return hexToBytes(hex.slice(2));
 }
 
 function toHex(bytes: Uint8Array): Hex {
-  let out = "0x";
-  for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out as Hex;
+  return `0x${bytesToHex(bytes)}`;
 }

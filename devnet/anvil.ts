@@ -126,7 +126,8 @@ function hookUnload(): void {
   });
 }
 
-function anvilArgs(options: AnvilOptions, port: number, host: string): string[] {
+/** The command line `startAnvil` gives anvil (exported for the test that runs it with its own home). */
+export function anvilArgs(options: AnvilOptions, port: number, host: string): string[] {
   const args = [
     "--host",
     host,
@@ -144,6 +145,12 @@ function anvilArgs(options: AnvilOptions, port: number, host: string): string[] 
     ANVIL_MNEMONIC,
     "--color",
     "never",
+    // Keep past states in memory only (anvil keeps the last few hundred): by default anvil
+    // writes every older block's whole state as JSON under ~/.foundry/anvil/tmp and removes it
+    // only on a clean exit — tens of GiB over a long test run, and never removed after a kill.
+    // Nothing here reads state that far back (snapshots pin a block near the head).
+    "--max-persisted-states",
+    "0",
   ];
   if (options.timestamp !== undefined) args.push("--timestamp", String(options.timestamp));
   return args;

@@ -149,6 +149,8 @@ interface ConsumerState {
   used: Set<bigint>;
   available: bigint;
   readAt: number;
+  /** The number of the read it holds (reads are numbered as they start). */
+  read: number;
 }
 
 export { billId };
@@ -166,6 +168,8 @@ export class ProviderTill {
   readonly #loading = new Map<Address, Promise<ConsumerState>>();
   readonly #bills = new Map<string, Bill>();
   readonly #running = new Set<string>();
+  /** Reads of the chain started so far. */
+  #reads = 0;
 
   /** Creates a till with no consumers. */
   constructor(options: ProviderTillOptions) {
@@ -197,15 +201,16 @@ export class ProviderTill {
       if (error instanceof VoucherError) return refuse("invalid_voucher", error.shortMessage);
       throw error;
     }
-    const started = this.#now();
+    // Reads numbered above this one started after the request did.
+    const started = this.#reads;
     let state: ConsumerState;
     let verdict: PaymentRefusal | undefined;
     try {
       state = await this.#state(voucher.consumer);
       verdict = this.#check(state, voucher, worst);
-      if (verdict?.code === "insufficient_deposit" && state.readAt < started) {
+      if (verdict?.code === "insufficient_deposit" && state.read <= started) {
         // Refuse only on a read made for this request: the consumer may just have topped up.
-        state = await this.#refresh(voucher.consumer);
+        state = await this.#refresh(voucher.consumer, started);
         verdict = this.#check(state, voucher, worst);
       }
     } catch (error) {
@@ -264,14 +269,15 @@ export class ProviderTill {
   /** The refusal the voucher earns now, or `undefined` when it pays for the request. */
   #check(state: ConsumerState, voucher: SignedVoucher, worst: bigint): PaymentRefusal | undefined {
     const window = BigInt(this.#options.seqWindow ?? 4096);
-    if (state.used.has(voucher.seq)) {
-      return refuse("voucher_replayed", `Voucher ${voucher.seq} of this consumer was already used`);
-    }
+    // Stale first: numbers below the window may still be in `used` (it is pruned in batches).
     if (voucher.seq + window <= state.highest) {
       return refuse(
         "voucher_stale",
         `Voucher ${voucher.seq} is more than ${window} below the highest seen (${state.highest})`,
       );
+    }
+    if (state.used.has(voucher.seq)) {
+      return refuse("voucher_replayed", `Voucher ${voucher.seq} of this consumer was already used`);
     }
     const base = state.charged > state.settled ? state.charged : state.settled;
     const best = state.best && state.best.cumulative > voucher.cumulative
@@ -298,10 +304,13 @@ export class ProviderTill {
 
   #hold(state: ConsumerState, voucher: SignedVoucher, worst: bigint): PaymentHold {
     state.used.add(voucher.seq);
-    if (voucher.seq > state.highest) {
-      state.highest = voucher.seq;
-      const window = BigInt(this.#options.seqWindow ?? 4096);
-      for (const seq of state.used) if (seq + window <= state.highest) state.used.delete(seq);
+    if (voucher.seq > state.highest) state.highest = voucher.seq;
+    const window = this.#options.seqWindow ?? 4096;
+    // Numbers below the window are refused as stale before `used` is asked: they are dropped
+    // in batches (once it holds twice the window), not on every request.
+    if (state.used.size > 2 * window) {
+      const below = state.highest - BigInt(window);
+      for (const seq of state.used) if (seq <= below) state.used.delete(seq);
     }
     if (!state.best || voucher.cumulative > state.best.cumulative) state.best = voucher;
     state.held += worst;
@@ -341,10 +350,20 @@ export class ProviderTill {
     return await this.#refresh(consumer);
   }
 
-  /** Reads the consumer's account again (one read at a time per consumer). */
-  async #refresh(consumer: Address): Promise<ConsumerState> {
+  /**
+   * Reads the consumer's account again (one read at a time per consumer); with `after`, the
+   * state of a read numbered above it (one in flight that started earlier is waited for, then
+   * another made).
+   */
+  async #refresh(consumer: Address, after = -1): Promise<ConsumerState> {
     let loading = this.#loading.get(consumer);
+    if (loading && after >= 0) {
+      const state = await loading;
+      if (state.read > after) return state;
+      loading = this.#loading.get(consumer);
+    }
     if (!loading) {
+      const read = ++this.#reads;
       loading = (async () => {
         const reading = await this.#options.readAccount(consumer);
         const state = this.#consumers.get(consumer) ?? {
@@ -357,11 +376,13 @@ export class ProviderTill {
           used: new Set<bigint>(),
           available: 0n,
           readAt: 0,
+          read: 0,
         };
         // The chain's total only grows; a redemption in flight may not show yet.
         if (reading.settled > state.settled) state.settled = reading.settled;
         state.available = reading.available;
         state.readAt = this.#now();
+        state.read = read;
         this.#consumers.set(consumer, state);
         return state;
       })().finally(() => this.#loading.delete(consumer));

@@ -68,6 +68,11 @@ Deno.test("VoucherSigner: refuses bad keys and out-of-range fields", () => {
     () => new VoucherSigner(`0x${"01".repeat(32)}`, { chainId: 0, escrow: domain.escrow }),
     /positive chain id/,
   );
+  assert.throws(
+    () => new VoucherSigner(`0x${"01".repeat(32)}`, { chainId: 1n << 256n, escrow: domain.escrow }),
+    /as a uint256: out of range/,
+  );
+  assert.throws(() => signer.sign({ provider, cumulative: 1n << 256n, seq: 1n }), /cumulative is/);
 });
 
 Deno.test("VoucherVerifier: another chain or Escrow, another key, a changed field: refused", () => {

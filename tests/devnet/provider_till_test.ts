@@ -69,6 +69,26 @@ Deno.test("ProviderTill: used and too-old voucher numbers are refused", async ()
   assert.ok((await till.admit(header(20n, 6n), 1n)).ok, "within the window, out of order");
 });
 
+Deno.test("ProviderTill: the used numbers, dropped in batches, still refuse every replay", async () => {
+  // Window 4: `used` is pruned only once it holds more than 8 numbers. Before and after each
+  // pruning, a number in the window that was used is a replay, one below it is stale, and one
+  // in the window never used is served.
+  const { till, header } = setup({ available: 10n ** 6n, settled: 0n }, 4);
+  for (let seq = 1n; seq <= 30n; seq++) {
+    assert.ok((await till.admit(header(seq * 10n, seq), 1n)).ok, `voucher ${seq}`);
+    for (let old = 1n; old <= seq; old++) {
+      const again = await till.admit(header(seq * 10n, old), 1n);
+      assert.ok(!again.ok, `voucher ${old} again, after ${seq}`);
+      assert.equal(again.code, old + 4n <= seq ? "voucher_stale" : "voucher_replayed");
+    }
+  }
+  // A gap left in the window is served once, then replayed.
+  assert.ok((await till.admit(header(400n, 33n), 1n)).ok);
+  assert.ok((await till.admit(header(400n, 32n), 1n)).ok, "within the window, out of order");
+  const twice = await till.admit(header(400n, 32n), 1n);
+  assert.ok(!twice.ok && twice.code === "voucher_replayed");
+});
+
 Deno.test("ProviderTill: the deposit must cover what is unpaid; a refusal reads the chain again", async () => {
   const state = { available: 100n, settled: 0n };
   const { till, header, reads, consumer } = setup(state);
