@@ -30,6 +30,8 @@ export const VOUCHER_REDEEMED_TOPIC: Hex = encodeEventTopics({
 })[0];
 /** Successes in a row before the chunk doubles. */
 const GROW_AFTER = 2;
+/** Default {@linkcode SettlementLogReaderOptions.maxSettlements}. */
+export const DEFAULT_MAX_SETTLEMENTS = 1_000;
 /** Successes in a row before the chunk may grow back to a size that was too much. */
 const RETRY_TOO_MUCH_AFTER = 32;
 
@@ -245,6 +247,16 @@ export interface SettlementLogReaderOptions {
    */
   maxChunkSize?: number;
   /**
+   * The budget of settlements per step: an answer with more is yielded in steps of at most
+   * this many (cut between blocks, so a block that alone holds more is one step), and the next
+   * request is sized from the answer's density so that it holds about this many; the chunk
+   * doubles only while an answer holds at most half of it. Bounds what a scan holds in memory
+   * at once (a JSON-RPC answer, its decoded events, one commit), whatever the chain's density.
+   *
+   * @default {DEFAULT_MAX_SETTLEMENTS}
+   */
+  maxSettlements?: number;
+  /**
    * Retries of a one-block request that failed (a longer range is split instead), with a
    * doubling delay from 200 ms (or the endpoint's `Retry-After`). After them the reader fails
    * with the reason the last error names.
@@ -325,6 +337,7 @@ export class SettlementLogReader {
   readonly #client: ChainClient;
   readonly #escrow: Address;
   readonly #maxChunk: number;
+  readonly #maxSettlements: number;
   readonly #retries: number;
   readonly #signal: AbortSignal | undefined;
   readonly #withBlockHash: boolean;
@@ -342,6 +355,12 @@ export class SettlementLogReader {
     this.#escrow = escrow.toLowerCase() as Address;
     this.#maxChunk = options.maxChunkSize ?? 10_000;
     this.chunk = Math.max(1, Math.min(options.chunkSize ?? 2_000, this.#maxChunk));
+    this.#maxSettlements = options.maxSettlements ?? DEFAULT_MAX_SETTLEMENTS;
+    if (!Number.isSafeInteger(this.#maxSettlements) || this.#maxSettlements < 1) {
+      throw new RangeError(
+        `maxSettlements is ${this.#maxSettlements}, expected a whole number of at least 1`,
+      );
+    }
     this.#retries = options.retries ?? 2;
     this.#signal = options.signal;
     this.#withBlockHash = options.withBlockHash ?? false;
@@ -374,15 +393,24 @@ export class SettlementLogReader {
         );
       }
       const events = decodeSettlementLogs(logs, this.#escrow, from, to);
+      logs.length = 0; // the answer's raw logs go before its steps are committed
       this.stats.logs += events.length;
-      yield toHash === undefined ? { from, to, events } : { from, to, events, toHash };
-      from = to + 1n;
+      // The next chunk is sized before the steps are yielded (a caller stores it with them).
+      const span = Number(to - from + 1n);
       if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
-      const ceiling = Math.min(this.#maxChunk, this.#limit, this.#tooMuch - 1);
-      if (++streak >= GROW_AFTER && this.chunk < ceiling) {
-        this.chunk = Math.min(this.chunk * 2, ceiling);
+      if (events.length > this.#maxSettlements) {
+        // Too dense: the next request is sized to hold about the budget.
+        this.chunk = Math.max(1, Math.floor(span * this.#maxSettlements / events.length));
         streak = 0;
+      } else if (++streak >= GROW_AFTER && events.length * 2 <= this.#maxSettlements) {
+        const ceiling = Math.min(this.#maxChunk, this.#limit, this.#tooMuch - 1);
+        if (this.chunk < ceiling) {
+          this.chunk = Math.min(this.chunk * 2, ceiling);
+          streak = 0;
+        }
       }
+      yield* stepsOf({ from, to, events, toHash }, this.#maxSettlements);
+      from = to + 1n;
     }
   }
 
@@ -479,6 +507,43 @@ export class SettlementLogReader {
     this.chunk = Math.max(1, Math.min(next, span - 1));
     this.stats.shrinks++;
   }
+}
+
+/**
+ * A chunk's events in steps of at most `budget` settlements, cut between blocks (a block that
+ * alone holds more is one step), in block order and covering `from` to `to`. A step that ends
+ * before `to` ends at its last event's block and carries that block's hash as the logs name it
+ * (same endpoint, same answer), when the chunk carries one.
+ */
+function* stepsOf(range: SettledRange, budget: number): Generator<SettledRange, void, void> {
+  const { events, toHash } = range;
+  if (events.some((e, i) => i > 0 && e.block < events[i - 1].block)) {
+    yield range; // not in block order (no endpoint seen does this): one step, as read
+    return;
+  }
+  let start = 0;
+  let from = range.from;
+  while (events.length - start > budget) {
+    // The last block boundary within the budget, or the end of the first block past it.
+    let end = start + budget;
+    while (end > start && events[end].block === events[end - 1].block) end--;
+    if (end === start) {
+      end = start + budget;
+      while (end < events.length && events[end].block === events[start].block) end++;
+    }
+    if (end === events.length) break;
+    const last = events[end - 1];
+    const step = events.slice(start, end);
+    yield toHash === undefined
+      ? { from, to: last.block, events: step }
+      : { from, to: last.block, events: step, toHash: last.blockHash };
+    from = last.block + 1n;
+    start = end;
+  }
+  const rest = start === 0 ? events : events.slice(start);
+  yield toHash === undefined
+    ? { from, to: range.to, events: rest }
+    : { from, to: range.to, events: rest, toHash };
 }
 
 /** The failure of a one-block request, named by what its error says. */

@@ -42,6 +42,7 @@ export type { SettlementBucket };
 
 export {
   decodeSettled,
+  DEFAULT_MAX_SETTLEMENTS,
   isRangeLimitError,
   type SettledEvent,
   type SettledRange,

@@ -1,7 +1,8 @@
 /**
- * A fake JSON-RPC node that serves only `eth_chainId` and `eth_getLogs` of `Settled` events
- * made up from the block number, as many per block as the test says: big answers (over
- * viem's 10 MiB response body limit) and slow ones, without a chain that holds them.
+ * A fake JSON-RPC node that serves only `eth_chainId`, `eth_getBlockByNumber` (a number and
+ * a hash) and `eth_getLogs` of `Settled` events made up from the block number, as many per
+ * block as the test says: big answers (over viem's 10 MiB response body limit) and slow ones,
+ * without a chain that holds them.
  *
  * @module
  */
@@ -86,6 +87,10 @@ export function fakeLogNode(options: FakeLogNodeOptions = {}): FakeLogNode {
   async function answer(call: { id: number; method: string; params: unknown[] }) {
     const ok = (result: unknown) => ({ jsonrpc: "2.0", id: call.id, result });
     if (call.method === "eth_chainId") return ok("0x7a69");
+    if (call.method === "eth_getBlockByNumber") {
+      const number = BigInt(call.params[0] as string);
+      return ok({ number: `0x${number.toString(16)}`, hash: blockHash(number) });
+    }
     if (call.method !== "eth_getLogs") {
       return {
         jsonrpc: "2.0",

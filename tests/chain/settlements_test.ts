@@ -378,3 +378,56 @@ Deno.test("a range the node cannot answer in time is split", async () => {
   assert.equal(events, 32);
   assert.ok(reader.chunk <= 4 && reader.stats.shrinks >= 3, `chunk ${reader.chunk}`);
 });
+
+Deno.test("an answer over the settlement budget is yielded in steps between blocks, and the next request is sized to the budget", async () => {
+  // 30 settlements a block, 250 in block 25; a budget of 100 a step.
+  const node = fakeLogNode({ logsPerBlock: (block) => (block === 25n ? 250 : 30) });
+  const asked: [bigint, bigint][] = [];
+  await using server = serve(async (req) => {
+    const body = await req.clone().json();
+    for (const call of Array.isArray(body) ? body : [body]) {
+      if (call.method !== "eth_getLogs") continue;
+      asked.push([BigInt(call.params[0].fromBlock), BigInt(call.params[0].toBlock)]);
+    }
+    return node.handler(req);
+  });
+  const client = await createChainClient(server.url, { retryCount: 0 });
+  const reader = new SettlementLogReader(client, node.escrow, {
+    chunkSize: 40,
+    maxSettlements: 100,
+    withBlockHash: true,
+  });
+  const steps = [];
+  for await (const range of reader.ranges(1n, 100n)) steps.push(range);
+  // Contiguous from 1 to 100, every event once and in order.
+  assert.equal(steps[0].from, 1n);
+  assert.equal(steps.at(-1)!.to, 100n);
+  for (let i = 1; i < steps.length; i++) assert.equal(steps[i].from, steps[i - 1].to + 1n);
+  const events = steps.flatMap((s) => s.events);
+  assert.equal(events.length, 99 * 30 + 250);
+  let at = 0;
+  for (let block = 1n; block <= 100n; block++) {
+    for (let i = 0; i < node.logsPerBlock(block); i++) {
+      assert.deepEqual(events[at++], node.event(block, i));
+    }
+  }
+  for (const step of steps) {
+    // At most the budget, unless one block alone holds more; each ends with its block's hash.
+    const blocks = new Set(step.events.map((e) => e.block));
+    assert.ok(step.events.length <= 100 || blocks.size === 1, `${step.from}–${step.to}`);
+    assert.equal(step.toHash, node.event(step.to, 0).blockHash);
+    for (const e of step.events) assert.ok(e.block >= step.from && e.block <= step.to);
+  }
+  // The first answer (blocks 1–40, 1,420 settlements) came in steps of 3 blocks and block 25
+  // alone; the next requests held about the budget: 2 blocks (60), never doubled past it.
+  assert.deepEqual(asked[0], [1n, 40n]);
+  const first = steps.filter((s) => s.to <= 40n).map((s) => [s.from, s.to]);
+  assert.deepEqual(first.slice(0, 3), [[1n, 3n], [4n, 6n], [7n, 9n]]);
+  assert.ok(first.some(([from, to]) => from === 25n && to === 25n), first.join(" "));
+  for (const [from, to] of asked.slice(1)) assert.ok(to - from + 1n <= 3n, `${from}–${to}`);
+  assert.equal(reader.stats.shrinks, 0, "sizing to the budget is not a refusal");
+  assert.throws(
+    () => new SettlementLogReader(client, node.escrow, { maxSettlements: 0 }),
+    (e: unknown) => e instanceof RangeError && /maxSettlements is 0/.test(e.message),
+  );
+});
