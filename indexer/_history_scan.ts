@@ -33,6 +33,11 @@ export interface ScanPassOptions {
   confirmations: number;
   /** Largest `eth_getLogs` range, blocks. */
   maxChunkSize: number;
+  /**
+   * Settlements per step (each step one commit), `SettlementLogReaderOptions.maxSettlements`.
+   * @default {DEFAULT_MAX_SETTLEMENTS}
+   */
+  maxSettlements?: number;
   /** Aborts the pass between requests. */
   signal: AbortSignal;
   /** Progress callbacks. */
@@ -125,6 +130,7 @@ export async function scanPass(
   const reader = new SettlementLogReader(client, options.escrow, {
     chunkSize: cursor.chunkSize,
     maxChunkSize: options.maxChunkSize,
+    maxSettlements: options.maxSettlements,
     signal: options.signal,
     withBlockHash: true,
   });

@@ -28,8 +28,10 @@ import {
 } from "../chain/client.ts";
 import { rpcCode } from "./_rpc_codes.ts";
 import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import { DEFAULT_MAX_SETTLEMENTS } from "../chain/settlements.ts";
 import { type Address, BaseError } from "viem";
 import { NetError } from "../errors.ts";
+import { compactHeap } from "../io/heap.ts";
 import type { LogSink } from "../io/log.ts";
 import { SnapshotError } from "./errors.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
@@ -113,6 +115,12 @@ export interface HistoryOptions {
   store: HistoryStore | StoreOpener;
   /** Largest `eth_getLogs` range, blocks. @default {10_000} */
   maxChunkSize?: number;
+  /**
+   * Settlements per step of the scan: an `eth_getLogs` answer with more is committed in steps
+   * of at most this many, and the next request sized to about this many (bounds the memory a
+   * scan holds at once). @default {DEFAULT_MAX_SETTLEMENTS}
+   */
+  maxSettlements?: number;
   /** The clock. @default {() => new Date()} */
   clock?: () => Date;
   /**
@@ -124,6 +132,13 @@ export interface HistoryOptions {
   /** Receives a store error this process cannot get past (e.g. a corrupt store). */
   onFatal?: (error: StoreError) => void;
 }
+
+/**
+ * Steps (of the scan's settlement budget) a pass commits before the main isolate's heap is
+ * compacted once it caught up (`io/heap.ts`): a first scan or a long catch-up, never the
+ * refresh of a live chain.
+ */
+const COMPACT_AFTER_STEPS = 10;
 
 /** Store failures that no retry fixes: the history stops (and `onFatal` is told). */
 const FATAL: ReadonlySet<string> = new Set([
@@ -315,16 +330,19 @@ export class History {
     const lastHead = this.#lastHead;
     this.#lastHead = undefined;
     let pass;
+    let committed = 0;
     try {
       pass = await scanPass(store, client, {
         lastHead,
         escrow: this.#options.escrow,
         confirmations: this.#options.confirmations,
         maxChunkSize: this.#options.maxChunkSize ?? 10_000,
+        maxSettlements: this.#options.maxSettlements,
         signal,
         progress: {
           onHead: (head) => this.#set({ headBlock: head }),
-          onCommit: (cursor) => {
+          onCommit: (cursor, settlements) => {
+            committed += settlements;
             this.#set({
               confirmed: cursor.confirmed,
               lastBlock: cursor.lastBlock,
@@ -349,6 +367,10 @@ export class History {
     }
     if (this.#state.unreadable) this.#set({ unreadable: null });
     this.#lastHead = pass.caughtUp;
+    // A pass that read many steps and caught up (a first scan, a long catch-up) leaves its
+    // garbage and a grown heap, tens of MiB: given back now, once, rather than kept while idle.
+    const budget = this.#options.maxSettlements ?? DEFAULT_MAX_SETTLEMENTS;
+    if (pass.caughtUp && committed >= COMPACT_AFTER_STEPS * budget) compactHeap();
     return pass.quiet;
   }
 
