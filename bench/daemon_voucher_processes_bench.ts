@@ -9,8 +9,8 @@
  * checks each voucher and reads the consumer's account from the Escrow. Both providers are
  * registered and bonded on the Registry (the paying daemon checks their keys and ads there, its
  * reads cached); same engine, same HTTP layers, same hops. After 100 chats each to warm up, the
- * two alternate in blocks of 50 chats (400 each), whole replies and streamed; the ratios are
- * (b) ÷ (a). The CPU time per chat of the daemon's process and of the network's (from
+ * two alternate in blocks of 50 chats (400 each), whole replies and streamed, for a short reply
+ * (~22 tokens) and a longer one (~212); the ratios are (b) ÷ (a). The CPU time per chat of the daemon's process and of the network's (from
  * `/proc`, in 10 ms ticks summed over the blocks) is shown too.
  *
  * `daemon_voucher_bench.ts` measures the same with everything in one thread (the worst case).
@@ -32,8 +32,12 @@ import type { VoucherSide } from "./_voucher_network.ts";
 const BLOCKS = 8;
 const BLOCK = 50;
 const WARMUP = 100;
-/** About 22 tokens come back, as in `daemon_voucher_bench.ts`. */
-const WORDS = 10;
+/**
+ * Prompt sizes: 10 words (about 22 tokens come back, as in `daemon_voucher_bench.ts`), and 200
+ * (about 212, as in `daemon_load_bench.ts`): the voucher's work is the same for both, the chat's
+ * is not.
+ */
+const SIZES = [10, 200];
 const ETHER = 10n ** 18n;
 
 const anvil = await startAnvil();
@@ -121,8 +125,8 @@ try {
 
   const rows: Record<string, Record<string, string>> = {};
   const summary: string[] = [];
-  for (const stream of [false, true]) {
-    const options = { c: 1, requests: BLOCK, stream, content: prompt(WORDS) };
+  for (const [words, stream] of SIZES.flatMap((w) => [[w, false], [w, true]] as const)) {
+    const options = { c: 1, requests: BLOCK, stream, content: prompt(words) };
     for (const system of [free, paid]) {
       const warm = await cell(system.url, system.pid, { ...options, requests: WARMUP });
       if (warm.failed > 0) throw new Error(`the warm-up failed: ${warm.sample}`);
@@ -140,7 +144,7 @@ try {
     const [f, p] = [merge(runs.free), merge(runs.paid)];
     if (f.failed + p.failed > 0) summary.push(`failures: ${f.sample ?? p.sample}`);
     const perChat = (ms: number, r: CellResult) => (ms / r.ok).toFixed(2);
-    rows[stream ? "streamed" : "whole (stream: false)"] = {
+    rows[`~${words + 12} tokens, ${stream ? "streamed" : "whole"}`] = {
       "without voucher p50 (p99)": `${f.p50.toFixed(2)} ms (${f.p99.toFixed(2)})`,
       "with voucher p50 (p99)": `${p.p50.toFixed(2)} ms (${p.p99.toFixed(2)})`,
       "added p50": `${(p.p50 - f.p50).toFixed(2)} ms`,
@@ -154,7 +158,7 @@ try {
   }
   const load = Deno.loadavg().map((x) => x.toFixed(2)).join(", ");
   console.log(
-    `\nA short chat at c=1, no token delay, through the daemon's API, each part in its own ` +
+    `\nA chat at c=1, no token delay, through the daemon's API, each part in its own ` +
       `process (${BLOCKS * BLOCK} each, alternating blocks of ${BLOCK}; load average ${load}): ` +
       "sealed with a voucher (a daemon on the chain) ÷ sealed without (--insecure-gateway-keys)",
   );
