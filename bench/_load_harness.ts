@@ -135,10 +135,12 @@ function tokensOf(body: string, stream: boolean): number {
 async function one(
   url: string,
   request: { stream: boolean; content: string },
+  client: Deno.HttpClient,
 ): Promise<{ ms: number; tokens: number } | { error: string }> {
   const started = performance.now();
   try {
     const response = await fetch(`${url}/v1/chat/completions`, {
+      client,
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
@@ -152,11 +154,19 @@ async function one(
     if (!response.ok || !complete) return { error: `${response.status} ${body.slice(0, 160)}` };
     return { ms: performance.now() - started, tokens: tokensOf(body, request.stream) };
   } catch (error) {
-    return { error: String(error) };
+    // `fetch failed` says little: its cause says what the connection did.
+    const cause = (error as { cause?: unknown }).cause;
+    return { error: cause === undefined ? String(error) : `${error} (${cause})` };
   }
 }
 
-/** `requests` chats at concurrency `c` (closed loop) against `url`; `pid` is the relay's. */
+/**
+ * `requests` chats at concurrency `c` (closed loop) against `url`; `pid` is the relay's. Each
+ * cell has connections of its own (its own HTTP client, closed at its end): a connection left
+ * idle by an earlier cell, which the server closed at its keep-alive timeout meanwhile, is never
+ * taken for a chat (on a saturated machine the client could send on it before seeing it closed:
+ * `fetch failed`).
+ */
 export async function cell(
   url: string,
   pid: number,
@@ -167,21 +177,26 @@ export async function cell(
   let failed = 0;
   let sample: string | undefined;
   let next = 0;
+  const client = Deno.createHttpClient({});
   const cpu0 = cpuMs(pid);
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: options.c }, async () => {
-    while (next < options.requests) {
-      next++;
-      const result = await one(url, options);
-      if ("error" in result) {
-        failed++;
-        sample ??= result.error;
-      } else {
-        times.push(result.ms);
-        tokens += result.tokens;
+  try {
+    await Promise.all(Array.from({ length: options.c }, async () => {
+      while (next < options.requests) {
+        next++;
+        const result = await one(url, options, client);
+        if ("error" in result) {
+          failed++;
+          sample ??= result.error;
+        } else {
+          times.push(result.ms);
+          tokens += result.tokens;
+        }
       }
-    }
-  }));
+    }));
+  } finally {
+    client.close();
+  }
   const seconds = (performance.now() - t0) / 1000;
   times.sort((a, b) => a - b);
   return {

@@ -19,7 +19,11 @@
  * Then the saturated case: 15 ms per token, streamed, at concurrency 120 and 240, while two busy
  * loops (a process of their own) compete for the CPU — the daemon must not hold a provider slot
  * longer than the work needs, or the queue's deadline answers the requests that wait 503. Each
- * system gets both concurrencies with the loops running, the order alternating.
+ * system gets both concurrencies with the loops running, the order alternating, and each cell
+ * has connections of its own (`_load_harness.ts`: none left idle by an earlier cell, which the
+ * server closed meanwhile, is reused). The sealed daemon reads its replies the way the plaintext
+ * relay reads TCP: what one read of the sealed stream brings is opened and decoded as one piece
+ * (`openedBodyReader`); with 15 ms per token that is still one event per sealed chunk.
  *
  * Then the soak: 200 concurrent streams against 10 providers × 20 slots at 15 ms per token, for
  * `NET_BENCH_SOAK_SECONDS` (default 60; the issue's goal is 600), printing the daemon's
@@ -292,7 +296,8 @@ if (SATURATED.length > 0) {
   const { rows, summary } = await runSaturated(SATURATED);
   console.log(
     `\nSaturated: the same network and systems, 15 ms per token, streamed, with two busy loops ` +
-      "competing for the CPU; failures are the queue's deadline (503 overloaded):",
+      "competing for the CPU; a failure is the queue's deadline (503 overloaded) or a broken " +
+      "connection (one sample of each system's failures follows the table):",
   );
   console.table(rows);
   for (const line of summary) console.log(line);

@@ -91,14 +91,38 @@ export async function decodeResponseFrom(
     throw error;
   }
   const content = new ContentDecoder(input, head.framing, limits);
-  return {
+  const response: StreamedResponse = {
     framing: head.framing,
     informational: head.informational,
     status: head.status,
     headers: head.headers,
-    body: content.body,
+    // Made when first asked for: a reader of the content may take its place.
+    get body() {
+      return content.body();
+    },
     trailers: content.trailers,
   };
+  decoders.set(response, content);
+  return response;
+}
+
+/** The content decoder behind each response {@linkcode decodeResponseFrom} returned. */
+const decoders = new WeakMap<StreamedResponse, ContentDecoder>();
+
+/**
+ * The content of `response` as a reader, in place of its `body` stream (no stream between the
+ * decoder and its reader): the same pieces, ends and errors. Either this or `body` reads the
+ * content, once.
+ *
+ * @throws {TypeError} when the content is already being read, or `response` was not made by
+ * {@linkcode decodeResponseFrom}.
+ */
+export function contentReader(response: StreamedResponse): ByteReader {
+  const content = decoders.get(response);
+  if (!content) {
+    throw new TypeError("Cannot read the content: the response was not decoded here");
+  }
+  return content.reader();
 }
 
 /** Most bytes a header or trailer section takes on the wire: its limit and a varint or two. */
@@ -194,11 +218,16 @@ type ContentState = "content-length" | "content" | "chunk-length" | "trailers" |
 
 /** What a step returns when it needs more of the input. */
 const READ = Symbol("read");
+/** What a step returns when it took a piece of content. */
+const PIECE = Symbol("piece");
+/** What a step returns when the body ends there, without trailers. */
+const CLOSE = Symbol("close");
+
+/** The end of the content. */
+const DONE: ReadableStreamReadResult<Uint8Array> = { done: true, value: undefined };
 
 /** Streams the content after the head, then reads the trailers and the padding. */
 class ContentDecoder {
-  /** The content as it arrives (pulled one piece at a time). */
-  readonly body: ReadableStream<Uint8Array>;
   /** The trailer fields; settles when the body ends. */
   readonly trailers: Promise<FieldLines>;
   readonly #input: Input;
@@ -209,7 +238,13 @@ class ContentDecoder {
   /** Content bytes still to come in the current piece. */
   #left = 0;
   #chunkCount = 0;
+  /** Content taken by this read, not yet given. */
+  readonly #pieces: Uint8Array[] = [];
   #failed: { error: unknown } | undefined;
+  /** A failure met after some content of the same read: given first, it fails the next read. */
+  #deferred: { error: unknown } | undefined;
+  /** Whether the content is being read (by the stream or a reader). */
+  #taken = false;
   #settle!: { resolve: (fields: FieldLines) => void; reject: (error: unknown) => void };
 
   constructor(input: Input, framing: Framing, limits: Limits) {
@@ -223,35 +258,93 @@ class ContentDecoder {
     });
     // Callers that never look at trailers must not see an unhandled rejection.
     this.trailers.catch(() => {});
-    this.body = new ReadableStream<Uint8Array>({
-      pull: (controller) => this.#pull(controller),
+  }
+
+  #body: ReadableStream<Uint8Array> | undefined;
+
+  /** The content as it arrives, as a stream (made once; pulled one piece at a time). */
+  body(): ReadableStream<Uint8Array> {
+    if (this.#body) return this.#body;
+    this.#take();
+    const deliver = (
+      controller: ReadableStreamDefaultController<Uint8Array>,
+      { done, value }: ReadableStreamReadResult<Uint8Array>,
+    ) => done ? controller.close() : controller.enqueue(value);
+    this.#body = new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        const result = this.#read();
+        if (result instanceof Promise) return result.then((r) => deliver(controller, r));
+        deliver(controller, result);
+        return undefined;
+      },
       cancel: (reason) => this.#cancel(reason),
     }, { highWaterMark: 0 });
+    return this.#body;
+  }
+
+  /** The content as it arrives, as a reader (in place of {@linkcode body}). */
+  reader(): ByteReader {
+    this.#take();
+    return {
+      read: () => {
+        const result = this.#read();
+        return result instanceof Promise ? result : Promise.resolve(result);
+      },
+      cancel: (reason) => this.#cancel(reason),
+      releaseLock: () => {},
+    };
+  }
+
+  #take(): void {
+    if (this.#taken) throw new TypeError("Cannot read the content: it is already being read");
+    this.#taken = true;
   }
 
   /**
-   * One pull: synchronous while the bytes at hand last; otherwise one read of the input,
-   * chained (no async frame per layer), after which it goes on.
+   * One read: synchronous while the bytes at hand last; otherwise one read of the input,
+   * chained (no async frame per layer), after which it goes on. All the content the bytes at
+   * hand hold (every content chunk of one read of the input) is given as one piece: the reader
+   * sees the content as a byte stream, wherever its chunks ended.
    */
-  #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> | undefined {
+  #read(): ReadableStreamReadResult<Uint8Array> | Promise<ReadableStreamReadResult<Uint8Array>> {
+    if (this.#failed) return Promise.reject(this.#failed.error);
+    if (this.#deferred) return this.#fail(this.#deferred.error);
     try {
       while (true) {
-        const next = this.#step(controller);
-        if (next === true) return undefined;
+        // The content taken so far goes first: before a read, before the trailers.
+        if (this.#pieces.length > 0 && (this.#queue.length === 0 || this.#state === "trailers")) {
+          return this.#give();
+        }
+        const next = this.#step();
+        if (next === PIECE || next === false) continue;
+        if (next === true) return DONE;
         if (next === READ) {
           return this.#input.readRaw().then((step) => {
             this.#received(step);
-            return this.#pull(controller);
+            return this.#read();
           }).catch((error) => this.#fail(error));
         }
-        if (next !== false) {
-          return next.then((trailers) => this.#close(controller, trailers))
-            .catch((error) => this.#fail(error));
-        }
+        if (next === CLOSE) return this.#close([]);
+        return next.then((trailers) => this.#close(trailers)).catch((error) => this.#fail(error));
       }
     } catch (error) {
-      return this.#fail(error);
+      if (this.#pieces.length === 0) return this.#fail(error);
+      this.#deferred = { error };
+      return this.#give();
     }
+  }
+
+  /**
+   * Gives the content taken: one piece as it lies when nothing after it is queued (no later
+   * byte shares its array), else a copy of its own; several joined.
+   */
+  #give(): ReadableStreamReadResult<Uint8Array> {
+    const pieces = this.#pieces;
+    const piece = pieces.length === 1
+      ? (this.#queue.length === 0 ? pieces[0] : pieces[0].slice())
+      : concat(...pieces);
+    pieces.length = 0;
+    return { done: false, value: piece };
   }
 
   /** Fails the body and the trailers with `error`, cancelling the input. */
@@ -271,19 +364,18 @@ class ContentDecoder {
   }
 
   /**
-   * Runs one step: true when this pull is over (a piece was enqueued or the body closed), false
-   * for another step, {@linkcode READ} when the input must be read first, or the trailers once
-   * the rest of the message has been read.
+   * Runs one step: {@linkcode PIECE} when it took content, false for another step,
+   * {@linkcode READ} when the input must be read first, {@linkcode CLOSE} when the body ends
+   * here (no trailers), true once done, or the trailers once the rest of the message has been
+   * read.
    */
-  #step(
-    controller: ReadableStreamDefaultController<Uint8Array>,
-  ): boolean | typeof READ | Promise<FieldLines> {
+  #step(): boolean | typeof READ | typeof PIECE | typeof CLOSE | Promise<FieldLines> {
     switch (this.#state) {
       case "content-length":
       case "chunk-length":
-        return this.#readLength(controller);
+        return this.#readLength();
       case "content":
-        return this.#readContent(controller);
+        return this.#readContent();
       case "trailers":
         return this.#finishMessage();
       case "done":
@@ -291,13 +383,10 @@ class ContentDecoder {
     }
   }
 
-  #readLength(controller: ReadableStreamDefaultController<Uint8Array>): boolean | typeof READ {
+  #readLength(): false | typeof READ | typeof CLOSE {
     if (this.#queue.length === 0 && this.#input.eof) {
       // Truncation is valid only before the content starts (empty content).
-      if (this.#state === "content-length" || this.#chunkCount === 0) {
-        this.#close(controller, []);
-        return true;
-      }
+      if (this.#state === "content-length" || this.#chunkCount === 0) return CLOSE;
       throw new BinaryHttpError(
         "truncated",
         `Cannot ${ACTION}: the message ends after ${this.#chunkCount} content chunk${
@@ -326,7 +415,7 @@ class ContentDecoder {
     return false;
   }
 
-  #readContent(controller: ReadableStreamDefaultController<Uint8Array>): boolean | typeof READ {
+  #readContent(): typeof PIECE | typeof READ {
     if (this.#queue.length === 0) {
       if (this.#input.eof) {
         throw new BinaryHttpError(
@@ -341,10 +430,8 @@ class ContentDecoder {
     if (this.#left === 0) {
       this.#state = this.#framing === "known-length" ? "trailers" : "chunk-length";
     }
-    // The piece as it lies when nothing after it is queued (no later byte shares its array);
-    // else a copy of its own.
-    controller.enqueue(this.#queue.length === 0 ? piece : piece.slice());
-    return true;
+    this.#pieces.push(piece);
+    return PIECE;
   }
 
   /** The trailers, then padding until the input ends. */
@@ -368,10 +455,10 @@ class ContentDecoder {
     }
   }
 
-  #close(controller: ReadableStreamDefaultController<Uint8Array>, trailers: FieldLines): void {
+  #close(trailers: FieldLines): ReadableStreamReadResult<Uint8Array> {
     this.#state = "done";
     this.#settle.resolve(trailers);
-    controller.close();
+    return DONE;
   }
 
   #varintFromQueue(): number | undefined {

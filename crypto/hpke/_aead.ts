@@ -89,7 +89,14 @@ class NodeAeadKey implements AeadKey {
     if (aad.length > 0) decipher.setAAD(aad, { plaintextLength: end });
     const body = end > 0 ? decipher.update(ciphertext.subarray(0, end)) : undefined;
     const rest = decipher.final(); // throws when the tag does not authenticate
-    // A fresh array of its own (a Buffer may be a view into a shared pool).
+    // An array of its own: the Buffer's memory when it has it all to itself (Deno's), else a
+    // copy (a Buffer may be a view into a shared pool).
+    if (body && rest.length === 0 && body.byteOffset === 0) {
+      const memory = body.buffer;
+      if (memory instanceof ArrayBuffer && memory.byteLength === body.length) {
+        return new Uint8Array(memory);
+      }
+    }
     const out = new Uint8Array((body?.length ?? 0) + rest.length);
     if (body) out.set(body);
     out.set(rest, body?.length ?? 0);

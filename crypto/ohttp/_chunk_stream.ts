@@ -243,15 +243,31 @@ export function openStream(
   return streamOfReader(openReader(sealed, spec));
 }
 
+/** Options of {@linkcode openReader}. */
+export interface OpenReaderOptions {
+  /**
+   * Give what one read of the sealed stream opened as one piece (the chunks' plaintexts joined)
+   * rather than one piece per chunk — the plaintext a reader of a byte stream sees, as TCP
+   * gives a plaintext reply's bytes. The bytes are the same; only where pieces end differs.
+   * @default {false}
+   */
+  join?: boolean;
+}
+
 /**
- * {@linkcode openStream} as a reader: each `read()` gives the next plaintext chunk, reading the
- * sealed stream only when none is left (each piece read is opened at once, synchronously unless
- * a chunk is large enough for WebCrypto); no stream between the two. A failure cancels the
- * sealed stream and rejects this read and the next ones.
+ * {@linkcode openStream} as a reader: each `read()` gives the next plaintext chunk (with
+ * `join`, every chunk still at hand, as one piece), reading the sealed stream only when none is
+ * left (each piece read is opened at once, synchronously unless a chunk is large enough for
+ * WebCrypto); no stream between the two. A failure cancels the sealed stream and rejects this
+ * read and the next ones (after what opened before it has been given).
  *
  * @throws {OpenError} with reason `malformed` when `sealed` is not a stream.
  */
-export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): ByteReader {
+export function openReader(
+  sealed: ReadableStream<Uint8Array>,
+  spec: OpenSpec,
+  options: OpenReaderOptions = {},
+): ByteReader {
   if (!(sealed instanceof ReadableStream)) {
     throw new OpenError(
       "malformed",
@@ -271,8 +287,13 @@ export function openReader(sealed: ReadableStream<Uint8Array>, spec: OpenSpec): 
   let deferred: { error: unknown } | undefined;
   let ended = false;
   type Result = ReadableStreamReadResult<Uint8Array>;
+  const join = options.join === true;
   const give = (): Result => {
-    const value = pieces[given++];
+    let value: Uint8Array;
+    if (join && pieces.length - given > 1) {
+      value = concat(...(given === 0 ? pieces : pieces.slice(given)));
+      given = pieces.length;
+    } else value = pieces[given++];
     if (given === pieces.length) {
       pieces.length = 0;
       given = 0;

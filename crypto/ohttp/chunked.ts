@@ -183,10 +183,13 @@ export async function createChunkedRequest(
       return sealStream(body, { ...spec, start });
     },
     openResponse(sealedResponse) {
-      return streamOfReader(openResponseReader(sealedResponse));
+      return streamOfReader(openResponseReader(sealedResponse, false));
     },
   };
-  const openResponseReader = (sealedResponse: ReadableStream<Uint8Array>): ByteReader => {
+  const openResponseReader = (
+    sealedResponse: ReadableStream<Uint8Array>,
+    join: boolean,
+  ): ByteReader => {
     if (opened) {
       throw new OpenError(
         "already_used",
@@ -216,7 +219,7 @@ export async function createChunkedRequest(
             final ? FINAL_AAD : EMPTY,
           );
       },
-    });
+    }, { join });
   };
   responseReaders.set(exchange, openResponseReader);
   wholeSealers.set(exchange, (body) => {
@@ -228,13 +231,15 @@ export async function createChunkedRequest(
 
 const responseReaders = new WeakMap<
   ChunkedClientExchange,
-  (sealed: ReadableStream<Uint8Array>) => ByteReader
+  (sealed: ReadableStream<Uint8Array>, join: boolean) => ByteReader
 >();
 
 /**
  * {@linkcode ChunkedClientExchange.openResponse} as a reader of the opened chunks, without a
  * stream between it and its reader (`sealed_exchange.ts` decodes the response straight from
- * it). Counts as the exchange's one response.
+ * it). What one read of `sealed` opened is given as one piece (every chunk it held, joined: a
+ * reader of the plaintext as a byte stream, which is what the decoder is). Counts as the
+ * exchange's one response.
  *
  * @throws {OpenError} with reason `already_used` when the exchange already opened one,
  * `malformed` for an exchange not made by {@linkcode createChunkedRequest} or a `sealed` that
@@ -251,7 +256,7 @@ export function openChunkedResponseReader(
       "Cannot open chunked response: the exchange was not made by createChunkedRequest",
     );
   }
-  return open(sealed);
+  return open(sealed, true);
 }
 
 const wholeSealers = new WeakMap<

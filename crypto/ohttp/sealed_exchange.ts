@@ -75,6 +75,7 @@ import {
   sealChunkedRequestBytes,
 } from "./chunked.ts";
 import type { SetupPool } from "./setup_pool.ts";
+import { rememberDecoded } from "./opened_body_reader.ts";
 import { sealChunkedResponseReader } from "./_chunked_gateway.ts";
 import type { HpkeSuite } from "../hpke/suite.ts";
 import type { GatewayKey, KeyConfig } from "./key_config.ts";
@@ -271,16 +272,21 @@ async function openSealedResponse(
   const response = await decodeResponseFrom(openChunkedResponseReader(exchange, sealed), limits);
   const trailers = response.trailers.then(toHeaders);
   trailers.catch(() => {}); // a caller that ignores trailers must not see an unhandled rejection
-  return {
+  const opened: OpenedHttpResponse = {
     status: response.status,
     headers: toHeaders(response.headers),
     informational: response.informational.map((interim) => ({
       status: interim.status,
       headers: toHeaders(interim.headers),
     })),
-    body: response.body,
+    // Made when first asked for: `openedBodyReader` may read the content instead.
+    get body() {
+      return response.body;
+    },
     trailers,
   };
+  rememberDecoded(opened, response);
+  return opened;
 }
 
 /** Options of {@linkcode openHttpRequest}. */

@@ -22,6 +22,8 @@
 
 import { sha256 } from "@noble/hashes/sha2.js";
 import { BinaryHttpError, OpenError, type SealedHttpRequest } from "../../crypto/mod.ts";
+// Not in the library's entry point: the daemon's own way to read a reply without a stream.
+import { type BodyReader, openedBodyReader } from "../../crypto/ohttp/opened_body_reader.ts";
 import { readAllLimited } from "../../io/read_limited.ts";
 import { SseError, type SseEvent, SseParser } from "../../io/sse.ts";
 import { type ChatCompletionChunk, DaemonError } from "../core/mod.ts";
@@ -87,16 +89,18 @@ export async function openSealedReply(
   const { signal } = options;
   const opened = await openOk(sealed, stream, signal, options.onEnd);
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-  if (type === "application/json") return { rest: wholeReply(opened.body, signal, opened.end) };
+  if (type === "application/json") {
+    return { rest: wholeReply(opened.body(), signal, opened.end) };
+  }
   if (type !== "text/event-stream") {
-    await opened.body.cancel().catch(() => {});
+    await opened.body().cancel().catch(() => {});
     throw new DaemonError(
       "provider_error",
       `The provider answered ${type ?? "no content type"}, expected text/event-stream or ` +
         "application/json",
     );
   }
-  const rest = chunks(opened.body, options.maxEventBytes ?? 1 << 20, signal, opened.end);
+  const rest = chunks(opened.reader(), options.maxEventBytes ?? 1 << 20, signal, opened.end);
   const first = await rest.next();
   if (first.done) {
     throw new DaemonError("provider_error", "The provider's reply ended without any chunk");
@@ -122,7 +126,7 @@ export async function openSealedJson(
   const opened = await openOk(sealed, stream, signal, options.onEnd);
   const type = opened.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
   if (type !== "application/json") {
-    await opened.body.cancel().catch(() => {});
+    await opened.body().cancel().catch(() => {});
     throw new DaemonError(
       "provider_error",
       `The provider answered ${type ?? "no content type"}, expected application/json`,
@@ -130,7 +134,7 @@ export async function openSealedJson(
   }
   let body: Uint8Array | null;
   try {
-    body = await readAllLimited(opened.body, options.maxBytes);
+    body = await readAllLimited(opened.body(), options.maxBytes);
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     throw cryptoFailure(error);
@@ -151,6 +155,17 @@ export async function openSealedJson(
   return answer;
 }
 
+/** An opened 200 reply: its content read as a stream or by a reader (one of them, once). */
+interface OkReply {
+  readonly headers: Headers;
+  /** The content as a stream. */
+  body(): ReadableStream<Uint8Array>;
+  /** The content by a reader (without a stream between it and the decoding, when it can). */
+  reader(): BodyReader;
+  /** Called once the content has been read to its end. */
+  end(): Promise<void>;
+}
+
 /**
  * Opens the sealed response; a non-200 status becomes the matching refusal. With `onEnd`, the
  * body is hashed as it is read, and `end()` (called once the body has been read to its end)
@@ -161,9 +176,16 @@ async function openOk(
   stream: ReadableStream<Uint8Array>,
   signal: AbortSignal | undefined,
   onEnd?: ReplyEndCheck,
-): Promise<{ headers: Headers; body: ReadableStream<Uint8Array>; end: () => Promise<void> }> {
+): Promise<OkReply> {
   const opened = await openStatusOk(sealed, stream, signal);
-  if (!onEnd) return { headers: opened.headers, body: opened.body, end: () => Promise.resolve() };
+  if (!onEnd) {
+    return {
+      headers: opened.headers,
+      body: () => opened.body,
+      reader: () => openedBodyReader(opened) ?? opened.body.getReader(),
+      end: () => Promise.resolve(),
+    };
+  }
   const hash = sha256.create();
   const body = opened.body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
@@ -183,7 +205,7 @@ async function openOk(
     }
     await onEnd({ status: opened.status, digest: hash.digest(), trailers });
   };
-  return { headers: opened.headers, body, end };
+  return { headers: opened.headers, body: () => body, reader: () => body.getReader(), end };
 }
 
 /** Opens the sealed response; a non-200 status becomes the matching refusal. */
@@ -220,17 +242,17 @@ async function openStatusOk(
 }
 
 /**
- * The reply's chunks. Each read of the opened stream (one sealed chunk: every event the provider
- * had ready) is parsed and checked at once, synchronously; its chunks are then yielded in order.
+ * The reply's chunks. Each read of the opened content (every event of the sealed chunks one read
+ * of the sealed stream brought) is parsed and checked at once, synchronously; its chunks are
+ * then yielded in order.
  */
 async function* chunks(
-  body: ReadableStream<Uint8Array>,
+  reader: BodyReader,
   maxEventBytes: number,
   signal: AbortSignal | undefined,
   end: () => Promise<void>,
 ): AsyncGenerator<ChatCompletionChunk> {
   const parser = new SseParser({ maxEventBytes });
-  const reader = body.getReader();
   const state = { done: false };
   try {
     while (true) {

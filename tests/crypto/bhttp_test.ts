@@ -241,6 +241,26 @@ Deno.test("bhttp: the incremental decoder reads random responses split at random
   }
 });
 
+Deno.test("bhttp: the content chunks one read brings go on as one piece; a read per chunk gives a piece per chunk", async () => {
+  const pieces = ["data: one\n\n", "data: two\n\n", "data: three\n\n"].map((t) => bytesOf(t));
+  const encode = () =>
+    chunksOf(encodeResponseStream({ status: 200 }, ReadableStream.from(pieces), {
+      trailers: [["x-end", "1"]],
+    }));
+  const parts = await encode(); // the head, one part per content chunk, then the end
+  const joined = await decodeResponseStream(ReadableStream.from([cat(...parts)]));
+  assert.deepEqual(await chunksOf(joined.body), [cat(...pieces)]);
+  assert.deepEqual(await joined.trailers, [["x-end", "1"]]);
+  const apart = await decodeResponseStream(ReadableStream.from(await encode()));
+  assert.deepEqual(await chunksOf(apart.body), pieces);
+  // A truncation after content in the same read: the content first, then the refusal.
+  const wire = cat(...parts);
+  const cut = await decodeResponseStream(ReadableStream.from([wire.subarray(0, wire.length - 8)]));
+  const reader = cut.body.getReader();
+  assert.deepEqual((await reader.read()).value, cat(...pieces));
+  await assert.rejects(reader.read(), BinaryHttpError);
+});
+
 Deno.test("bhttp: a content piece that shares its array with what follows is a copy of its own", async () => {
   for (const framing of FRAMINGS) {
     const response = {

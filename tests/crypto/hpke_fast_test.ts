@@ -16,6 +16,7 @@ import {
   setupBaseRecipient,
   setupBaseSender,
 } from "../../crypto/hpke/_base_mode.ts";
+import { aeadKey } from "../../crypto/hpke/_aead.ts";
 import { x25519PrivateKey } from "../../crypto/hpke/_x25519.ts";
 import { generateKeyPair, type HpkeKeyPair, importKeyPair } from "../../crypto/hpke/key_pair.ts";
 import {
@@ -305,5 +306,33 @@ Deno.test("hpke fast path: OHTTP requests encapsulate as an @hpke/core oracle do
       new Uint8Array(await opener.open(mine.encapsulatedRequest.slice(39), new Uint8Array(0))),
       request,
     );
+  }
+});
+
+Deno.test("hpke fast path: each opened plaintext owns its memory, and a forged tag is refused (seeded)", () => {
+  const random = new Prng(0x21c);
+  for (const aeadId of [AEAD_AES_128_GCM, AEAD_CHACHA20_POLY1305]) {
+    const key = aeadKey(aeadId, random.bytes(aeadId === AEAD_AES_128_GCM ? 16 : 32));
+    const opened: Uint8Array[] = [];
+    const plaintexts: Uint8Array[] = [];
+    for (let i = 0; i < 40; i++) {
+      const nonce = random.bytes(12);
+      const aad = random.bytes(i % 3);
+      const plaintext = random.bytes(random.int(1, 300));
+      const sealed = key.seal(nonce, plaintext, aad) as Uint8Array;
+      const open = key.open(nonce, sealed, aad) as Uint8Array;
+      assert.deepEqual(open, plaintext);
+      // Its own memory, all of it: never a view into a pool another plaintext shares.
+      assert.equal(open.byteOffset, 0);
+      assert.equal(open.buffer.byteLength, open.length);
+      const forged = sealed.slice();
+      forged[forged.length - 1] ^= 1;
+      assert.throws(() => key.open(nonce, forged, aad));
+      opened.push(open);
+      plaintexts.push(plaintext);
+    }
+    assert.equal(new Set(opened.map((o) => o.buffer)).size, opened.length, "no shared memory");
+    opened[0].fill(0xff);
+    for (let i = 1; i < opened.length; i++) assert.deepEqual(opened[i], plaintexts[i]);
   }
 });
