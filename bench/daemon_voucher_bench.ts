@@ -10,7 +10,9 @@
  * whole replies and streamed, and the ratios are (b) ÷ (a). The CPU time this process spent per
  * chat (daemon, gateway and provider together) is shown too: on a busy machine it is the figure
  * least moved by the other processes. Then each part of the voucher's work is timed alone
- * (`_voucher_parts.ts`), to set their sum against what the voucher adds to a chat.
+ * (`_voucher_parts.ts`), to set their sum against what the voucher adds to a chat. This is the
+ * worst case (everything on one thread); `daemon_voucher_processes_bench.ts` measures the same
+ * as users run it, the daemon in a process of its own.
  *
  * Run: `deno task bench` (or `deno bench -A bench/daemon_voucher_bench.ts`).
  *
