@@ -60,6 +60,15 @@ const DELAYS = list("NET_BENCH_LOAD_DELAYS", [0, 15]);
 const SATURATED = list("NET_BENCH_SATURATED_CONCURRENCY", [120, 240]);
 const SOAK_SECONDS = Number(Deno.env.get("NET_BENCH_SOAK_SECONDS") ?? 60);
 /** Chats per cell with no token delay (at least twice the concurrency). */
+/**
+ * `NET_BENCH_CPU_PROF=<dir>`: the daemon and the plaintext relay each write a V8 CPU profile
+ * there when they stop (`deno run --cpu-prof`), named after the process.
+ */
+const CPU_PROF_DIR = Deno.env.get("NET_BENCH_CPU_PROF");
+const profile = (name: string): string[] =>
+  CPU_PROF_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`]
+    : [];
 const REQUESTS = Number(Deno.env.get("NET_BENCH_LOAD_REQUESTS") ?? 100);
 const PROVIDERS = 10;
 const SLOTS = 4;
@@ -84,6 +93,7 @@ async function startSystems(slots: number, delay: number) {
   const dataDir = await Deno.makeTempDir({ prefix: "net-load-bench-" });
   const daemon = await spawn(
     [
+      ...profile("daemon"),
       "daemon/main.ts",
       "--bind=127.0.0.1:0",
       `--gateway=${gateways.sealed}`,
@@ -95,7 +105,10 @@ async function startSystems(slots: number, delay: number) {
     /listening on http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(daemon);
-  const relay = await spawn(["bench/_plain_relay.ts", gateways.plain], /^\{"url"/);
+  const relay = await spawn(
+    [...profile("relay"), "bench/_plain_relay.ts", gateways.plain],
+    /^\{"url"/,
+  );
   children.push(relay);
   const systems: System[] = [
     { name: "plaintext relay", url: JSON.parse(relay.line).url, pid: relay.pid },
@@ -219,6 +232,7 @@ async function runSaturated(concurrency: readonly number[]) {
             p99: ms(r.p99),
             "tokens/s": Math.round(r.tokens / r.seconds),
             "relay CPU/token": perToken(r),
+            "writes/token": (r.writes / r.tokens).toFixed(2),
             "p50 ratio": name === "sealed" ? ratio(sealed.p50, plain.p50) : "1.00×",
             "CPU/token ratio": name === "sealed"
               ? ratio(sealed.cpuMs / sealed.tokens, plain.cpuMs / plain.tokens)
