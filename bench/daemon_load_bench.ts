@@ -23,7 +23,8 @@
  * has connections of its own (`_load_harness.ts`: none left idle by an earlier cell, which the
  * server closed meanwhile, is reused). The sealed daemon reads its replies the way the plaintext
  * relay reads TCP: what one read of the sealed stream brings is opened and decoded as one piece
- * (`openedBodyReader`); with 15 ms per token that is still one event per sealed chunk.
+ * (`openedBodyReader`); with 15 ms per token that is still one event per sealed chunk. The table
+ * also counts the relaying process's write system calls per token (`/proc/<pid>/io`).
  *
  * Then the soak: 200 concurrent streams against 10 providers × 20 slots at 15 ms per token, for
  * `NET_BENCH_SOAK_SECONDS` (default 60; the issue's goal is 600), printing the daemon's
@@ -32,7 +33,8 @@
  * Environment: `NET_BENCH_LOAD_CONCURRENCY` (e.g. `1,8`), `NET_BENCH_LOAD_DELAYS` (e.g. `0`;
  * `none` skips the table), `NET_BENCH_LOAD_REQUESTS` (chats per cell with no token delay,
  * default 100), `NET_BENCH_SATURATED_CONCURRENCY` (default `120,240`; `none` skips the saturated
- * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
+ * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak), `NET_BENCH_CPU_PROF` (a folder: the daemon
+ * and the plaintext relay write their V8 CPU profiles there when they stop).
  *
  * Run: `deno task bench` (or `deno run -A bench/daemon_load_bench.ts`).
  *
