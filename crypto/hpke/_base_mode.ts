@@ -185,12 +185,18 @@ class Schedule {
     const suiteId = this.#suiteId;
     const context = this.#context(info);
     // One HMAC key for the three expansions of `secret`.
-    const secret = new HmacKey(labeledExtract(suiteId, sharedSecret, LABELS.secret, EMPTY));
-    return {
-      key: labeledExpand(suiteId, secret, LABELS.key, context, this.keyLength),
-      baseNonce: labeledExpand(suiteId, secret, LABELS.baseNonce, context, this.nonceLength),
-      exporterSecret: labeledExpand(suiteId, secret, LABELS.exp, context, HASH_LENGTH),
-    };
+    const secretBytes = labeledExtract(suiteId, sharedSecret, LABELS.secret, EMPTY);
+    const secret = new HmacKey(secretBytes);
+    secretBytes.fill(0);
+    try {
+      return {
+        key: labeledExpand(suiteId, secret, LABELS.key, context, this.keyLength),
+        baseNonce: labeledExpand(suiteId, secret, LABELS.baseNonce, context, this.nonceLength),
+        exporterSecret: labeledExpand(suiteId, secret, LABELS.exp, context, HASH_LENGTH),
+      };
+    } finally {
+      secret.destroy();
+    }
   }
 
   /** `Export`. */

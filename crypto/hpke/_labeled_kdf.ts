@@ -62,19 +62,30 @@ export class HmacKey {
     for (const part of parts) h.update(part);
     return h.digest();
   }
+
+  /** Wipes the keyed state (best effort, as JavaScript allows); `mac` then throws. */
+  destroy(): void {
+    this.#keyed.destroy();
+  }
 }
 
 /** HKDF's default salt, `Nh` zero bytes, as a key (RFC 5869 §2.2). */
 const ZERO_SALT = new HmacKey(new Uint8Array(HASH_LENGTH));
 
-/** The HMAC key of an HKDF-Extract salt: the shared zero-salt key when `salt` is empty. */
-function saltKey(salt: Uint8Array): HmacKey {
-  return salt.length === 0 ? ZERO_SALT : new HmacKey(salt);
-}
-
 /** HKDF-Extract with SHA-256 (RFC 5869 §2.2); an empty salt is `Nh` zero bytes. */
 export function hkdfExtract(salt: Uint8Array, ikm: Uint8Array): Uint8Array {
-  return saltKey(salt).mac(ikm);
+  return macOnce(salt, [ikm]);
+}
+
+/** `HMAC(salt or Nh zeros, parts…)`; a key made for `salt` is wiped after its one use. */
+function macOnce(salt: Uint8Array, parts: readonly Uint8Array[]): Uint8Array {
+  if (salt.length === 0) return ZERO_SALT.mac(...parts);
+  const key = new HmacKey(salt);
+  try {
+    return key.mac(...parts);
+  } finally {
+    key.destroy();
+  }
 }
 
 /**
@@ -83,7 +94,12 @@ export function hkdfExtract(salt: Uint8Array, ikm: Uint8Array): Uint8Array {
  * @throws {RangeError} when `length` is above `255 · Nh`.
  */
 export function hkdfExpand(prk: Uint8Array, info: Uint8Array, length: number): Uint8Array {
-  return expandParts(new HmacKey(prk), [info], length, "expand HKDF-SHA256");
+  const key = new HmacKey(prk);
+  try {
+    return expandParts(key, [info], length, "expand HKDF-SHA256");
+  } finally {
+    key.destroy();
+  }
 }
 
 /**
@@ -127,7 +143,7 @@ export function labeledExtract(
   labelBytes: Uint8Array,
   ikm: Uint8Array,
 ): Uint8Array {
-  return saltKey(salt).mac(HPKE_V1, suiteId, labelBytes, ikm);
+  return macOnce(salt, [HPKE_V1, suiteId, labelBytes, ikm]);
 }
 
 /**
@@ -144,10 +160,14 @@ export function labeledExpand(
   length: number,
 ): Uint8Array {
   const key = prk instanceof HmacKey ? prk : new HmacKey(prk);
-  return expandParts(
-    key,
-    [u16(length), HPKE_V1, suiteId, labelBytes, info],
-    length,
-    "run LabeledExpand",
-  );
+  try {
+    return expandParts(
+      key,
+      [u16(length), HPKE_V1, suiteId, labelBytes, info],
+      length,
+      "run LabeledExpand",
+    );
+  } finally {
+    if (key !== prk) key.destroy(); // made here: wiped here; one given stays its owner's
+  }
 }

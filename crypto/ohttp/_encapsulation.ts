@@ -383,6 +383,7 @@ export function deriveResponseKeys(
   const prkKey = new HmacKey(prk);
   const key = expandParts(prkKey, [KEY_LABEL], suite.aead.keyLength);
   const nonce = expandParts(prkKey, [NONCE_LABEL], suite.aead.nonceLength);
+  prkKey.destroy();
   const aead: AeadKey = aeadKey(suite.aead.id, key);
   return {
     secret,
