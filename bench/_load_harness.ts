@@ -20,12 +20,18 @@ export interface Child {
 
 /**
  * Starts `deno run -A <args>` in the project, waits for a stdout line matching `ready`, and
- * keeps reading its output (so it never blocks on a full pipe).
+ * keeps reading its output (so it never blocks on a full pipe); `env` is added to this process's
+ * environment.
  */
-export async function spawn(args: string[], ready: RegExp): Promise<Child> {
+export async function spawn(
+  args: string[],
+  ready: RegExp,
+  env?: Record<string, string>,
+): Promise<Child> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", ...args],
     cwd: ROOT,
+    ...(env ? { env } : {}),
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",

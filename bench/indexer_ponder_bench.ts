@@ -19,7 +19,7 @@
  *
  * Run: `deno bench -A bench/indexer_ponder_bench.ts` (the first run installs Ponder with npm;
  * over an hour at the default scale on a loaded 2-core machine). `NET_BENCH_ROUNDS` sets the rounds
- * (default 2). `docs/indexer.md` gives a run at `NET_BENCH_SETTLEMENTS=50000` (about 25 minutes).
+ * (default 2); `NET_BENCH_ONLY=ours` runs our indexer alone. `docs/indexer.md` gives a run at `NET_BENCH_SETTLEMENTS=50000` (about 25 minutes).
  *
  * @module
  */
@@ -29,14 +29,23 @@ import { startFaultProxy } from "../tests/_fault_rpc.ts";
 import { PROVIDER_REFUSALS } from "../tests/chain/_provider_errors.ts";
 import { startIndexer } from "../tests/indexer/_indexer_process.ts";
 import { settleMany } from "../tests/indexer/_settlements.ts";
+import { DEFAULT_IDLE_MS } from "../indexer/store/_embedded_host.ts";
 import { diskOf, installPonder, memoryOf, startPonder } from "./_ponder.ts";
 
 const SETTLEMENTS = Number(Deno.env.get("NET_BENCH_SETTLEMENTS") ?? 200_000);
 const ROUNDS = Number(Deno.env.get("NET_BENCH_ROUNDS") ?? 2);
 const PER_BLOCK = 1_000;
 const GAP = 200;
-/** How long an indexed process is left alone before its idle memory is read, ms. */
-const IDLE_MS = 5_000;
+/**
+ * `NET_BENCH_ONLY=ours`: our indexer alone (no Ponder, no ratios), to iterate on our side.
+ */
+const ONLY_OURS = Deno.env.get("NET_BENCH_ONLY") === "ours";
+/**
+ * How long an indexed process is left alone before its idle memory is read, ms: past the
+ * embedded store's idle end (`DEFAULT_IDLE_MS`, after which its worker has exited), the same
+ * for both.
+ */
+const IDLE_MS = DEFAULT_IDLE_MS + 5_000;
 
 const median = (values: number[]) => {
   const sorted = values.toSorted((a, b) => a - b);
@@ -236,6 +245,12 @@ function table(title: string, ours: Run[], ponder: Run[]): string {
   ].join("\n");
 }
 
+/** The table of our runs alone (`NET_BENCH_ONLY=ours`). */
+function oursTable(title: string, ours: Run[]): string {
+  const lines = table(title, ours, ours).split("\n");
+  return [...lines.slice(0, 5), "(our indexer alone: no Ponder run)"].join("\n");
+}
+
 /** The measurement, run once (`deno bench` calls a benchmark's function several times even
  * with `n: 1`, and each call of this one takes minutes). */
 let measured: Promise<void> | undefined;
@@ -262,7 +277,9 @@ async function measure(): Promise<void> {
     const ponder: Run[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // Alternating, each starting a round in turn.
-      if (round % 2 === 0) {
+      if (ONLY_OURS) {
+        ours.push(await runOurs(rpcUrl));
+      } else if (round % 2 === 0) {
         ours.push(await runOurs(rpcUrl));
         ponder.push(await runPonder(rpcUrl, ponderRange));
       } else {
@@ -270,7 +287,7 @@ async function measure(): Promise<void> {
         ours.push(await runOurs(rpcUrl));
       }
     }
-    out.push(table(title, ours, ponder));
+    out.push(ONLY_OURS ? oursTable(title, ours) : table(title, ours, ponder));
     console.log(out.at(-1));
   }
   console.log(out.join("\n") + `\nproxy refusals: ${proxy.stats.refused}\n`);

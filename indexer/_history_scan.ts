@@ -37,6 +37,23 @@ export interface ScanPassOptions {
   signal: AbortSignal;
   /** Progress callbacks. */
   progress: ScanProgress;
+  /**
+   * The chain's head at the end of the last pass, when that pass left the store caught up:
+   * a head still at the same number with the same hash means nothing changed on the chain
+   * (every block below it is named by its hash), and the pass returns without reading the
+   * store (whose worker may then stop when idle, `store/_embedded_host.ts`).
+   */
+  lastHead?: BlockHash;
+}
+
+/** What a pass did. */
+export interface ScanPassResult {
+  /** The head it scanned to. */
+  head: bigint;
+  /** Nothing changed on the chain since `lastHead`: the store was not read. */
+  quiet: boolean;
+  /** The head's number and hash once the store is caught up with it (the next `lastHead`). */
+  caughtUp?: BlockHash;
 }
 
 /** The chain's hashes of `blocks`, `null` for a block it does not have; one JSON-RPC batch. */
@@ -74,7 +91,7 @@ function neededBlocks(range: SettledRange, safe: bigint): bigint[] {
 }
 
 /**
- * Runs one pass. Returns the head it scanned to.
+ * Runs one pass. Returns the head it scanned to, and whether nothing changed on the chain.
  *
  * @throws {StoreError} from the store (`lost_lock`, `conflict`, `failed`, …),
  * {@linkcode SettlementScanError} from the log reader (`range_limit` when the store's next
@@ -85,9 +102,14 @@ export async function scanPass(
   store: HistoryStore,
   client: ChainClient,
   options: ScanPassOptions,
-): Promise<bigint> {
+): Promise<ScanPassResult> {
   const head = await client.getBlockNumber({ cacheTime: 0 });
   options.progress.onHead(head);
+  const last = options.lastHead;
+  if (last !== undefined && last.number === head) {
+    const [hash] = await canonicalHashes(client, [head]);
+    if (hash === last.hash) return { head, quiet: true, caughtUp: last };
+  }
   const check = await store.reconcile((blocks) => canonicalHashes(client, blocks));
   let cursor: StoreCursor;
   if (check.kind === "deep_reorg") {
@@ -96,7 +118,9 @@ export async function scanPass(
   } else {
     cursor = check.cursor;
   }
-  if (cursor.nextBlock > head) return head;
+  if (cursor.nextBlock > head) {
+    return { head, quiet: false, caughtUp: await headHash(client, head) };
+  }
   const safe = head - BigInt(options.confirmations);
   const reader = new SettlementLogReader(client, options.escrow, {
     chunkSize: cursor.chunkSize,
@@ -149,5 +173,11 @@ export async function scanPass(
     });
     options.progress.onCommit(result.cursor, range.events.length);
   }
-  return head;
+  return { head, quiet: false, caughtUp: await headHash(client, head) };
+}
+
+/** The head's number and hash, or undefined when the chain no longer has it (a reorg). */
+async function headHash(client: ChainClient, head: bigint): Promise<BlockHash | undefined> {
+  const [hash] = await canonicalHashes(client, [head]);
+  return hash === null ? undefined : { number: head, hash };
 }

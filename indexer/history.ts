@@ -161,6 +161,10 @@ export class History {
   readonly #endpoints: RpcEndpoints;
   #store: HistoryStore | undefined;
   #ownStore = false;
+  /** The chain's head when the last scan pass left the store caught up (`scanPass`). */
+  #lastHead: BlockHash | undefined;
+  /** The cursor the figures were last read at. */
+  #cursor: StoreCursor | undefined;
   #client: ChainClient | undefined;
   #state: HistoryState;
   /** The first epoch the views need; `undefined` until the first snapshot says. */
@@ -238,6 +242,8 @@ export class History {
     if (this.#ownStore) {
       await this.#store?.close();
       this.#store = undefined;
+      this.#lastHead = undefined;
+      this.#cursor = undefined;
     }
   }
 
@@ -249,12 +255,14 @@ export class History {
       if (!store) return this.#state;
       const writer = store.writer || await store.tryBecomeWriter();
       this.#setRole(writer ? "writer" : "reader", store);
-      if (writer) await this.#scan(store, signal);
+      const quiet = writer && await this.#scan(store, signal);
       // One consistent position: the cursor the figures were read at (a replica's figures may
-      // be newer than the cursor it read first, when the writer committed in between).
-      let { cursor } = await store.state();
+      // be newer than the cursor it read first, when the writer committed in between). After
+      // a quiet pass (nothing changed on the chain) the last one, without reading the store.
+      let cursor = quiet && this.#cursor ? this.#cursor : (await store.state()).cursor;
       const read = await this.#readFigures(store, cursor.confirmed);
       if (read) cursor = read.cursor;
+      this.#cursor = cursor;
       this.#set({
         confirmed: cursor.confirmed,
         lastBlock: cursor.lastBlock,
@@ -301,10 +309,15 @@ export class History {
     }
   }
 
-  async #scan(store: HistoryStore, signal: AbortSignal): Promise<void> {
+  /** One scan pass; true when it was quiet (nothing changed on the chain, the store unread). */
+  async #scan(store: HistoryStore, signal: AbortSignal): Promise<boolean> {
     const client = await this.#connect();
+    const lastHead = this.#lastHead;
+    this.#lastHead = undefined;
+    let pass;
     try {
-      await scanPass(store, client, {
+      pass = await scanPass(store, client, {
+        lastHead,
         escrow: this.#options.escrow,
         confirmations: this.#options.confirmations,
         maxChunkSize: this.#options.maxChunkSize ?? 10_000,
@@ -332,9 +345,11 @@ export class History {
         );
         this.#set({ unreadable: { block, message: error.shortMessage, since: this.#clock() } });
       }
-      return;
+      return false;
     }
     if (this.#state.unreadable) this.#set({ unreadable: null });
+    this.#lastHead = pass.caughtUp;
+    return pass.quiet;
   }
 
   #rescan(reason: string): void {
@@ -383,6 +398,8 @@ export class History {
         // A lost connection: reopen on the next pass (another replica may write meanwhile).
         if (this.#ownStore && store) {
           this.#store = undefined;
+          this.#lastHead = undefined;
+          this.#cursor = undefined;
           await store.close().catch(() => {});
           this.#set({ role: null });
         }

@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { StoreError } from "./errors.ts";
 import { PgliteHost } from "./_embedded_host.ts";
 import { pathExists } from "./_path_exists.ts";
+import { defaultTemplateDir } from "./_template_dir.ts";
 import { fromWire, toWire, type WorkerReply } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlQuery, SqlSession } from "./_sql.ts";
 
@@ -96,9 +97,22 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
   return file;
 }
 
+/**
+ * A statement that takes a session-level advisory lock (the writer lock): a session's state,
+ * taken again when the store's worker starts anew after an idle end (`_embedded_host.ts`).
+ */
+const SESSION_LOCK = /\bpg_(try_)?advisory_lock\(/;
+
 function session(host: PgliteHost, db: number): SqlSession {
   const run = (tx?: number): SqlQuery => async (text, params = []) =>
-    (await host.call({ op: "query", db, text, params: [...params] as SqlParam[], tx })).rows ??
+    (await host.call({
+      op: "query",
+      db,
+      text,
+      params: [...params] as SqlParam[],
+      tx,
+      keep: tx === undefined && SESSION_LOCK.test(text),
+    })).rows ??
       [];
   return {
     query: run(),
@@ -154,6 +168,26 @@ export interface EmbeddedBackend {
   broken(): Error | undefined;
 }
 
+/** Options of {@linkcode openEmbedded}. */
+export interface OpenEmbeddedOptions {
+  /** Delete an existing `pgdata/` first (a rebuild the caller asked for). */
+  wipe?: boolean;
+  /**
+   * Where the template of new stores is cached (`_template.ts`); `false`: nowhere (`initdb`
+   * for each new store).
+   *
+   * @default {defaultTemplateDir(Deno.env.get)} (`$XDG_CACHE_HOME/net/pglite`, else `~/.cache/net/pglite`)
+   */
+  templateDir?: string | false;
+  /**
+   * How long the store's worker waits without a request before it ends, ms (the next request
+   * starts it again, `_embedded_host.ts`).
+   *
+   * @default {10_000} (`DEFAULT_IDLE_MS` of `_embedded_host.ts`)
+   */
+  idleMs?: number;
+}
+
 /**
  * Opens (creating when missing) the PGlite store in `dataDir`, holding its lock.
  * `wipe` deletes an existing `pgdata/` first (a rebuild the caller asked for).
@@ -163,7 +197,7 @@ export interface EmbeddedBackend {
  */
 export async function openEmbedded(
   dataDir: string,
-  options: { wipe?: boolean } = {},
+  options: OpenEmbeddedOptions = {},
 ): Promise<EmbeddedBackend> {
   await ensureDir(dataDir);
   const lock = await lockDir(dataDir);
@@ -174,21 +208,36 @@ export async function openEmbedded(
   const pgdata = join(dataDir, "pgdata");
   const wipe = options.wipe ?? false;
   const failed = (error: Error): WorkerReply => ({ id: 0, ok: false, error: toWire(error) });
-  // A new store is created in a worker of its own, which then ends: PostgreSQL's initdb
-  // touches hundreds of MiB of WebAssembly memory that would otherwise stay resident in the
-  // process's shared worker.
-  if (wipe || !(await pathExists(pgdata))) {
+  const templateDir = options.templateDir === false
+    ? undefined
+    : options.templateDir ?? defaultTemplateDir((name) => Deno.env.get(name));
+  // A new store is created in a worker of its own, which then ends: PGlite's memory grows
+  // and never shrinks, and creating a store (unpacking the template, or PostgreSQL's initdb
+  // when there is none yet) takes more of it than any later work; in the shared worker it would
+  // stay resident (measured: 450 MiB peak there, 407 MiB apart, on a first sync).
+  const creating = wipe || !(await pathExists(pgdata));
+  if (creating) {
     const creator = PgliteHost.once();
-    const created = await creator.request({ op: "open", pgdata, wipe, createOnly: true })
-      .catch(failed);
-    creator.terminate();
+    const created = await creator.request({
+      op: "open",
+      pgdata,
+      wipe,
+      createOnly: true,
+      templateDir,
+    }).catch(failed);
+    await creator.terminate();
     if (!created.ok) {
       await release();
       throw openFailure(dataDir, pgdata, created);
     }
   }
-  const host = PgliteHost.shared();
-  const opened = await host.request({ op: "open", pgdata, wipe: false }).catch(failed);
+  const host = PgliteHost.shared(options.idleMs);
+  const opened = await host.request({
+    op: "open",
+    pgdata,
+    wipe: false,
+    templateDir,
+  }).catch(failed);
   if (!opened.ok || opened.db === undefined) {
     await release();
     throw openFailure(dataDir, pgdata, opened);

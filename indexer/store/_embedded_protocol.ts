@@ -17,11 +17,33 @@ export type WorkerRequest =
    * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
    * deleted first when `wipe`). With `createOnly`, only create it: creating (PostgreSQL's
    * `initdb`) touches hundreds of MiB of WebAssembly memory that no later work needs, so it runs
-   * in a worker of its own that ends afterwards.
+   * in a worker of its own that ends afterwards. A new data directory is unpacked from the
+   * template cached in `templateDir` (`_template.ts`; none: `initdb` every time).
    */
-  | { id: number; op: "open"; pgdata: string; wipe: boolean; createOnly?: boolean }
-  /** One statement on database `db`, inside its transaction `tx` when given. */
-  | { id: number; op: "query"; db: number; text: string; params: SqlParam[]; tx?: number }
+  | {
+    id: number;
+    op: "open";
+    pgdata: string;
+    wipe: boolean;
+    createOnly?: boolean;
+    templateDir?: string;
+    /** The number the database gets (the host's; the same when a new worker opens it again). */
+    db?: number;
+  }
+  /**
+   * One statement on database `db`, inside its transaction `tx` when given. `keep`: it sets up
+   * the session (a session-level advisory lock), and the host runs it again when it opens the
+   * database in a new worker (`_embedded_host.ts`).
+   */
+  | {
+    id: number;
+    op: "query";
+    db: number;
+    text: string;
+    params: SqlParam[];
+    tx?: number;
+    keep?: boolean;
+  }
   /** Begin a transaction on database `db`; the reply's `tx` names it. */
   | { id: number; op: "begin"; db: number }
   /** End the transaction `tx`: commit (then checkpoint when due) or roll back. */

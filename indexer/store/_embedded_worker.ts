@@ -22,6 +22,7 @@ import {
 } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlRow } from "./_sql.ts";
 import { pathExists } from "./_path_exists.ts";
+import { createFromTemplate, MEMORY_SETTINGS } from "./_template.ts";
 
 /**
  * WAL written since the last checkpoint after which the store runs one. PGlite is a single
@@ -56,28 +57,24 @@ function startPglite(pgdata: string, tail: Tail): Promise<PGlite> {
   return PGlite.create(pgdata, { onStderr: tail.keep, onStdout: tail.keep });
 }
 
-/** Creates a new PGlite data directory atomically: built aside, then renamed into place. */
-async function createPgdata(pgdata: string, tail: Tail): Promise<void> {
+/**
+ * Creates a new PGlite data directory atomically: built aside (from the cached template,
+ * `_template.ts`), then renamed into place.
+ */
+async function createPgdata(
+  pgdata: string,
+  templateDir: string | undefined,
+  tail: Tail,
+): Promise<void> {
   const building = `${pgdata}.new`;
   await Deno.remove(building, { recursive: true }).catch(() => {});
-  const db = await startPglite(building, tail);
-  // Keep 32–64 MiB of WAL after a checkpoint instead of 80 MiB–1 GiB (from the next start on).
-  await db.query("ALTER SYSTEM SET min_wal_size = '32MB'");
-  await db.query("ALTER SYSTEM SET max_wal_size = '64MB'");
-  await setMemory(db);
-  await db.close();
+  await createFromTemplate(building, templateDir, tail.keep);
   await Deno.rename(building, pgdata);
 }
 
-/**
- * PostgreSQL's memory, set small (from the next start on): its shared buffers are resident for
- * as long as the process runs, and the store's work — chunks of settlements written once, a few
- * thousand buckets read — does not need 128 MiB of them (measured: 4 MiB costs no throughput
- * and 40 MiB less resident memory).
- */
+/** Applies the memory settings (from the next start on) to a store made before them. */
 async function setMemory(db: PGlite): Promise<void> {
-  await db.query("ALTER SYSTEM SET shared_buffers = '4MB'");
-  await db.query("ALTER SYSTEM SET wal_buffers = '256kB'");
+  for (const statement of MEMORY_SETTINGS) await db.query(statement);
 }
 
 /** An open transaction: its handle, and how to end it. */
@@ -105,19 +102,21 @@ async function open(
   pgdata: string,
   wipe: boolean,
   createOnly: boolean,
+  templateDir: string | undefined,
+  as: number | undefined,
 ): Promise<WorkerReply> {
   let stage: OpenStage = "create";
   const tail = new Tail();
   try {
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
-    if (!(await pathExists(pgdata))) await createPgdata(pgdata, tail);
+    if (!(await pathExists(pgdata))) await createPgdata(pgdata, templateDir, tail);
     if (createOnly) return { id, ok: true };
     stage = "start";
     const started = await startPglite(pgdata, tail);
     // Stores made before the memory settings get them (for their next start).
     const [row] = await rows(started, "SHOW shared_buffers", []);
     if (row?.shared_buffers !== "4MB") await setMemory(started);
-    const db = ++nextDb;
+    const db = as ?? ++nextDb;
     databases.set(db, started);
     return { id, ok: true, db };
   } catch (error) {
@@ -174,7 +173,14 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
   try {
     switch (request.op) {
       case "open":
-        return await open(id, request.pgdata, request.wipe, request.createOnly ?? false);
+        return await open(
+          id,
+          request.pgdata,
+          request.wipe,
+          request.createOnly ?? false,
+          request.templateDir,
+          request.db,
+        );
       case "query": {
         const target = request.tx === undefined
           ? database(request.db)

@@ -1,0 +1,153 @@
+/**
+ * The embedded store's worker ends when idle and starts again on demand
+ * (`indexer/store/_embedded_host.ts`): what the store answers is the same before and after,
+ * requests during the restart all answer, the idle timer ends it, and twenty end/restart cycles
+ * leave no thread, file or memory behind.
+ */
+
+import assert from "node:assert/strict";
+import { DEFAULT_IDLE_MS, PgliteHost } from "../../../indexer/store/_embedded_host.ts";
+import type { HistoryStore } from "../../../indexer/store/mod.ts";
+import { SyntheticChain } from "./_chain.ts";
+import { embeddedBackend } from "./_embedded.ts";
+import { allEpochs } from "./_helpers.ts";
+import { open } from "./_suite.ts";
+
+/** Everything a history reader asks: the cursor, every epoch, one provider's buckets. */
+async function answers(store: HistoryStore): Promise<unknown> {
+  const { cursor } = await store.state();
+  return { cursor, epochs: await allEpochs(store) };
+}
+
+/** Threads of this process running workers now (Deno names them `worker-<n>`). */
+function workerThreads(): number {
+  let count = 0;
+  for (const task of Deno.readDirSync("/proc/self/task")) {
+    try {
+      const name = Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim();
+      if (name.startsWith("worker-")) count++;
+    } catch {
+      // the thread ended while listed
+    }
+  }
+  return count;
+}
+
+/** Waits (on state, checked every 20 ms, for at most a minute) until `done()`. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within a minute`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const chain = new SyntheticChain();
+
+Deno.test("embedded idle: after the worker ended, the store answers the same rows and writes", async () => {
+  await using backend = embeddedBackend();
+  await using store = await open(await backend.fresh());
+  await store.commitChunk(chain.chunk(100n, 140n, 200n, 5));
+  const before = await answers(store);
+  const host = PgliteHost.shared();
+  const starts = host.starts;
+  await host.endIdle();
+  assert.equal(host.running, false);
+  assert.deepEqual(await answers(store), before);
+  assert.equal(host.starts, starts + 1, "one new worker answered");
+  assert.equal(host.running, true);
+  // Writes after a restart commit as before (cursor and rows together).
+  await host.endIdle();
+  const result = await store.commitChunk(chain.chunk(141n, 180n, 200n, 5));
+  assert.equal(result.cursor.nextBlock, 181n);
+  assert.equal((await store.state()).cursor.nextBlock, 181n);
+});
+
+Deno.test("embedded idle: requests during a restart all answer", async () => {
+  await using backend = embeddedBackend();
+  await using store = await open(await backend.fresh());
+  await store.commitChunk(chain.chunk(100n, 140n, 200n, 5));
+  const before = await answers(store);
+  const host = PgliteHost.shared();
+  await host.endIdle();
+  const reads = Array.from({ length: 20 }, () => answers(store));
+  assert.deepEqual(await Promise.all(reads), reads.map(() => before));
+  // A write among reads, all during a restart: each read sees the store before the write or
+  // after it, never half of it.
+  await host.endIdle();
+  const during = Array.from({ length: 10 }, () => store.state());
+  const write = store.commitChunk(chain.chunk(141n, 150n, 200n, 5));
+  const more = Array.from({ length: 10 }, () => store.state());
+  assert.equal((await write).cursor.nextBlock, 151n);
+  for (const { cursor } of await Promise.all([...during, ...more])) {
+    assert.ok([141n, 151n].includes(cursor.nextBlock), `cursor at ${cursor.nextBlock}`);
+  }
+  assert.equal((await store.state()).cursor.nextBlock, 151n);
+});
+
+Deno.test("embedded idle: closing a store whose worker ended starts no worker", async () => {
+  await using backend = embeddedBackend();
+  const location = await backend.fresh();
+  const store = await open(location);
+  await store.commitChunk(chain.chunk(100n, 120n, 200n, 5));
+  const host = PgliteHost.shared();
+  await host.endIdle();
+  const starts = host.starts;
+  await store.close();
+  assert.equal(host.starts, starts);
+  assert.equal(host.running, false);
+  // Closed for good: the directory is free, and the store reopens with what it had.
+  await using again = await open(location);
+  assert.equal((await again.state()).cursor.nextBlock, 121n);
+});
+
+Deno.test("embedded idle: the idle timer ends the worker; the next request starts it", async () => {
+  await using backend = embeddedBackend();
+  await using store = await open(await backend.fresh());
+  const host = PgliteHost.shared(50);
+  try {
+    await store.commitChunk(chain.chunk(100n, 120n, 200n, 5));
+    await until(() => !host.running, "the idle worker ends");
+    assert.equal((await store.state()).cursor.nextBlock, 121n);
+    await until(() => !host.running, "the idle worker ends again");
+  } finally {
+    PgliteHost.shared(DEFAULT_IDLE_MS);
+  }
+});
+
+Deno.test({
+  name: "embedded idle: twenty end/restart cycles leave no thread, file or memory behind",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using backend = embeddedBackend();
+    await using store = await open(await backend.fresh());
+    await store.commitChunk(chain.chunk(100n, 140n, 200n, 5));
+    const before = await answers(store);
+    const host = PgliteHost.shared();
+    // Threads of workers while the store's runs (the test runner may have its own).
+    const running = workerThreads();
+    const cycle = async () => {
+      await host.endIdle();
+      await until(() => workerThreads() < running, "the ended worker's thread exits");
+      assert.deepEqual(await answers(store), before);
+    };
+    for (let i = 0; i < 3; i++) await cycle();
+    const fds = [...Deno.readDirSync("/proc/self/fd")].length;
+    // Resident memory after each cycle; the first five against the last five, by their
+    // medians (one sample can catch a worker's memory not yet given back).
+    const rss: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await cycle();
+      rss.push(Deno.memoryUsage().rss / 2 ** 20);
+    }
+    assert.equal(workerThreads(), running, "one worker runs, as before");
+    const fdsAfter = [...Deno.readDirSync("/proc/self/fd")].length;
+    assert.ok(fdsAfter <= fds + 2, `open files: ${fds} after 3 cycles, ${fdsAfter} after 23`);
+    const median = (values: number[]) => values.toSorted((a, b) => a - b)[2];
+    const grown = median(rss.slice(-5)) - median(rss.slice(0, 5));
+    assert.ok(
+      grown < 64,
+      `resident memory grew ${grown.toFixed(0)} MiB in 20 cycles: ${rss.map(Math.round).join(" ")}`,
+    );
+  },
+});
