@@ -20,12 +20,18 @@ export interface Child {
 
 /**
  * Starts `deno run -A <args>` in the project, waits for a stdout line matching `ready`, and
- * keeps reading its output (so it never blocks on a full pipe).
+ * keeps reading its output (so it never blocks on a full pipe); `env` is added to this process's
+ * environment.
  */
-export async function spawn(args: string[], ready: RegExp): Promise<Child> {
+export async function spawn(
+  args: string[],
+  ready: RegExp,
+  env?: Record<string, string>,
+): Promise<Child> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", ...args],
     cwd: ROOT,
+    ...(env ? { env } : {}),
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
@@ -67,6 +73,13 @@ export function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, 100 ticks per second
 }
 
+/** Read and write system calls a process has made so far, from `/proc/<pid>/io`. */
+export function syscalls(pid: number): { reads: number; writes: number } {
+  const io = Deno.readTextFileSync(`/proc/${pid}/io`);
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(io)?.[1] ?? NaN);
+  return { reads: field("syscr"), writes: field("syscw") };
+}
+
 /** Resident memory of a process, in MiB, from `/proc/<pid>/status`. */
 export function rssMiB(pid: number): number {
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
@@ -86,6 +99,9 @@ export interface CellResult {
   seconds: number;
   /** CPU time the relaying process (daemon or plaintext relay) used, in ms. */
   cpuMs: number;
+  /** Read and write system calls the relaying process made (sockets included). */
+  reads: number;
+  writes: number;
   /** A failure, for the report. */
   sample?: string;
   /** The latency of every successful chat, in ms, sorted. */
@@ -109,6 +125,8 @@ export function merge(results: readonly CellResult[]): CellResult {
     tokens: sum((r) => r.tokens),
     seconds: sum((r) => r.seconds),
     cpuMs: sum((r) => r.cpuMs),
+    reads: sum((r) => r.reads),
+    writes: sum((r) => r.writes),
     sample: results.find((r) => r.sample)?.sample,
     times,
   };
@@ -173,6 +191,7 @@ export async function cell(
   let next = 0;
   const client = Deno.createHttpClient({});
   const cpu0 = cpuMs(pid);
+  const io0 = syscalls(pid);
   const t0 = performance.now();
   try {
     await Promise.all(Array.from({ length: options.c }, async () => {
@@ -201,6 +220,8 @@ export async function cell(
     tokens,
     seconds,
     cpuMs: cpuMs(pid) - cpu0,
+    reads: syscalls(pid).reads - io0.reads,
+    writes: syscalls(pid).writes - io0.writes,
     sample,
     times,
   };

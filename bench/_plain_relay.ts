@@ -135,6 +135,8 @@ const serve = createDaemonHandler({
   metrics: new DaemonMetrics(),
 });
 handler = (request, info) => serve(request, info);
+// Exit on SIGTERM rather than die of it, so that a `--cpu-prof` run writes its profile.
+if (Deno.build.os !== "windows") Deno.addSignalListener("SIGTERM", () => Deno.exit(0));
 console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }));
 for await (const _ of Deno.stdin.readable) { /* nothing is sent */ }
 await server.close();

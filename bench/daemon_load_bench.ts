@@ -23,7 +23,8 @@
  * has connections of its own (`_load_harness.ts`: none left idle by an earlier cell, which the
  * server closed meanwhile, is reused). The sealed daemon reads its replies the way the plaintext
  * relay reads TCP: what one read of the sealed stream brings is opened and decoded as one piece
- * (`openedBodyReader`); with 15 ms per token that is still one event per sealed chunk.
+ * (`openedBodyReader`); with 15 ms per token that is still one event per sealed chunk. The table
+ * also counts the relaying process's write system calls per token (`/proc/<pid>/io`).
  *
  * Then the soak: 200 concurrent streams against 10 providers × 20 slots at 15 ms per token, for
  * `NET_BENCH_SOAK_SECONDS` (default 60; the issue's goal is 600), printing the daemon's
@@ -32,7 +33,8 @@
  * Environment: `NET_BENCH_LOAD_CONCURRENCY` (e.g. `1,8`), `NET_BENCH_LOAD_DELAYS` (e.g. `0`;
  * `none` skips the table), `NET_BENCH_LOAD_REQUESTS` (chats per cell with no token delay,
  * default 100), `NET_BENCH_SATURATED_CONCURRENCY` (default `120,240`; `none` skips the saturated
- * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak).
+ * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak), `NET_BENCH_CPU_PROF` (a folder: the daemon
+ * and the plaintext relay write their V8 CPU profiles there when they stop).
  *
  * Run: `deno task bench` (or `deno run -A bench/daemon_load_bench.ts`).
  *
@@ -60,6 +62,15 @@ const DELAYS = list("NET_BENCH_LOAD_DELAYS", [0, 15]);
 const SATURATED = list("NET_BENCH_SATURATED_CONCURRENCY", [120, 240]);
 const SOAK_SECONDS = Number(Deno.env.get("NET_BENCH_SOAK_SECONDS") ?? 60);
 /** Chats per cell with no token delay (at least twice the concurrency). */
+/**
+ * `NET_BENCH_CPU_PROF=<dir>`: the daemon and the plaintext relay each write a V8 CPU profile
+ * there when they stop (`deno run --cpu-prof`), named after the process.
+ */
+const CPU_PROF_DIR = Deno.env.get("NET_BENCH_CPU_PROF");
+const profile = (name: string): string[] =>
+  CPU_PROF_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`]
+    : [];
 const REQUESTS = Number(Deno.env.get("NET_BENCH_LOAD_REQUESTS") ?? 100);
 const PROVIDERS = 10;
 const SLOTS = 4;
@@ -84,6 +95,7 @@ async function startSystems(slots: number, delay: number) {
   const dataDir = await Deno.makeTempDir({ prefix: "net-load-bench-" });
   const daemon = await spawn(
     [
+      ...profile("daemon"),
       "daemon/main.ts",
       "--bind=127.0.0.1:0",
       `--gateway=${gateways.sealed}`,
@@ -95,7 +107,10 @@ async function startSystems(slots: number, delay: number) {
     /listening on http:\/\/127\.0\.0\.1:\d+/,
   );
   children.push(daemon);
-  const relay = await spawn(["bench/_plain_relay.ts", gateways.plain], /^\{"url"/);
+  const relay = await spawn(
+    [...profile("relay"), "bench/_plain_relay.ts", gateways.plain],
+    /^\{"url"/,
+  );
   children.push(relay);
   const systems: System[] = [
     { name: "plaintext relay", url: JSON.parse(relay.line).url, pid: relay.pid },
@@ -219,6 +234,7 @@ async function runSaturated(concurrency: readonly number[]) {
             p99: ms(r.p99),
             "tokens/s": Math.round(r.tokens / r.seconds),
             "relay CPU/token": perToken(r),
+            "writes/token": (r.writes / r.tokens).toFixed(2),
             "p50 ratio": name === "sealed" ? ratio(sealed.p50, plain.p50) : "1.00×",
             "CPU/token ratio": name === "sealed"
               ? ratio(sealed.cpuMs / sealed.tokens, plain.cpuMs / plain.tokens)

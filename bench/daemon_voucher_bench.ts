@@ -10,7 +10,9 @@
  * whole replies and streamed, and the ratios are (b) ÷ (a). The CPU time this process spent per
  * chat (daemon, gateway and provider together) is shown too: on a busy machine it is the figure
  * least moved by the other processes. Then each part of the voucher's work is timed alone
- * (`_voucher_parts.ts`), to set their sum against what the voucher adds to a chat.
+ * (`_voucher_parts.ts`), to set their sum against what the voucher adds to a chat. This is the
+ * worst case (everything on one thread); `daemon_voucher_processes_bench.ts` measures the same
+ * as users run it, the daemon in a process of its own.
  *
  * Run: `deno task bench` (or `deno bench -A bench/daemon_voucher_bench.ts`).
  *
@@ -20,22 +22,17 @@
 import process from "node:process";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../chain/abi.ts";
-import { readEscrowAccount } from "../chain/escrow_account.ts";
 import { createChainClient } from "../chain/client.ts";
 import { VoucherSigner } from "../chain/voucher.ts";
-import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
 import { DaemonPayments, Ledger } from "../daemon/account/mod.ts";
 import type { DaemonConfig } from "../daemon/service/config.ts";
 import { createDaemon } from "../daemon/service/daemon.ts";
-import { GatewaySet } from "../daemon/gateway/gateway_set.ts";
 import { startAnvil } from "../devnet/anvil.ts";
 import { DEFAULT_DEPLOYMENT, deployContracts } from "../devnet/deploy.ts";
-import { EchoEngine } from "../devnet/engine.ts";
-import { createGatewayHandler } from "../devnet/gateway.ts";
-import { DevnetProvider } from "../devnet/provider.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../devnet/signer.ts";
 import { serve } from "../tests/_http.ts";
 import { timeVoucherParts } from "./_voucher_parts.ts";
+import { readAccount, startVoucherNetwork } from "./_voucher_network.ts";
 
 const BLOCKS = 8;
 const BLOCK = 50;
@@ -55,58 +52,8 @@ await sendAndConfirm(owner, {
   value: 10n ** 18n,
 });
 const client = await createChainClient(anvil.rpcUrl, { chainId });
-const engine = new EchoEngine({ tokenDelayMs: 0, servedBy: "the voucher bench" });
-const cleanup: (() => Promise<unknown> | unknown)[] = [() => anvil.stop()];
-
-/** A consumer's account, read from the Escrow. */
-async function readAccount(consumer: `0x${string}`, provider: `0x${string}`) {
-  const account = await readEscrowAccount(client, contracts.escrow, consumer, {
-    providers: [provider],
-  });
-  return { available: account.available, settled: account.settled.get(provider)! };
-}
-
-/** One provider (paid or not) behind its own gateway; returns the gateway's URL. */
-async function network(index: number, paid: boolean): Promise<string> {
-  let handler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
-  const server = serve((req) => handler(req));
-  cleanup.push(() => server.close());
-  const address = privateKeyToAccount(`0x${String(index + 1).padStart(64, "0")}`).address
-    .toLowerCase() as `0x${string}`;
-  const provider = await DevnetProvider.create({
-    provider: address,
-    servingKey: privateKeyToAccount(`0x${String(index + 7).padStart(64, "0")}`),
-    tier: "verified",
-    endpoint: server.url,
-    engine,
-    key: createGatewayKey(await generateKeyPair(), { keyId: 1 }),
-    maxConcurrency: 64,
-    log: () => {},
-    ...(paid
-      ? {
-        payments: { domain, readAccount: (consumer) => readAccount(consumer, address) },
-      }
-      : {}),
-  });
-  handler = provider.handler;
-  let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
-  const gateway = serve((req) => gatewayHandler(req));
-  cleanup.push(() => gateway.close());
-  gatewayHandler = createGatewayHandler({
-    directory: {
-      entries: () => [{
-        provider: provider.ad.provider,
-        tier: "verified",
-        ad: provider.ad,
-        capacity: { max_concurrency: 64, available_concurrency: 64 },
-        metrics: { tokens_per_sec: 0 },
-      }],
-    },
-    peers: new GatewaySet(),
-    self: gateway.url,
-  });
-  return gateway.url;
-}
+const network = await startVoucherNetwork(client, domain);
+const cleanup: (() => Promise<unknown> | unknown)[] = [() => anvil.stop(), () => network.close()];
 
 /** A daemon pinned to `gateway`, paying with vouchers when `paid`; returns its URL. */
 async function daemon(gateway: string, paid: boolean): Promise<string> {
@@ -149,8 +96,8 @@ async function daemon(gateway: string, paid: boolean): Promise<string> {
   return server.url;
 }
 
-const free = await daemon(await network(0, false), false);
-const paid = await daemon(await network(1, true), true);
+const free = await daemon(network.free.gateway, false);
+const paid = await daemon(network.paid.gateway, true);
 
 async function chat(url: string, stream: boolean): Promise<void> {
   const res = await fetch(`${url}/v1/chat/completions`, {
@@ -217,7 +164,8 @@ console.table(rows);
 const parts = await timeVoucherParts(
   consumerKey,
   domain,
-  (consumer) => readAccount(consumer, "0x00000000000000000000000000000000000000aa"),
+  (consumer) =>
+    readAccount(client, contracts.escrow, consumer, "0x00000000000000000000000000000000000000aa"),
 );
 console.log(
   "\nThe voucher's parts, each timed alone on this thread (µs per call, median of 7 rounds):",

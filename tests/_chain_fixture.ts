@@ -35,7 +35,10 @@ import {
   devAccounts,
   type DevnetAccounts,
   type DevnetSigner,
+  sendAndConfirm,
 } from "../devnet/signer.ts";
+import type { Address } from "viem";
+import { escrowAbi } from "../chain/abi.ts";
 import { HANG_AFTER_MS } from "./_wait.ts";
 
 /** Options of {@linkcode startChainFixture}. */
@@ -138,4 +141,26 @@ export async function startChainFixture(options: ChainFixtureOptions = {}): Prom
     await anvil.stop();
     throw error;
   }
+}
+
+/**
+ * Settles `amount` for `tokens` from the fixture's consumer to `provider` with the trusted
+ * settler (`Escrow.settle`), and returns the block it landed in.
+ */
+export async function settleOnChain(
+  chain: ChainFixture,
+  provider: Address,
+  amount: bigint,
+  tokens = 1n,
+): Promise<bigint> {
+  const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
+    chainId: chain.anvil.chainId,
+  });
+  const receipt = await sendAndConfirm(settler, {
+    address: chain.contracts.escrow,
+    abi: escrowAbi,
+    functionName: "settle",
+    args: [chain.accounts.consumer.address, provider, amount, tokens],
+  });
+  return receipt.blockNumber;
 }

@@ -26,6 +26,7 @@ import { concat } from "../_bytes.ts";
 import { type AeadKey, aeadKey, type MaybePromise } from "./_aead.ts";
 import {
   HASH_LENGTH,
+  HmacKey,
   hpkeSuiteId,
   kemSuiteId,
   label,
@@ -33,6 +34,7 @@ import {
   labeledExtract,
 } from "./_labeled_kdf.ts";
 import {
+  x25519PeerKey,
   type X25519PrivateKey,
   x25519PrivateKey,
   x25519PublicKey,
@@ -112,7 +114,8 @@ export function setupBaseSender(
   const schedule = scheduleOf(ids);
   const ephemeral = x25519PrivateKey(ephemeralSecret);
   const enc = x25519PublicKey(ephemeral);
-  const dh = x25519SharedSecret(ephemeral, recipientPublicKey);
+  // The recipient's key is one a sender seals to again and again: imported once (`x25519PeerKey`).
+  const dh = x25519SharedSecret(ephemeral, x25519PeerKey(recipientPublicKey));
   const sharedSecret = schedule.sharedSecret(dh, concat(enc, recipientPublicKey));
   return new Context(enc, schedule, sharedSecret, info);
 }
@@ -144,6 +147,8 @@ class Schedule {
   readonly #kemSuiteId: Uint8Array;
   readonly #suiteId: Uint8Array;
   readonly #pskIdHash: Uint8Array;
+  /** `key_schedule_context` per `info` seen (a sender's `info` is the same per key config). */
+  readonly #contexts = new Map<string, Uint8Array>();
 
   constructor(ids: SuiteIds) {
     const aead = aeadInfo(ids.aead);
@@ -162,17 +167,36 @@ class Schedule {
     return labeledExpand(this.#kemSuiteId, eaePrk, LABELS.sharedSecret, kemContext, HASH_LENGTH);
   }
 
+  /** `key_schedule_context = mode ‖ psk_id_hash ‖ info_hash`, computed once per `info`. */
+  #context(info: Uint8Array): Uint8Array {
+    const key = hex(info);
+    let context = this.#contexts.get(key);
+    if (!context) {
+      const infoHash = labeledExtract(this.#suiteId, EMPTY, LABELS.infoHash, info);
+      context = concat(Uint8Array.of(MODE_BASE), this.#pskIdHash, infoHash);
+      if (this.#contexts.size >= MAX_CONTEXTS) this.#contexts.clear();
+      this.#contexts.set(key, context);
+    }
+    return context;
+  }
+
   /** `KeySchedule(mode_base, shared_secret, info, "", "")`. */
   keys(sharedSecret: Uint8Array, info: Uint8Array): ContextKeys {
     const suiteId = this.#suiteId;
-    const infoHash = labeledExtract(suiteId, EMPTY, LABELS.infoHash, info);
-    const context = concat(Uint8Array.of(MODE_BASE), this.#pskIdHash, infoHash);
-    const secret = labeledExtract(suiteId, sharedSecret, LABELS.secret, EMPTY);
-    return {
-      key: labeledExpand(suiteId, secret, LABELS.key, context, this.keyLength),
-      baseNonce: labeledExpand(suiteId, secret, LABELS.baseNonce, context, this.nonceLength),
-      exporterSecret: labeledExpand(suiteId, secret, LABELS.exp, context, HASH_LENGTH),
-    };
+    const context = this.#context(info);
+    // One HMAC key for the three expansions of `secret`.
+    const secretBytes = labeledExtract(suiteId, sharedSecret, LABELS.secret, EMPTY);
+    const secret = new HmacKey(secretBytes);
+    secretBytes.fill(0);
+    try {
+      return {
+        key: labeledExpand(suiteId, secret, LABELS.key, context, this.keyLength),
+        baseNonce: labeledExpand(suiteId, secret, LABELS.baseNonce, context, this.nonceLength),
+        exporterSecret: labeledExpand(suiteId, secret, LABELS.exp, context, HASH_LENGTH),
+      };
+    } finally {
+      secret.destroy();
+    }
   }
 
   /** `Export`. */
@@ -185,6 +209,15 @@ interface ContextKeys {
   readonly key: Uint8Array;
   readonly baseNonce: Uint8Array;
   readonly exporterSecret: Uint8Array;
+}
+
+/** Most `key_schedule_context`s a suite keeps (a recipient sees one `info` per key config). */
+const MAX_CONTEXTS = 64;
+
+function hex(bytes: Uint8Array): string {
+  let out = "";
+  for (const b of bytes) out += b < 16 ? "0" + b.toString(16) : b.toString(16);
+  return out;
 }
 
 const schedules = new Map<string, Schedule>();

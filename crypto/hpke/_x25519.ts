@@ -87,22 +87,56 @@ export function x25519PublicKey(privateKey: X25519PrivateKey): Uint8Array {
   return new Uint8Array(spki.subarray(SPKI_PREFIX.length));
 }
 
+/** A serialized X25519 public key imported as `node:crypto` holds it. */
+export type X25519PeerKey = KeyObject;
+
+/** Most public keys {@linkcode x25519PeerKey} keeps imported. */
+const MAX_PEER_KEYS = 256;
+const peerKeys = new Map<string, X25519PeerKey>();
+
 /**
- * `DH(sk, pk)`: the X25519 shared secret of a private key and a serialized public key.
+ * A public key a sender seals to again and again (a recipient's), imported once: the last
+ * {@linkcode MAX_PEER_KEYS} are kept, keyed by their bytes (public data).
+ *
+ * @throws {RangeError} for a public key that is not 32 bytes.
+ */
+export function x25519PeerKey(publicKey: Uint8Array): X25519PeerKey {
+  checkLength(publicKey, "public key");
+  let name = "";
+  for (const b of publicKey) name += String.fromCharCode(b);
+  let peer = peerKeys.get(name);
+  if (!peer) {
+    peer = importPublicKey(publicKey);
+    if (peerKeys.size >= MAX_PEER_KEYS) peerKeys.delete(peerKeys.keys().next().value!);
+    peerKeys.set(name, peer);
+  }
+  return peer;
+}
+
+function importPublicKey(publicKey: Uint8Array): X25519PeerKey {
+  return createPublicKey({
+    key: withPrefix(SPKI_PREFIX, publicKey) as Buffer,
+    format: "der",
+    type: "spki",
+  });
+}
+
+/**
+ * `DH(sk, pk)`: the X25519 shared secret of a private key and a public key (serialized, or
+ * imported by {@linkcode x25519PeerKey}).
  *
  * @throws {RangeError} for a public key that is not 32 bytes, or a small-order one (the
  * output is all zero).
  */
 export function x25519SharedSecret(
   privateKey: X25519PrivateKey,
-  publicKey: Uint8Array,
+  publicKey: Uint8Array | X25519PeerKey,
 ): Uint8Array {
-  checkLength(publicKey, "public key");
-  const peer = createPublicKey({
-    key: withPrefix(SPKI_PREFIX, publicKey) as Buffer,
-    format: "der",
-    type: "spki",
-  });
+  let peer: X25519PeerKey;
+  if (publicKey instanceof Uint8Array) {
+    checkLength(publicKey, "public key");
+    peer = importPublicKey(publicKey);
+  } else peer = publicKey;
   const secret = new Uint8Array(diffieHellman({ privateKey, publicKey: peer }));
   if (secret.length !== X25519_LENGTH || isAllZero(secret)) {
     throw new RangeError("Cannot run X25519: the public key has small order (all-zero secret)");

@@ -27,7 +27,7 @@ import {
   setupBaseSender,
   xorCounter,
 } from "../hpke/_base_mode.ts";
-import { hkdfExpand, hkdfExtract } from "../hpke/_labeled_kdf.ts";
+import { expandParts, hkdfExtract, HmacKey } from "../hpke/_labeled_kdf.ts";
 import { x25519PrivateKey } from "../hpke/_x25519.ts";
 import {
   type HpkeKeyPair,
@@ -355,6 +355,10 @@ export interface ResponseKeys {
   open(nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): MaybePromise<Uint8Array>;
 }
 
+/** The response key schedule's expansion labels. */
+const KEY_LABEL = encoder.encode("key");
+const NONCE_LABEL = encoder.encode("nonce");
+
 /** `max(Nn, Nk)`: the length of the response nonce and of the exported secret. */
 export function responseNonceLength(suite: HpkeSuite): number {
   return Math.max(suite.aead.nonceLength, suite.aead.keyLength);
@@ -374,11 +378,12 @@ export function deriveResponseKeys(
   const length = responseNonceLength(suite);
   const secret = context.export(label, length);
   const salt = concat(enc, responseNonce);
-  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others). The salt (48 bytes) is longer than
-  // the hash: HMAC hashes such a key first, as RFC 2104 says.
+  // HKDF-SHA256 is the only KDF (hpkeSuite refuses others); one HMAC key for both expansions.
   const prk = hkdfExtract(salt, secret);
-  const key = hkdfExpand(prk, encoder.encode("key"), suite.aead.keyLength);
-  const nonce = hkdfExpand(prk, encoder.encode("nonce"), suite.aead.nonceLength);
+  const prkKey = new HmacKey(prk);
+  const key = expandParts(prkKey, [KEY_LABEL], suite.aead.keyLength);
+  const nonce = expandParts(prkKey, [NONCE_LABEL], suite.aead.nonceLength);
+  prkKey.destroy();
   const aead: AeadKey = aeadKey(suite.aead.id, key);
   return {
     secret,

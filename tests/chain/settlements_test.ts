@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { type Address, HttpRequestError, ResponseBodyTooLargeError, TimeoutError } from "viem";
-import { escrowAbi } from "../../chain/abi.ts";
 import { createChainClient } from "../../chain/client.ts";
 import { ChainConfigError, SettlementScanError } from "../../chain/errors.ts";
 import {
@@ -10,8 +9,7 @@ import {
   type SettlementCursor,
   SettlementLogReader,
 } from "../../chain/settlements.ts";
-import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
-import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
 import { serve } from "../_http.ts";
 import { fakeLogNode, LOGS_PER_BLOCK } from "./_log_node.ts";
@@ -19,18 +17,6 @@ import { fakeLogNode, LOGS_PER_BLOCK } from "./_log_node.ts";
 function range(request: RpcRequest): bigint {
   const [filter] = request.params as [{ fromBlock: string; toBlock: string }];
   return BigInt(filter.toBlock) - BigInt(filter.fromBlock) + 1n;
-}
-
-async function settle(chain: ChainFixture, provider: Address, amount: bigint, tokens: bigint) {
-  const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
-    chainId: chain.anvil.chainId,
-  });
-  await sendAndConfirm(settler, {
-    address: chain.contracts.escrow,
-    abi: escrowAbi,
-    functionName: "settle",
-    args: [chain.accounts.consumer.address, provider, amount, tokens],
-  });
 }
 
 function plus(
@@ -263,7 +249,7 @@ Deno.test("a reorg never corrupts the settlement totals", async (t) => {
     const base = await scanSettlements(chain.client, escrow, { fromBlock, confirmations });
     const snapshot = await chain.rpc("evm_snapshot");
     // The branch that will be dropped: a settlement to `a`, two more blocks.
-    await settle(chain, a.address, 111n, 11n);
+    await settleOnChain(chain, a.address, 111n, 11n);
     await chain.rpc("evm_mine");
     await chain.rpc("evm_mine");
     const during = await scanSettlements(chain.client, escrow, {
@@ -273,7 +259,7 @@ Deno.test("a reorg never corrupts the settlement totals", async (t) => {
     assert.deepEqual(during.buckets, seeded, "the unconfirmed settlement is not counted");
     assert.equal(await chain.rpc("evm_revert", [snapshot]), true);
     // The branch that stays: a settlement to `b`, then enough blocks to confirm it.
-    await settle(chain, b.address, 222n, 22n);
+    await settleOnChain(chain, b.address, 222n, 22n);
     for (let i = 0; i < confirmations; i++) await chain.rpc("evm_mine");
     const after = await scanSettlements(chain.client, escrow, {
       cursor: during.cursor,
@@ -288,11 +274,11 @@ Deno.test("a reorg never corrupts the settlement totals", async (t) => {
 
   await t.step("a reorg deeper than the depth is detected and refused", async () => {
     const snapshot = await chain.rpc("evm_snapshot");
-    await settle(chain, a.address, 333n, 33n);
+    await settleOnChain(chain, a.address, 333n, 33n);
     for (let i = 0; i < 3; i++) await chain.rpc("evm_mine");
     const counted = await scanSettlements(chain.client, escrow, { fromBlock, confirmations: 1 });
     assert.equal(await chain.rpc("evm_revert", [snapshot]), true);
-    await settle(chain, b.address, 444n, 44n);
+    await settleOnChain(chain, b.address, 444n, 44n);
     for (let i = 0; i < 6; i++) await chain.rpc("evm_mine");
     await assert.rejects(
       scanSettlements(chain.client, escrow, { cursor: counted.cursor, confirmations: 1 }),

@@ -18,6 +18,8 @@ import {
 } from "../../crypto/hpke/_base_mode.ts";
 import { aeadKey } from "../../crypto/hpke/_aead.ts";
 import { x25519PrivateKey } from "../../crypto/hpke/_x25519.ts";
+import { hkdfExpand, hkdfExtract } from "../../crypto/hpke/_labeled_kdf.ts";
+import { hkdfSync } from "node:crypto";
 import { generateKeyPair, type HpkeKeyPair, importKeyPair } from "../../crypto/hpke/key_pair.ts";
 import {
   AEAD_AES_128_GCM,
@@ -229,6 +231,21 @@ function flip(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
+Deno.test("hpke fast path: HKDF-SHA256 gives what node:crypto's hkdfSync gives, every length", () => {
+  const prng = new Prng(0x5869);
+  for (const saltLength of [0, 16, 32, 48, 64, 65, 100]) {
+    const salt = prng.bytes(saltLength);
+    const ikm = prng.bytes(1 + (saltLength % 50));
+    const info = prng.bytes(saltLength % 40);
+    const prk = hkdfExtract(salt, ikm);
+    for (const length of [0, 1, 12, 16, 31, 32, 33, 64, 65, 100, 255 * 32]) {
+      const expected = new Uint8Array(hkdfSync("sha256", ikm, salt, info, length));
+      assert.deepEqual(hkdfExpand(prk, info, length), expected, `salt ${saltLength}, L ${length}`);
+    }
+  }
+  assert.throws(() => hkdfExpand(new Uint8Array(32), new Uint8Array(0), 255 * 32 + 1), RangeError);
+});
+
 Deno.test("hpke fast path: bad keys and small-order points are refused", async () => {
   const recipient = await generateKeyPair();
   const good = new Uint8Array(32).fill(1);
@@ -242,10 +259,13 @@ Deno.test("hpke fast path: bad keys and small-order points are refused", async (
   );
   // u = 0 and u = 1 have small order: the shared secret is all zero.
   for (const point of [new Uint8Array(32), Uint8Array.of(1, ...new Uint8Array(31))]) {
-    assert.throws(
-      () => setupBaseSender(ids(1), point, new Uint8Array(0), good),
-      `sender, ${hex(point)}`,
-    );
+    // Twice: the second time the recipient's key comes from the imported keys kept.
+    for (const time of ["first", "again"]) {
+      assert.throws(
+        () => setupBaseSender(ids(1), point, new Uint8Array(0), good),
+        `sender (${time}), ${hex(point)}`,
+      );
+    }
     assert.throws(
       () =>
         setupBaseRecipient(

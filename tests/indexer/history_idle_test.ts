@@ -6,28 +6,12 @@
  */
 
 import assert from "node:assert/strict";
-import type { Address } from "viem";
-import { escrowAbi } from "../../chain/abi.ts";
-import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher } from "../../indexer/refresher.ts";
 import { PgliteHost } from "../../indexer/store/_embedded_host.ts";
-import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
 import { freshDataDir } from "./_stores.ts";
-
-async function settle(chain: ChainFixture, provider: Address, amount: bigint): Promise<bigint> {
-  const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
-    chainId: chain.anvil.chainId,
-  });
-  const receipt = await sendAndConfirm(settler, {
-    address: chain.contracts.escrow,
-    abi: escrowAbi,
-    functionName: "settle",
-    args: [chain.accounts.consumer.address, provider, amount, 1n],
-  });
-  return receipt.blockNumber;
-}
 
 Deno.test("history: a quiet chain leaves the ended store worker ended; a new block or a reorg is read", async () => {
   await using router = serve(() => Response.json({ ads: [] }));
@@ -67,7 +51,7 @@ Deno.test("history: a quiet chain leaves the ended store worker ended; a new blo
 
   // A new block: read.
   const snapshot = await chain.rpc("evm_snapshot");
-  await settle(chain, a, 1_111n);
+  await settleOnChain(chain, a, 1_111n);
   await refresher.refresh();
   await refresher.syncHistory();
   assert.equal(await amount(), seeded + 1_111n);
@@ -76,7 +60,7 @@ Deno.test("history: a quiet chain leaves the ended store worker ended; a new blo
   // Another block at the same height (the settlement replaced): the hash differs, read again.
   await host.endIdle();
   assert.equal(await chain.rpc("evm_revert", [snapshot]), true);
-  await settle(chain, b, 2_222n);
+  await settleOnChain(chain, b, 2_222n);
   await refresher.refresh();
   await refresher.syncHistory();
   assert.equal(await amount(), seeded + 2_222n);

@@ -8,12 +8,10 @@
 
 import assert from "node:assert/strict";
 import type { Address } from "viem";
-import { escrowAbi } from "../../chain/abi.ts";
-import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher, type RefresherOptions } from "../../indexer/refresher.ts";
 import type { StoreLocation } from "../../indexer/store/mod.ts";
-import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { type ChainFixture, settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch } from "../_counting_fetch.ts";
 import { serve } from "../_http.ts";
 import { startPostgres } from "../_postgres.ts";
@@ -21,19 +19,6 @@ import { freshDataDir } from "./_stores.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
-
-async function settle(chain: ChainFixture, provider: Address, amount: bigint): Promise<bigint> {
-  const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
-    chainId: chain.anvil.chainId,
-  });
-  const receipt = await sendAndConfirm(settler, {
-    address: chain.contracts.escrow,
-    abi: escrowAbi,
-    functionName: "settle",
-    args: [chain.accounts.consumer.address, provider, amount, 1n],
-  });
-  return receipt.blockNumber;
-}
 
 function indexer(chain: ChainFixture, history: StoreLocation, extra: Partial<RefresherOptions>) {
   const refresher = new Refresher({
@@ -144,7 +129,7 @@ for (const backend of BACKENDS) {
 
     // A branch with a settlement to `a`, scanned into the window, then dropped.
     const id = await chain.rpc("evm_snapshot");
-    await settle(chain, a, 1_111n);
+    await settleOnChain(chain, a, 1_111n);
     await chain.rpc("anvil_mine", ["0x1"]);
     await refresher.syncHistory();
     const windowed = refresher.history;
@@ -152,7 +137,7 @@ for (const backend of BACKENDS) {
     assert.equal(await amount(), seeded, "not confirmed, not counted");
     assert.equal(await chain.rpc("evm_revert", [id]), true);
     // The branch that stays: a settlement to `b`, confirmed.
-    await settle(chain, b, 2_222n);
+    await settleOnChain(chain, b, 2_222n);
     await chain.rpc("anvil_mine", ["0x4"]);
     await refresher.refresh();
     await refresher.syncHistory();
@@ -163,13 +148,13 @@ for (const backend of BACKENDS) {
 
     // Deeper than the confirmation depth: the history is discarded and scanned again.
     const deep = await chain.rpc("evm_snapshot");
-    await settle(chain, a, 3_333n);
+    await settleOnChain(chain, a, 3_333n);
     await chain.rpc("anvil_mine", ["0x5"]);
     await refresher.refresh();
     await refresher.syncHistory();
     assert.equal(await amount(), seeded + 2_222n + 3_333n);
     assert.equal(await chain.rpc("evm_revert", [deep]), true);
-    await settle(chain, b, 4_444n);
+    await settleOnChain(chain, b, 4_444n);
     await chain.rpc("anvil_mine", ["0x8"]);
     await refresher.refresh();
     await refresher.syncHistory();

@@ -11,7 +11,7 @@ import type { PlannedProvider } from "../../devnet/seed.ts";
 import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
 import { createIndexerHandler } from "../../indexer/handler.ts";
 import { Refresher, type RefresherOptions } from "../../indexer/refresher.ts";
-import { startChainFixture } from "../_chain_fixture.ts";
+import { settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch, type RpcRequest } from "../_counting_fetch.ts";
 import { closedPort, okJson, serve } from "../_http.ts";
 import { capacityOf, routerEntry, tokensPerSecOf } from "./_network.ts";
@@ -479,15 +479,7 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     await refresher.refresh();
     const scanned = refresher.history.lastBlock!.number;
     const provider = bonded[0].address as Address;
-    const settler = createSigner(chain.anvil.rpcUrl, chain.accounts.settler, {
-      chainId: chain.anvil.chainId,
-    });
-    const receipt = await sendAndConfirm(settler, {
-      address: chain.contracts.escrow,
-      abi: escrowAbi,
-      functionName: "settle",
-      args: [chain.accounts.consumer.address, provider, 777n, 55n],
-    });
+    const settledAt = await settleOnChain(chain, provider, 777n, 55n);
     getLogs.length = 0;
     now = new Date(now.getTime() + 30_000);
     await refresher.refresh();
@@ -510,7 +502,7 @@ Deno.test("the indexer serves the seeded truth, verified, and never stale", asyn
     assert.equal(current.amount, String((old?.amount ?? 0n) + 777n));
     assert.equal(
       (await get("/stats")).body.settlements.scanned_to_block,
-      String(receipt.blockNumber),
+      String(settledAt),
     );
   });
 
