@@ -393,7 +393,6 @@ export class SettlementLogReader {
         );
       }
       const events = decodeSettlementLogs(logs, this.#escrow, from, to);
-      logs.length = 0; // the answer's raw logs go before its steps are committed
       this.stats.logs += events.length;
       // The next chunk is sized before the steps are yielded (a caller stores it with them).
       const span = Number(to - from + 1n);

@@ -19,6 +19,7 @@
  * @module
  */
 
+import { compactHeap } from "../../io/heap.ts";
 import { Worker } from "node:worker_threads";
 import { fromWire, type WorkerReply, type WorkerRequest } from "./_embedded_protocol.ts";
 
@@ -200,6 +201,8 @@ export class PgliteHost {
       const worker = this.#worker!;
       this.#worker = undefined;
       await worker.terminate();
+      // The process goes idle: what the store's traffic left on this thread is given back.
+      compactHeap();
     })().finally(() => (this.#ending = undefined));
     return this.#ending;
   }
