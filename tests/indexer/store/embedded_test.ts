@@ -38,8 +38,13 @@ function threadCpu(task: string): number {
 function workerThreads(): Map<string, number> {
   const threads = new Map<string, number>();
   for (const task of Deno.readDirSync("/proc/self/task")) {
-    const name = Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim();
-    if (name.startsWith("worker-")) threads.set(task.name, threadCpu(task.name));
+    try {
+      const name = Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim();
+      if (name.startsWith("worker-")) threads.set(task.name, threadCpu(task.name));
+    } catch (error) {
+      // a thread that ended while listed (the runner's other files start and end workers)
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
   }
   return threads;
 }
