@@ -10,9 +10,10 @@
  * @module
  */
 
-import type { Address } from "viem";
+import { type Address, decodeEventLog } from "viem";
 import { emissionAbi, escrowAbi } from "../../chain/abi.ts";
 import { createSigner, sendAndConfirm } from "../../devnet/signer.ts";
+import type { Settlement } from "../../indexer/store/mod.ts";
 import type { ChainFixture } from "../_chain_fixture.ts";
 import { xorshift32 } from "../_random.ts";
 
@@ -128,4 +129,32 @@ export function recountEpochs(
   return new Map(
     [...out].map(([epoch, { paid: _, ...rest }]) => [epoch, rest]),
   );
+}
+
+/** Every Settled event of the chain, decoded by viem (the test's truth). */
+export async function settledEvents(chain: ChainFixture): Promise<Settlement[]> {
+  const head = await chain.client.getBlockNumber();
+  const logs = [];
+  for (let from = 0n; from <= head; from += 100n) {
+    const to = from + 99n < head ? from + 99n : head;
+    logs.push(
+      ...await chain.client.getLogs({
+        address: chain.contracts.escrow,
+        fromBlock: from,
+        toBlock: to,
+      }),
+    );
+  }
+  return logs.flatMap((log) => {
+    const event = decodeEventLog({ abi: escrowAbi, data: log.data, topics: log.topics });
+    if (event.eventName !== "Settled") return [];
+    const { provider, epoch, amount, tokens } = event.args;
+    return [{
+      block: log.blockNumber!,
+      provider: provider.toLowerCase() as `0x${string}`,
+      epoch,
+      amount,
+      tokens,
+    }];
+  });
 }

@@ -6,34 +6,23 @@
  */
 
 import assert from "node:assert/strict";
-import { createIndexerHandler } from "../../indexer/handler.ts";
-import { Refresher } from "../../indexer/refresher.ts";
 import { PgliteHost } from "../../indexer/store/_embedded_host.ts";
 import { settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
+import { historyIndexer } from "./_history_indexer.ts";
 import { freshDataDir } from "./_stores.ts";
 
 Deno.test("history: a quiet chain leaves the ended store worker ended; a new block or a reorg is read", async () => {
   await using router = serve(() => Response.json({ ads: [] }));
   await using chain = await startChainFixture({ providers: 3, routerUrls: [router.url] });
-  const refresher = new Refresher({
-    rpcUrl: chain.anvil.rpcUrl,
-    contracts: chain.contracts,
-    scanFromBlock: chain.deployment.fromBlock,
-    client: { retryCount: 0 },
-    log: () => {},
-    history: { dataDir: await freshDataDir() },
+  const { refresher, get } = historyIndexer(chain, { dataDir: await freshDataDir() }, {
     confirmations: 0,
   });
   await using _refresher = refresher;
-  const handle = createIndexerHandler({
-    state: () => refresher.state,
-    readProviderHistory: (address) => refresher.readProviderHistory(address),
-  });
   const amount = async () => {
-    const response = await handle(new Request("http://127.0.0.1:8088/stats"));
-    assert.equal(response.status, 200);
-    return BigInt((await response.json()).settlements.amount);
+    const { status, body } = await get("/stats");
+    assert.equal(status, 200);
+    return BigInt(body.settlements.amount);
   };
   await refresher.refresh();
   await refresher.syncHistory();

@@ -12,16 +12,14 @@
  */
 
 import assert from "node:assert/strict";
-import { decodeEventLog } from "viem";
-import { escrowAbi } from "../../chain/abi.ts";
 import { openStore, type Settlement } from "../../indexer/store/mod.ts";
-import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { startChainFixture } from "../_chain_fixture.ts";
 import { serve } from "../_http.ts";
 import { assertConfirmed } from "./store/_helpers.ts";
 import { recount } from "./store/_chain.ts";
 import { startIndexer } from "./_indexer_process.ts";
 import { startRpcProxy, UNLIMITED } from "./_rpc_proxy.ts";
-import { settleMany } from "./_settlements.ts";
+import { settledEvents, settleMany } from "./_settlements.ts";
 import { freshDataDir } from "./_stores.ts";
 import { waitFor } from "../_wait.ts";
 
@@ -136,32 +134,4 @@ async function checkStore(
     `${label}: the window`,
   );
   return last;
-}
-
-/** Every Settled event of the chain, decoded by viem (the test's truth). */
-async function settledEvents(chain: ChainFixture): Promise<Settlement[]> {
-  const head = await chain.client.getBlockNumber();
-  const logs = [];
-  for (let from = 0n; from <= head; from += 100n) {
-    const to = from + 99n < head ? from + 99n : head;
-    logs.push(
-      ...await chain.client.getLogs({
-        address: chain.contracts.escrow,
-        fromBlock: from,
-        toBlock: to,
-      }),
-    );
-  }
-  return logs.flatMap((log) => {
-    const event = decodeEventLog({ abi: escrowAbi, data: log.data, topics: log.topics });
-    if (event.eventName !== "Settled") return [];
-    const { provider, epoch, amount, tokens } = event.args;
-    return [{
-      block: log.blockNumber!,
-      provider: provider.toLowerCase() as `0x${string}`,
-      epoch,
-      amount,
-      tokens,
-    }];
-  });
 }

@@ -7,14 +7,12 @@
  */
 
 import assert from "node:assert/strict";
-import { decodeEventLog } from "viem";
-import { escrowAbi } from "../../chain/abi.ts";
 import { createChainClient } from "../../chain/client.ts";
 import { scanPass, type ScanProgress } from "../../indexer/_history_scan.ts";
-import { openStore, type Settlement, type StoreCursor } from "../../indexer/store/mod.ts";
-import { type ChainFixture, startChainFixture } from "../_chain_fixture.ts";
+import { openStore, type StoreCursor } from "../../indexer/store/mod.ts";
+import { startChainFixture } from "../_chain_fixture.ts";
 import { assertConfirmed } from "./store/_helpers.ts";
-import { settleMany } from "./_settlements.ts";
+import { settledEvents, settleMany } from "./_settlements.ts";
 import { freshDataDir } from "./_stores.ts";
 
 const BUDGET = 50;
@@ -95,24 +93,3 @@ Deno.test("a range over the settlement budget is committed in steps; a crash bet
   for (const step of steps) assert.ok(step.settlements <= BUDGET, `${step.settlements}`);
   assert.equal(steps.reduce((sum, s) => sum + s.settlements, 0), truth.length);
 });
-
-/** Every `Settled` event of the chain, decoded by viem (the truth the store is checked against). */
-async function settledEvents(chain: ChainFixture): Promise<Settlement[]> {
-  const logs = await chain.client.getLogs({
-    address: chain.contracts.escrow,
-    fromBlock: 0n,
-    toBlock: await chain.client.getBlockNumber(),
-  });
-  return logs.flatMap((log) => {
-    const event = decodeEventLog({ abi: escrowAbi, data: log.data, topics: log.topics });
-    if (event.eventName !== "Settled") return [];
-    const { provider, epoch, amount, tokens } = event.args;
-    return [{
-      block: log.blockNumber!,
-      provider: provider.toLowerCase() as `0x${string}`,
-      epoch,
-      amount,
-      tokens,
-    }];
-  });
-}

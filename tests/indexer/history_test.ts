@@ -8,38 +8,16 @@
 
 import assert from "node:assert/strict";
 import type { Address } from "viem";
-import { createIndexerHandler } from "../../indexer/handler.ts";
-import { Refresher, type RefresherOptions } from "../../indexer/refresher.ts";
 import type { StoreLocation } from "../../indexer/store/mod.ts";
-import { type ChainFixture, settleOnChain, startChainFixture } from "../_chain_fixture.ts";
+import { settleOnChain, startChainFixture } from "../_chain_fixture.ts";
 import { countingFetch } from "../_counting_fetch.ts";
 import { serve } from "../_http.ts";
 import { startPostgres } from "../_postgres.ts";
+import { historyIndexer as indexer } from "./_history_indexer.ts";
 import { freshDataDir } from "./_stores.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
-
-function indexer(chain: ChainFixture, history: StoreLocation, extra: Partial<RefresherOptions>) {
-  const refresher = new Refresher({
-    rpcUrl: chain.anvil.rpcUrl,
-    contracts: chain.contracts,
-    scanFromBlock: chain.deployment.fromBlock,
-    client: { retryCount: 0 },
-    log: () => {},
-    history,
-    ...extra,
-  });
-  const handle = createIndexerHandler({
-    state: () => refresher.state,
-    readProviderHistory: (address) => refresher.readProviderHistory(address),
-  });
-  const get = async (path: string) => {
-    const response = await handle(new Request(`http://127.0.0.1:8088${path}`));
-    return { status: response.status, body: await response.json() as Json };
-  };
-  return { refresher, get };
-}
 
 /** The backends every case runs on. */
 const BACKENDS: { name: string; location: () => Promise<StoreLocation & AsyncDisposable> }[] = [
