@@ -11,6 +11,7 @@ import { PgliteHost } from "../../../indexer/store/_embedded_host.ts";
 import type { HistoryStore } from "../../../indexer/store/mod.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { embeddedBackend } from "./_embedded.ts";
+import { waitFor } from "../../_wait.ts";
 import { allEpochs } from "./_helpers.ts";
 import { open } from "./_suite.ts";
 
@@ -26,14 +27,6 @@ function workerThreads(): number {
     }
   }
   return count;
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within a minute`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function answers(store: HistoryStore): Promise<unknown> {
@@ -52,7 +45,9 @@ const threads = workerThreads();
 let same = true;
 const cycle = async () => {
   await host.endIdle();
-  await until(() => workerThreads() < threads, "the ended worker's thread exits");
+  await waitFor("the ended worker's thread exits", () => workerThreads() < threads || undefined, {
+    everyMs: 20,
+  });
   same &&= isDeepStrictEqual(await answers(store), before);
 };
 for (let i = 0; i < 3; i++) await cycle();

@@ -10,6 +10,7 @@ import { DEFAULT_IDLE_MS, PgliteHost } from "../../../indexer/store/_embedded_ho
 import type { HistoryStore } from "../../../indexer/store/mod.ts";
 import { SyntheticChain } from "./_chain.ts";
 import { embeddedBackend } from "./_embedded.ts";
+import { waitFor } from "../../_wait.ts";
 import { allEpochs } from "./_helpers.ts";
 import { open } from "./_suite.ts";
 
@@ -17,15 +18,6 @@ import { open } from "./_suite.ts";
 async function answers(store: HistoryStore): Promise<unknown> {
   const { cursor } = await store.state();
   return { cursor, epochs: await allEpochs(store) };
-}
-
-/** Waits (on state, checked every 20 ms, for at most a minute) until `done()`. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within a minute`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 const chain = new SyntheticChain();
@@ -93,9 +85,9 @@ Deno.test("embedded idle: the idle timer ends the worker; the next request start
   const host = PgliteHost.shared(50);
   try {
     await store.commitChunk(chain.chunk(100n, 120n, 200n, 5));
-    await until(() => !host.running, "the idle worker ends");
+    await waitFor("the idle worker ends", () => !host.running || undefined, { everyMs: 20 });
     assert.equal((await store.state()).cursor.nextBlock, 121n);
-    await until(() => !host.running, "the idle worker ends again");
+    await waitFor("the idle worker ends again", () => !host.running || undefined, { everyMs: 20 });
   } finally {
     PgliteHost.shared(DEFAULT_IDLE_MS);
   }
