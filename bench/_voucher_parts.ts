@@ -9,8 +9,10 @@
  */
 
 import type { Address } from "viem";
+import { hexToBytes } from "@noble/hashes/utils.js";
 import {
   parseVoucher,
+  PreparedNonces,
   type VoucherDomain,
   VoucherSigner,
   voucherToJson,
@@ -28,6 +30,19 @@ function time(step: (i: number) => void): number {
   const means: number[] = [];
   let i = 0;
   for (let r = -1; r < ROUNDS; r++) {
+    const t0 = performance.now();
+    for (let k = 0; k < PER_ROUND; k++) step(i++);
+    if (r >= 0) means.push((performance.now() - t0) * 1000 / PER_ROUND);
+  }
+  return means.sort((a, b) => a - b)[Math.floor(ROUNDS / 2)];
+}
+
+/** As {@linkcode time}, with `before` run untimed before each round (it fills a pool). */
+function timeWith(before: () => void, step: (i: number) => void): number {
+  const means: number[] = [];
+  let i = 0;
+  for (let r = -1; r < ROUNDS; r++) {
+    before();
     const t0 = performance.now();
     for (let k = 0; k < PER_ROUND; k++) step(i++);
     if (r >= 0) means.push((performance.now() - t0) * 1000 / PER_ROUND);
@@ -63,9 +78,26 @@ export async function timeVoucherParts(
     parts["daemon: sign (RFC 6979)"] = time((i) =>
       signer.sign({ provider, cumulative: BigInt(i + 1), seq: BigInt(i + 1) })
     );
-    parts["daemon: authorize + cost (sign, ledger ×2, JSON)"] = time(() => {
+    // The daemon's signer: nonces prepared off the path, then signatures with them.
+    const nonces = new PreparedNonces(hexToBytes(consumerKey.slice(2)), {
+      size: (ROUNDS + 1) * PER_ROUND,
+    });
+    parts["daemon: prepare a nonce (off the path)"] = time(() => nonces.prepare(nonces.ready + 1));
+    nonces.close();
+    const pooled = new VoucherSigner(consumerKey, domain, { preparedNonces: PER_ROUND });
+    parts["daemon: sign (prepared nonce)"] = timeWith(
+      () => pooled.nonces!.prepare(),
+      (i) => pooled.sign({ provider, cumulative: BigInt(i + 1), seq: BigInt(i + 1) }),
+    );
+    parts["daemon: authorize + cost (RFC 6979 sign, ledger ×2, JSON)"] = time(() => {
       payments.authorize(attempt).paid(usage);
     });
+    const pooledPayments = new DaemonPayments({ signer: pooled, ledger });
+    parts["daemon: authorize + cost (prepared nonce)"] = timeWith(
+      () => pooled.nonces!.prepare(),
+      () => pooledPayments.authorize(attempt).paid(usage),
+    );
+    pooledPayments.close(); // and the pooled signer
     const vouchers = Array.from(
       { length: (ROUNDS + 1) * PER_ROUND + 1 },
       (_, i) =>

@@ -83,8 +83,12 @@ async function daemon(gateway: string, paid: boolean): Promise<string> {
   let payments: DaemonPayments | undefined;
   if (paid) {
     const ledger = await Ledger.open(`${dataDir}/ledger`, { log: () => {} });
-    payments = new DaemonPayments({ signer: new VoucherSigner(consumerKey, domain), ledger });
-    cleanup.push(() => ledger.close());
+    // Nonces prepared off the path, as the daemon's account signs (`daemon_account.ts`).
+    const signer = new VoucherSigner(consumerKey, domain, { preparedNonces: 8 });
+    signer.nonces!.refillLater();
+    const paying = new DaemonPayments({ signer, ledger });
+    payments = paying;
+    cleanup.push(() => paying.close(), () => ledger.close());
   }
   const created = createDaemon(config, { port: server.port, log: () => {}, payments });
   handler = created.handler;
