@@ -172,7 +172,7 @@ const parts = await timeVoucherParts(
     readAccount(client, contracts.escrow, consumer, "0x00000000000000000000000000000000000000aa"),
 );
 console.log(
-  "\nThe voucher's parts, each timed alone on this thread (µs per call, median of 7 rounds):",
+  "\nThe voucher's parts, each timed alone on this thread (CPU µs per call, median of 7 rounds):",
 );
 console.table(parts);
 for (const step of cleanup.reverse()) await step();
