@@ -40,7 +40,7 @@ Deno.test("PreparedNonces: thousands of random digests verify with noble, low s,
   const pool = new PreparedNonces(key, { size: 16 });
   try {
     const rs = new Set<string>();
-    const total = 3000;
+    const total = 2000;
     for (let i = 0; i < total; i++) {
       if (pool.ready === 0) pool.prepare();
       const digest = randomDigest();
@@ -51,10 +51,12 @@ Deno.test("PreparedNonces: thousands of random digests verify with noble, low s,
       const s = BigInt(`0x${bytesToHex(compact.subarray(32))}`);
       assert.ok(s > 0n && s <= N >> 1n, "s is low");
       assert.ok(secp256k1.verify(compact, digest, publicKey, { prehash: false, lowS: true }));
-      // The recovery bit names the key, as ecrecover will read it.
-      const signature = secp256k1.Signature.fromBytes(compact, "compact")
-        .addRecoveryBit(recovered[0]);
-      assert.deepEqual(signature.recoverPublicKey(digest).toBytes(false), publicKey);
+      if (i % 10 === 0) {
+        // The recovery bit names the key, as ecrecover will read it.
+        const signature = secp256k1.Signature.fromBytes(compact, "compact")
+          .addRecoveryBit(recovered[0]);
+        assert.deepEqual(signature.recoverPublicKey(digest).toBytes(false), publicKey);
+      }
       rs.add(bytesToHex(compact.subarray(0, 32)));
     }
     // A nonce used twice would give the same r twice.
