@@ -95,6 +95,11 @@ export interface RpcEndpointsOptions {
 const MAX_WAIT_MS = 30_000;
 /** Weight of the newest sample in the moving averages. */
 const ALPHA = 0.3;
+/**
+ * How many times slower than the fastest endpoint another counts at most when reads are spread
+ * (`RpcEndpoint.cost`).
+ */
+const MAX_LATENCY_RATIO = 4;
 
 /** One endpoint's state. */
 export class RpcEndpoint {
@@ -222,10 +227,13 @@ export class RpcEndpoint {
   /**
    * The cost of asking it now, lower is better: its typical answer time, times the calls it
    * already has in flight plus one (so concurrent reads spread), raised by its recent failures.
-   * `fallbackLatency` stands for an endpoint not measured yet.
+   * `bestLatency` (the lowest typical time among the endpoints) stands for an endpoint not
+   * measured yet, and bounds how slow one counts: at most 4 times the best, so that under concurrent reads every healthy endpoint is still asked now and then
+   * and one slow answer cannot keep it unasked (its time would never be measured again).
    */
-  cost(fallbackLatency: number): number {
-    const latency = Math.max(1, this.#latency ?? fallbackLatency);
+  cost(bestLatency: number): number {
+    const best = Math.max(1, bestLatency);
+    const latency = Math.min(Math.max(1, this.#latency ?? best), best * MAX_LATENCY_RATIO);
     return latency * (this.inflight + 1) * (1 + 4 * this.#failureRate);
   }
 

@@ -34,6 +34,31 @@ Deno.test("several endpoints: spread, fail over, Retry-After, budget", async (t)
     assert.equal(a.stats.byMethod.eth_blockNumber + b.stats.byMethod.eth_blockNumber, 40);
   });
 
+  await t.step("one slow answer does not keep an endpoint unasked", async () => {
+    await using a = startFaultProxy(anvil.rpcUrl);
+    await using b = startFaultProxy(anvil.rpcUrl);
+    const endpoints = new RpcEndpoints([a.url, b.url]);
+    // Its first answer (the chain-id check) is slow, as a cold server or a loaded machine makes it.
+    a.plan = { slow: 1, slowMs: 400 };
+    const client = await createChainClient(endpoints, { batchSize: 0 });
+    assert.equal(a.stats.slow, 1);
+    a.plan = {};
+    const before = a.stats.byMethod.eth_blockNumber ?? 0;
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(Array.from({ length: 8 }, () => head(client)));
+    }
+    // Counted at most 4× the fastest, it is asked again once the other has reads in flight.
+    assert.ok(
+      (a.stats.byMethod.eth_blockNumber ?? 0) > before,
+      "the slow endpoint was asked again",
+    );
+    const [slow] = endpoints.status();
+    assert.ok(
+      slow.latencyMs !== null && slow.latencyMs < 400,
+      "its answer time was measured again",
+    );
+  });
+
   await t.step("an endpoint that is down is failed over, and shown failing", async () => {
     await using a = startFaultProxy(anvil.rpcUrl);
     await using b = startFaultProxy(anvil.rpcUrl);
