@@ -10,7 +10,7 @@
  * missing, unreadable, corrupt or made by another PostgreSQL is made again, and a cache
  * directory that cannot be written only costs the next run its `initdb` again.
  *
- * Runs in the store's worker (`_embedded_worker.ts`).
+ * Runs in the store's process (`_embedded_engine.ts`, `_embedded_process.ts`).
  *
  * @module
  */
@@ -119,7 +119,7 @@ export async function createFromTemplate(
     if (bytes !== undefined) {
       try {
         // Unzipped here: a damaged gzip stream fails inside PGlite's untar as a rejection
-        // nothing catches, which ends the worker.
+        // nothing catches, which ends the process.
         await unpack(pgdata, new Blob([await gunzip(bytes)]), onOutput);
         return "from the cached template";
       } catch {
