@@ -10,6 +10,9 @@
  * rolled back as after a crash (PostgreSQL's recovery at the next start), and nothing else is
  * pending, since every request it was sent has been answered or is lost with its caller.
  *
+ * It ignores SIGINT and SIGTERM: a Ctrl-C in a terminal reaches the whole process group, and the
+ * indexer, shutting down, still needs its store (it exits when the indexer has, as above).
+ *
  * Nothing else may write to its standard output: `console.log` and `console.info` go to
  * standard error, as PGlite's own output does (kept by the engine for error messages).
  *
@@ -22,6 +25,12 @@ import type { WorkerRequest } from "./_embedded_protocol.ts";
 
 /** The longest request line read (a statement and its parameters), UTF-16 code units. */
 const MAX_REQUEST = 64 * 2 ** 20;
+
+for (
+  const signal of Deno.build.os === "windows" ? ["SIGINT"] as const : ["SIGINT", "SIGTERM"] as const
+) {
+  Deno.addSignalListener(signal, () => {});
+}
 
 console.log = console.error;
 console.info = console.error;

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { embeddedBackend } from "./_embedded.ts";
 import { open, storeSuite } from "./_suite.ts";
-import { cpuTicks, storeProcesses } from "./_store_process.ts";
+import { alive, cpuTicks, storeProcesses } from "./_store_process.ts";
 import { PgliteHost } from "../../../indexer/store/_embedded_host.ts";
 
 Deno.test("embedded store: the shared store suite", async (t) => {
@@ -105,5 +105,26 @@ Deno.test({
     assert.ok(allowed("--allow-write")!.includes(first.dataDir), flags().join(" "));
     assert.equal((await one.state()).cursor.nextBlock, 100n);
     assert.equal((await two.state()).cursor.nextBlock, 100n);
+  },
+});
+
+Deno.test({
+  name: "embedded store: Ctrl-C (SIGINT, SIGTERM to the group) does not end the store process",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    // A terminal's Ctrl-C reaches the whole process group; the indexer, shutting down, still
+    // needs its store, whose process ends when the indexer has (its input ends).
+    await using backend = embeddedBackend();
+    await using store = await open(await backend.fresh());
+    const host = PgliteHost.shared();
+    const pid = host.pid!;
+    const starts = host.starts;
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      Deno.kill(pid, signal);
+      assert.equal((await store.state()).cursor.nextBlock, 100n, `after ${signal}`);
+    }
+    assert.equal(host.pid, pid, "the same store process answered");
+    assert.equal(host.starts, starts);
+    assert.ok(alive(pid));
   },
 });
