@@ -76,10 +76,10 @@ RUN deno install --config deno.runtime.json --frozen \
 # The sources (.dockerignore keeps tests, benchmarks and local state out).
 COPY . .
 # Resolves every entry point against the run-time lock (fails on drift) and compiles them,
-# with the worker the indexer's embedded store starts (`new Worker`, outside the import graph);
+# with the process the indexer's embedded store starts (`deno run` of it, outside the import graph);
 # nothing is downloaded here.
 RUN deno cache --config deno.runtime.json --frozen indexer/main.ts daemon/main.ts devnet/main.ts \
-    indexer/store/_embedded_worker.ts \
+    indexer/store/_embedded_process.ts \
   && deno cache --no-config packaging/healthcheck.ts
 
 # The state directory: a volume, so a read-only root filesystem (`docker run --read-only`)

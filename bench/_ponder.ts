@@ -8,6 +8,7 @@
  * @module
  */
 
+import { formatBreakdown, smapsOf } from "./_smaps.ts";
 import { fileURLToPath } from "node:url";
 
 const APP = fileURLToPath(new URL("./ponder/", import.meta.url));
@@ -139,11 +140,94 @@ export function startPonder(options: {
   };
 }
 
-/** Peak and current resident memory of a process, MiB (`/proc/<pid>/status`). */
-export async function memoryOf(pid: number): Promise<{ peak: number; now: number }> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
-  return { peak: kib("VmHWM") / 1024, now: kib("VmRSS") / 1024 };
+/** Resident memory of a process tree at one moment, MiB. */
+export interface TreeMemory {
+  /** The sum of every process's RSS (pages shared between them counted once per process). */
+  rss: number;
+  /** The sum of every process's PSS (each shared page divided among those that map it). */
+  pss: number;
+  /** The processes summed. */
+  processes: number;
+}
+
+/** `pid` and its descendants (every thread's `children` list in `/proc`). */
+function treeOf(pid: number): number[] {
+  const all = [pid];
+  for (let i = 0; i < all.length; i++) {
+    try {
+      for (const task of Deno.readDirSync(`/proc/${all[i]}/task`)) {
+        const listed = Deno.readTextFileSync(`/proc/${all[i]}/task/${task.name}/children`).trim();
+        if (listed) all.push(...listed.split(" ").map(Number));
+      }
+    } catch {
+      // exited while listed
+    }
+  }
+  return all;
+}
+
+/** The resident memory of `pid` and its descendants now (`/proc/<pid>/smaps_rollup`). */
+export function treeMemory(pid: number): TreeMemory {
+  let rss = 0;
+  let pss = 0;
+  let processes = 0;
+  for (const member of treeOf(pid)) {
+    let rollup: string;
+    try {
+      rollup = Deno.readTextFileSync(`/proc/${member}/smaps_rollup`);
+    } catch {
+      continue; // exited while read
+    }
+    const kib = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? 0);
+    rss += kib("Rss");
+    pss += kib("Pss");
+    processes++;
+  }
+  return { rss: rss / 1024, pss: pss / 1024, processes };
+}
+
+/**
+ * Samples the memory of the tree under `pid` until stopped (every `everyMs`), keeping the
+ * highest sums: a tree has no high-water mark of its own, and a child that has exited (the
+ * indexer's store-creating process) takes its `VmHWM` along. A sample can miss a peak shorter
+ * than its period; the top process's own `VmHWM` is kept too (a lower bound of the tree's).
+ */
+export function sampleTree(pid: number, everyMs = 100, breakdown = false): {
+  stop(): { rss: number; pss: number; topHwm: number; most: number; atPeak: string[] };
+} {
+  let rss = 0;
+  let pss = 0;
+  let most = 0;
+  let topHwm = 0;
+  let atPeak: string[] = [];
+  const sample = () => {
+    const now = treeMemory(pid);
+    rss = Math.max(rss, now.rss);
+    if (now.pss > pss && breakdown) atPeak = treeBreakdown(pid);
+    pss = Math.max(pss, now.pss);
+    most = Math.max(most, now.processes);
+    try {
+      const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+      topHwm = Math.max(topHwm, Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024);
+    } catch {
+      // exited
+    }
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { rss, pss, topHwm, most, atPeak };
+    },
+  };
+}
+
+/** The smaps breakdown (`_smaps.ts`) of every process of the tree under `pid`, one line each. */
+export function treeBreakdown(pid: number): string[] {
+  return treeOf(pid).map((member) => `pid ${member}: ${formatBreakdown(smapsOf(member))}`);
 }
 
 /** Bytes under `dir` (`du -sb`). */

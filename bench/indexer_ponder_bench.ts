@@ -8,6 +8,12 @@
  * directory (the restart: time to the full answer again), its peak and idle resident memory
  * read from `/proc`, its directory's size on disk measured.
  *
+ * Memory is the process tree's (ours runs PGlite in processes of its own; Ponder's `node` may
+ * start helpers), sampled every 100 ms from the start to the idle reading: the highest sum of
+ * the processes' RSS, and of their PSS (a page shared by two processes — the second `deno`'s
+ * binary — counted half in each, so once in the sum). The goals are read against PSS: it is
+ * what the tree costs the machine; the RSS sum counts shared pages twice.
+ *
  * Twice: straight to anvil, and behind the fault-injecting proxy answering like QuickNode with
  * a 2,000-block range limit (`tests/_fault_rpc.ts`). The chain holds N settlements (200,000 by
  * default, `NET_BENCH_SETTLEMENTS`), 1,000 per block with 200 empty blocks between, so a
@@ -30,7 +36,14 @@ import { PROVIDER_REFUSALS } from "../tests/chain/_provider_errors.ts";
 import { startIndexer } from "../tests/indexer/_indexer_process.ts";
 import { settleMany } from "../tests/indexer/_settlements.ts";
 import { DEFAULT_IDLE_MS } from "../indexer/store/_embedded_host.ts";
-import { diskOf, installPonder, memoryOf, startPonder } from "./_ponder.ts";
+import {
+  diskOf,
+  installPonder,
+  sampleTree,
+  startPonder,
+  treeBreakdown,
+  treeMemory,
+} from "./_ponder.ts";
 
 const SETTLEMENTS = Number(Deno.env.get("NET_BENCH_SETTLEMENTS") ?? 200_000);
 const ROUNDS = Number(Deno.env.get("NET_BENCH_ROUNDS") ?? 2);
@@ -40,6 +53,11 @@ const GAP = 200;
  * `NET_BENCH_ONLY=ours`: our indexer alone (no Ponder, no ratios), to iterate on our side.
  */
 const ONLY_OURS = Deno.env.get("NET_BENCH_ONLY") === "ours";
+/**
+ * `NET_BENCH_SMAPS=1`: prints what each process's memory is made of (`_smaps.ts`) at the tree's
+ * highest PSS and when idle (reading smaps at each new high costs the sampler time).
+ */
+const SMAPS = Deno.env.get("NET_BENCH_SMAPS") === "1";
 /**
  * How long an indexed process is left alone before its idle memory is read, ms: past the
  * embedded store's idle end (`DEFAULT_IDLE_MS`, after which its worker has exited), the same
@@ -61,8 +79,14 @@ const progress = (line: string) =>
 interface Run {
   syncSecs: number;
   restartSecs: number;
+  /** The tree's highest RSS sum, MiB. */
   peakMiB: number;
+  /** The tree's highest PSS sum, MiB. */
+  peakPssMiB: number;
+  /** The tree's RSS sum when idle, MiB. */
   idleMiB: number;
+  /** The tree's PSS sum when idle, MiB. */
+  idlePssMiB: number;
   diskBytes: number;
 }
 
@@ -144,6 +168,7 @@ async function runOurs(rpcUrl: string): Promise<Run> {
   const once = async () => {
     const t0 = performance.now();
     const indexer = await startIndexer(args, env);
+    const memory = sampleTree(indexer.pid, 100, SMAPS);
     const secs = await untilFull(
       async () => {
         const { status, body } = await indexer.get("/stats");
@@ -152,29 +177,42 @@ async function runOurs(rpcUrl: string): Promise<Run> {
       t0,
       "ours",
     );
-    return { indexer, secs };
+    return { indexer, secs, memory };
   };
   const first = await once();
   progress(`ours: full answer in ${first.secs.toFixed(1)} s`);
-  const peak = (await memoryOf(first.indexer.pid)).peak;
-  progress(`ours: peak ${peak.toFixed(0)} MiB`);
   await sleep(IDLE_MS);
-  const idle = (await memoryOf(first.indexer.pid)).now;
-  progress(`ours: idle ${idle.toFixed(0)} MiB; stopping`);
+  const peak = first.memory.stop();
+  const idle = treeMemory(first.indexer.pid);
+  progress(
+    `ours: peak ${JSON.stringify(peak)}, idle ${JSON.stringify(idle)} (MiB, processes); stopping`,
+  );
+  if (SMAPS) {
+    progress(`ours at the peak (rss/pss MiB):\n    ${peak.atPeak.join("\n    ")}`);
+    progress(`ours idle:\n    ${treeBreakdown(first.indexer.pid).join("\n    ")}`);
+  }
   await first.indexer.stop();
   progress(`ours: stopped; restarting`);
   const again = await once();
   await sleep(IDLE_MS);
-  const restartIdle = (await memoryOf(again.indexer.pid)).now;
+  again.memory.stop();
+  const restartIdle = treeMemory(again.indexer.pid);
+  if (SMAPS) {
+    progress(
+      `ours idle after the restart:\n    ${treeBreakdown(again.indexer.pid).join("\n    ")}`,
+    );
+  }
   await again.indexer.stop();
   const run = {
     syncSecs: first.secs,
     restartSecs: again.secs,
-    peakMiB: peak,
-    idleMiB: idle,
+    peakMiB: peak.rss,
+    peakPssMiB: peak.pss,
+    idleMiB: idle.rss,
+    idlePssMiB: idle.pss,
     diskBytes: await diskOf(dataDir),
   };
-  progress(`ours: ${JSON.stringify(run)}; idle after the restart ${restartIdle.toFixed(0)} MiB`);
+  progress(`ours: ${JSON.stringify(run)}; idle after the restart ${JSON.stringify(restartIdle)}`);
   return run;
 }
 
@@ -190,26 +228,35 @@ async function runPonder(rpcUrl: string, getLogsRange: number): Promise<Run> {
       dataDir,
       getLogsRange,
     });
+    const memory = sampleTree(ponder.pid, 100, SMAPS);
     const secs = await untilFull(
       async () => (await ponder.totals())?.settlements === total,
       t0,
       `ponder (${ponder.output().slice(-2000)})`,
     );
-    return { ponder, secs };
+    return { ponder, secs, memory };
   };
   const first = await once();
   progress(`Ponder: full answer in ${first.secs.toFixed(1)} s`);
-  const peak = (await memoryOf(first.ponder.pid)).peak;
   await sleep(IDLE_MS);
-  const idle = (await memoryOf(first.ponder.pid)).now;
+  const peak = first.memory.stop();
+  const idle = treeMemory(first.ponder.pid);
+  progress(`Ponder: peak ${JSON.stringify(peak)}, idle ${JSON.stringify(idle)}`);
+  if (SMAPS) {
+    progress(`Ponder at the peak (rss/pss MiB):\n    ${peak.atPeak.join("\n    ")}`);
+    progress(`Ponder idle:\n    ${treeBreakdown(first.ponder.pid).join("\n    ")}`);
+  }
   await first.ponder.stop();
   const again = await once();
+  again.memory.stop();
   await again.ponder.stop();
   const run = {
     syncSecs: first.secs,
     restartSecs: again.secs,
-    peakMiB: peak,
-    idleMiB: idle,
+    peakMiB: peak.rss,
+    peakPssMiB: peak.pss,
+    idleMiB: idle.rss,
+    idlePssMiB: idle.pss,
     diskBytes: await diskOf(dataDir),
   };
   progress(`Ponder: ${JSON.stringify(run)}`);
@@ -226,22 +273,26 @@ function table(title: string, ours: Run[], ponder: Run[]): string {
       m(runs, "restartSecs").toFixed(1).padStart(7)
     } | ${(m(runs, "diskBytes") / 2 ** 20).toFixed(1).padStart(7)} | ${
       m(runs, "peakMiB").toFixed(0).padStart(6)
-    } | ${m(runs, "idleMiB").toFixed(0).padStart(6)} |`;
+    } | ${m(runs, "peakPssMiB").toFixed(0).padStart(6)} | ${
+      m(runs, "idleMiB").toFixed(0).padStart(6)
+    } | ${m(runs, "idlePssMiB").toFixed(0).padStart(6)} |`;
   const ratio = (key: keyof Run) => m(ours, key) / m(ponder, key);
   return [
     "",
     `${title} (${total} settlements, medians of ${ROUNDS} alternating rounds):`,
-    "| indexer    | events/s  | full, s | restart, s | disk, MiB | peak RSS, MiB | idle RSS, MiB |",
-    "| ---------- | --------- | ------- | ------- | ------- | ------ | ------ |",
+    "| indexer    | events/s  | full, s | restart, s | disk, MiB | peak RSS, MiB | peak PSS, MiB | idle RSS, MiB | idle PSS, MiB |",
+    "| ---------- | --------- | ------- | ------- | ------- | ------ | ------ | ------ | ------ |",
     row("ours", ours),
     row(`Ponder`, ponder),
     `ratios ours/Ponder: events/s ${(1 / ratio("syncSecs")).toFixed(2)}× · restart ${
       ratio("restartSecs").toFixed(2)
     }× · disk ${ratio("diskBytes").toFixed(2)}× · peak memory ${
-      ratio("peakMiB").toFixed(2)
-    }× · idle memory ${
+      ratio("peakPssMiB").toFixed(2)
+    }× PSS (${ratio("peakMiB").toFixed(2)}× RSS) · idle memory ${
+      ratio("idlePssMiB").toFixed(2)
+    }× PSS (${
       ratio("idleMiB").toFixed(2)
-    }× (goals: events/s ≥ 10×, peak ≤ 0.5×, ours idle ≤ 150 MiB)`,
+    }× RSS) (goals: events/s ≥ 10×, peak ≤ 0.5×, ours idle ≤ 150 MiB; memory of the process trees)`,
   ].join("\n");
 }
 

@@ -2,17 +2,21 @@
  * The embedded backend: PGlite (PostgreSQL compiled to WebAssembly) in a data directory. No
  * server, no native build.
  *
- * PGlite runs in a worker (`_embedded_worker.ts`, one per process, `_embedded_host.ts`):
- * WebAssembly runs on the thread that calls it, and creating a store costs seconds of CPU,
- * during which the indexer's thread must go on answering `/health`. This side holds the
- * directory lock and speaks to the worker through `_embedded_protocol.ts`; a worker that dies
- * makes every later statement fail, and the store reports the connection lost (the history
- * then reopens it, in a new worker).
+ * PGlite runs in a process of its own (`_embedded_process.ts`, one per indexer,
+ * `_embedded_host.ts`): WebAssembly runs on the thread that calls it, and creating a store
+ * costs seconds of CPU, during which the indexer's thread must go on answering `/health`; and
+ * a process that ends gives back all of PGlite's memory, which a thread that ends does not.
+ * This side holds the directory lock and speaks to that process through
+ * `_embedded_protocol.ts`; a process that dies makes every later statement fail, and the store
+ * reports the connection lost (the history then reopens it, in a new process).
  *
  * Layout of the data directory (created with mode 0700 when missing):
  * - `LOCK`: held with an exclusive `flock` while a process has the store open, so a second
  *   process fails at once with a clear error; the kernel releases it when the holder dies,
- *   even by `kill -9`. It holds the holder's pid, for the message.
+ *   even by `kill -9`. It holds the holder's pid, for the message. The directory itself is
+ *   `flock`-ed by the store process while PGlite runs on `pgdata/`: a store process whose
+ *   caller died (it exits when it sees its input end) is gone before the next caller's starts
+ *   PostgreSQL on the same files.
  * - `pgdata/`: PGlite's data directory. It is created as `pgdata.new/` and renamed when
  *   complete, so a process killed while creating it leaves nothing half-made behind.
  *
@@ -99,7 +103,7 @@ async function lockDir(dataDir: string): Promise<Deno.FsFile> {
 
 /**
  * A statement that takes a session-level advisory lock (the writer lock): a session's state,
- * taken again when the store's worker starts anew after an idle end (`_embedded_host.ts`).
+ * taken again when the store's process starts anew after an idle end (`_embedded_host.ts`).
  */
 const SESSION_LOCK = /\bpg_(try_)?advisory_lock\(/;
 
@@ -135,9 +139,9 @@ function session(host: PgliteHost, db: number): SqlSession {
   };
 }
 
-/** Why the worker could not open the store: `corrupt` when PGlite cannot start on the files. */
+/** Why the store process could not open the store: `corrupt` when PGlite cannot start on the files. */
 function openFailure(dataDir: string, pgdata: string, reply: WorkerReply): StoreError {
-  const cause = reply.ok ? new Error("the worker named no database") : fromWire(reply.error);
+  const cause = reply.ok ? new Error("the store process named no database") : fromWire(reply.error);
   if (!reply.ok && reply.stage === "start") {
     return new StoreError(
       "corrupt",
@@ -164,7 +168,7 @@ export interface EmbeddedBackend {
   session: SqlSession;
   /** Releases PGlite and the directory lock. */
   close(): Promise<void>;
-  /** Why the worker that runs PGlite stopped, once it did (it crashed or exited). */
+  /** Why the process that runs PGlite stopped, once it did (it crashed or exited). */
   broken(): Error | undefined;
 }
 
@@ -180,7 +184,7 @@ export interface OpenEmbeddedOptions {
    */
   templateDir?: string | false;
   /**
-   * How long the store's worker waits without a request before it ends, ms (the next request
+   * How long the store's process waits without a request before it ends, ms (the next request
    * starts it again, `_embedded_host.ts`).
    *
    * @default {10_000} (`DEFAULT_IDLE_MS` of `_embedded_host.ts`)
@@ -211,10 +215,10 @@ export async function openEmbedded(
   const templateDir = options.templateDir === false
     ? undefined
     : options.templateDir ?? defaultTemplateDir((name) => Deno.env.get(name));
-  // A new store is created in a worker of its own, which then ends: PGlite's memory grows
+  // A new store is created in a process of its own, which then ends: PGlite's memory grows
   // and never shrinks, and creating a store (unpacking the template, or PostgreSQL's initdb
-  // when there is none yet) takes more of it than any later work; in the shared worker it would
-  // stay resident (measured: 450 MiB peak there, 407 MiB apart, on a first sync).
+  // when there is none yet) takes more of it than any later work; in the shared process it
+  // would stay resident (measured with threads: 450 MiB peak there, 407 MiB apart).
   const creating = wipe || !(await pathExists(pgdata));
   if (creating) {
     const creator = PgliteHost.once();

@@ -1,7 +1,8 @@
 /**
  * The messages between the embedded stores' sessions (`_embedded.ts` and `_embedded_host.ts`,
- * on the caller's thread) and the worker that runs PGlite (`_embedded_worker.ts`). Every request carries an `id`; the
- * worker answers each with exactly one {@linkcode WorkerReply} of the same `id`.
+ * on the caller's side) and the process that runs PGlite (`_embedded_process.ts`,
+ * `_embedded_engine.ts`), one JSON line each way. Every request carries an `id`; the process
+ * answers each with exactly one {@linkcode WorkerReply} of the same `id`.
  *
  * @module
  */
@@ -9,7 +10,7 @@
 import type { SqlParam, SqlRow } from "./_sql.ts";
 
 /**
- * What the worker is asked to do. The worker holds every embedded store of the process: `open`
+ * What the store process is asked to do. It holds every embedded store of the process: `open`
  * answers with the new database's `db` number, which the other requests name.
  */
 export type WorkerRequest =
@@ -17,7 +18,7 @@ export type WorkerRequest =
    * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
    * deleted first when `wipe`). With `createOnly`, only create it: creating (PostgreSQL's
    * `initdb`) touches hundreds of MiB of WebAssembly memory that no later work needs, so it runs
-   * in a worker of its own that ends afterwards. A new data directory is unpacked from the
+   * in a process of its own that ends afterwards. A new data directory is unpacked from the
    * template cached in `templateDir` (`_template.ts`; none: `initdb` every time).
    */
   | {
@@ -27,13 +28,13 @@ export type WorkerRequest =
     wipe: boolean;
     createOnly?: boolean;
     templateDir?: string;
-    /** The number the database gets (the host's; the same when a new worker opens it again). */
+    /** The number the database gets (the host's; the same when a new process opens it again). */
     db?: number;
   }
   /**
    * One statement on database `db`, inside its transaction `tx` when given. `keep`: it sets up
    * the session (a session-level advisory lock), and the host runs it again when it opens the
-   * database in a new worker (`_embedded_host.ts`).
+   * database in a new process (`_embedded_host.ts`).
    */
   | {
     id: number;
@@ -51,7 +52,7 @@ export type WorkerRequest =
   /** Close database `db`. */
   | { id: number; op: "close"; db: number };
 
-/** An error as it crosses the thread boundary: the fields the store reads. */
+/** An error as it crosses the process boundary: the fields the store reads. */
 export interface WireError {
   /** The error's name. */
   name: string;
@@ -68,7 +69,7 @@ export interface WireError {
 /** Where an `open` failed: creating the data directory, or starting PGlite on it. */
 export type OpenStage = "create" | "start";
 
-/** The worker's answer to the request of the same `id`. */
+/** The store process's answer to the request of the same `id`. */
 export type WorkerReply =
   | { id: number; ok: true; rows?: SqlRow[]; tx?: number; db?: number }
   | {
@@ -80,7 +81,7 @@ export type WorkerReply =
     reasons?: string;
   };
 
-/** Rebuilds an error the worker sent (the SQLSTATE kept where the store reads it). */
+/** Rebuilds an error the store process sent (the SQLSTATE kept where the store reads it). */
 export function fromWire(wire: WireError): Error {
   const error = new Error(wire.message) as Error & Partial<WireError>;
   error.name = wire.name;

@@ -1,6 +1,6 @@
 /**
  * Whether a path exists, for the embedded store's two threads (the caller's, which decides
- * whether a store must be created, and the worker's, which creates it).
+ * whether a store must be created, and the store process's, which creates it).
  *
  * @module
  */

@@ -5,12 +5,13 @@
  *
  * `initdb` inside PGlite is seconds of CPU and hundreds of MiB of WebAssembly memory (measured:
  * 6.7 s and 766 MiB peak on a data directory on disk, 3.9 s and 682 MiB in memory); unpacking
- * the template is about a second and 309 MiB. A first-ever run makes the template (`initdb` in
+ * the template is about a second and 309 MiB (through PGlite's `loadDataDir`; written by
+ * `_untar.ts` now, less). A first-ever run makes the template (`initdb` in
  * memory, then the settings), saves it, and unpacks it like any later run; a template that is
  * missing, unreadable, corrupt or made by another PostgreSQL is made again, and a cache
  * directory that cannot be written only costs the next run its `initdb` again.
  *
- * Runs in the store's worker (`_embedded_worker.ts`).
+ * Runs in the store's process (`_embedded_engine.ts`, `_embedded_process.ts`).
  *
  * @module
  */
@@ -18,6 +19,7 @@
 import { PGlite } from "@electric-sql/pglite";
 import { join } from "node:path";
 import { templateFile } from "./_template_dir.ts";
+import { untar } from "./_untar.ts";
 
 /**
  * The store's settings, applied once in the template (PostgreSQL reads them at each start).
@@ -69,17 +71,19 @@ async function saveTemplate(file: string, template: Blob): Promise<void> {
   }
 }
 
-/** Unpacks `template` into the new data directory `pgdata` and checks PostgreSQL starts on it. */
+/**
+ * Unpacks the tarball `tar` into the new data directory `pgdata` and checks PostgreSQL starts on
+ * it. Written by `_untar.ts`, not PGlite's `loadDataDir`, which copies the whole tarball into its
+ * WebAssembly memory (the creating process peaked at 325 MiB; `docs/decisions.md`).
+ */
 async function unpack(
   pgdata: string,
-  template: Blob,
+  tar: Uint8Array,
   onOutput: (text: string) => boolean,
 ): Promise<void> {
-  const db = await PGlite.create(pgdata, {
-    loadDataDir: template,
-    onStderr: onOutput,
-    onStdout: onOutput,
-  });
+  await Deno.mkdir(pgdata, { recursive: true, mode: 0o700 });
+  await untar(tar, pgdata);
+  const db = await PGlite.create(pgdata, { onStderr: onOutput, onStdout: onOutput });
   try {
     const { rows } = await db.query<{ shared_buffers: string }>("SHOW shared_buffers");
     if (rows[0]?.shared_buffers !== "4MB") {
@@ -119,8 +123,8 @@ export async function createFromTemplate(
     if (bytes !== undefined) {
       try {
         // Unzipped here: a damaged gzip stream fails inside PGlite's untar as a rejection
-        // nothing catches, which ends the worker.
-        await unpack(pgdata, new Blob([await gunzip(bytes)]), onOutput);
+        // nothing catches, which ends the process.
+        await unpack(pgdata, await gunzip(bytes), onOutput);
         return "from the cached template";
       } catch {
         // Corrupt, truncated or made by another PostgreSQL: made again below.
@@ -132,6 +136,6 @@ export async function createFromTemplate(
   const template = await makeTemplate(onOutput);
   // A cache that cannot be written costs the next new store its initdb, nothing else.
   if (file !== undefined) await saveTemplate(file, template).catch(() => {});
-  await unpack(pgdata, template, onOutput);
+  await unpack(pgdata, await gunzip(new Uint8Array(await template.arrayBuffer())), onOutput);
   return "initdb";
 }

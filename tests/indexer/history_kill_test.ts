@@ -3,7 +3,8 @@
  * 12 times, on one data directory: after every kill the store holds exactly the settlements
  * of the blocks its cursor says it confirmed (an independent recount of the chain's logs, by
  * viem's own decoder), nothing the indexer reported as scanned is lost, and the final run
- * serves per-epoch figures equal to the recount — no loss, no double count.
+ * serves per-epoch figures equal to the recount — no loss, no double count; and the indexer's
+ * store process (PGlite) exits with it every time.
  *
  * The scan is made long on purpose: an RPC proxy in front of anvil refuses `eth_getLogs`
  * answers of more than 60 results (one block holds 40) and answers each one after 60 ms; and
@@ -22,6 +23,7 @@ import { startRpcProxy, UNLIMITED } from "./_rpc_proxy.ts";
 import { settledEvents, settleMany } from "./_settlements.ts";
 import { freshDataDir } from "./_stores.ts";
 import { waitFor } from "../_wait.ts";
+import { alive, storeProcesses } from "./store/_store_process.ts";
 
 const KILLS = 12;
 const CONFIRMATIONS = 2;
@@ -62,6 +64,7 @@ Deno.test("kill -9 of the indexer during a scan, 12 times: no loss, no double co
   };
   let reported = chain.deployment.fromBlock - 1n;
   let midScan = 0;
+  let stores: number[] = [];
   for (let run = 1; run <= KILLS; run++) {
     proxy.allowLogs(2 + Math.floor(Math.random() * 5));
     const indexer = await startIndexer([], env);
@@ -75,8 +78,14 @@ Deno.test("kill -9 of the indexer during a scan, 12 times: no loss, no double co
       await sleep(Math.random() * 800);
       if (reported < head) midScan++;
     } finally {
+      stores = storeProcesses(indexer.pid);
       await indexer.kill();
     }
+    // No store process outlives its indexer (it exits when its input ends).
+    assert.equal(stores.length, 1, `run ${run}: the indexer ran one store process`);
+    await waitFor(`run ${run}: store process ${stores} exits`, () => {
+      return stores.every((pid) => !alive(pid)) || undefined;
+    }, { everyMs: 20 });
     reported = await checkStore(dataDir, identity, truth, reported, `run ${run}`);
   }
   assert.equal(midScan, KILLS, `only ${midScan} of ${KILLS} kills landed during the scan`);

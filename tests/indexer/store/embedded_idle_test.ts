@@ -94,10 +94,10 @@ Deno.test("embedded idle: the idle timer ends the worker; the next request start
 });
 
 Deno.test({
-  name: "embedded idle: twenty end/restart cycles leave no thread, file or memory behind",
+  name: "embedded idle: twenty end/restart cycles leave no process, file or memory behind",
   ignore: Deno.build.os !== "linux",
   async fn() {
-    // In a process of its own: the runner's other files run their workers in this one.
+    // In a process of its own: its files, memory and children are the cycles' alone.
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./_idle_cycles.ts", import.meta.url).pathname],
       stdout: "piped",
@@ -106,13 +106,13 @@ Deno.test({
     const printed = new TextDecoder().decode(stdout);
     assert.equal(code, 0, `the cycles failed:\n${printed}\n${new TextDecoder().decode(stderr)}`);
     const result = JSON.parse(printed.trim().split("\n").at(-1)!) as {
-      threads: [number, number];
+      processes: [number, number];
       files: [number, number];
       rss: number[];
       same: boolean;
     };
     assert.ok(result.same, "every cycle answered the same rows");
-    assert.equal(result.threads[1], result.threads[0], "one worker runs, as before");
+    assert.deepEqual(result.processes, [1, 1], "one store process runs, as before");
     const [files, filesAfter] = result.files;
     assert.ok(
       filesAfter <= files + 2,

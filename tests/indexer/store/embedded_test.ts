@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { embeddedBackend } from "./_embedded.ts";
 import { open, storeSuite } from "./_suite.ts";
+import { alive, cpuTicks, storeProcesses } from "./_store_process.ts";
+import { PgliteHost } from "../../../indexer/store/_embedded_host.ts";
 
 Deno.test("embedded store: the shared store suite", async (t) => {
   await using backend = embeddedBackend();
@@ -34,19 +36,14 @@ function threadCpu(task: string): number {
   return Number(fields[11]) + Number(fields[12]); // utime + stime
 }
 
-/** The threads running workers now (Deno names them `worker-<n>`), by task id. */
-function workerThreads(): Map<string, number> {
-  const threads = new Map<string, number>();
-  for (const task of Deno.readDirSync("/proc/self/task")) {
-    try {
-      const name = Deno.readTextFileSync(`/proc/self/task/${task.name}/comm`).trim();
-      if (name.startsWith("worker-")) threads.set(task.name, threadCpu(task.name));
-    } catch (error) {
-      // a thread that ended while listed (the runner's other files start and end workers)
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-  }
-  return threads;
+/**
+ * CPU time spent by this process's store processes (`_embedded_process.ts`), clock ticks: the
+ * ones running now, and (in `cutime`/`cstime`) every child that ended and was waited for.
+ */
+function storeCpu(): number {
+  let ticks = cpuTicks("self", true);
+  for (const pid of storeProcesses()) ticks += cpuTicks(pid);
+  return ticks;
 }
 
 Deno.test({
@@ -54,25 +51,80 @@ Deno.test({
   ignore: Deno.build.os !== "linux",
   async fn() {
     // Creating a store is seconds of CPU (PGlite's initdb): it must be spent by the store's
-    // worker, never by the thread that called it (the indexer's, which answers /health).
+    // processes, never by the thread that called it (the indexer's, which answers /health).
     // Measured as CPU time per thread, which load does not change.
     const root = await Deno.makeTempDir({ prefix: "net-store-thread-" });
     try {
       const self = Deno.readLinkSync("/proc/thread-self").split("/").pop()!;
-      const before = workerThreads();
+      const before = storeCpu();
       const selfBefore = threadCpu(self);
       await using store = await open({ dataDir: `${root}/store` });
       const selfSpent = threadCpu(self) - selfBefore;
-      let workersSpent = 0;
-      for (const [task, cpu] of workerThreads()) workersSpent += cpu - (before.get(task) ?? 0);
+      const workersSpent = storeCpu() - before;
       assert.equal((await store.state()).cursor.nextBlock, 100n);
       assert.ok(
         workersSpent > 4 * selfSpent,
-        `creating the store cost this thread ${selfSpent} CPU ticks and workers ${workersSpent}; ` +
-          "expected the workers to do the work",
+        `creating the store cost this thread ${selfSpent} CPU ticks and the store's processes ` +
+          `${workersSpent}; expected the store's processes to do the work`,
       );
     } finally {
       await Deno.remove(root, { recursive: true });
     }
+  },
+});
+
+Deno.test({
+  name: "embedded store: the store process may touch the stores' directories only",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using backend = embeddedBackend();
+    const first = await backend.fresh() as { dataDir: string };
+    const second = await backend.fresh() as { dataDir: string };
+    await using one = await open(first);
+    const host = PgliteHost.shared();
+    const flags = () => Deno.readTextFileSync(`/proc/${host.pid}/cmdline`).split("\0");
+    const allowed = (name: string) =>
+      flags().find((flag) => flag.startsWith(`${name}=`))?.slice(name.length + 1).split(",");
+    assert.ok(allowed("--allow-write")!.includes(first.dataDir), flags().join(" "));
+    assert.ok(!allowed("--allow-write")!.includes(second.dataDir), flags().join(" "));
+    for (const flag of flags()) {
+      assert.ok(
+        !/^(-A|--allow-all|--allow-(net|env|run|ffi|sys|import))(=|$)/.test(flag),
+        `the store process was given ${flag}`,
+      );
+    }
+    for (const dir of [...allowed("--allow-write")!, ...allowed("--allow-read")!]) {
+      assert.ok(dir.startsWith("/") && dir !== "/", `an allowed directory: ${dir}`);
+    }
+    // A store in another directory: the process is started again, allowed both; the first
+    // store answers as before.
+    const starts = host.starts;
+    await using two = await open(second);
+    assert.equal(host.starts, starts + 1);
+    assert.ok(allowed("--allow-write")!.includes(second.dataDir), flags().join(" "));
+    assert.ok(allowed("--allow-write")!.includes(first.dataDir), flags().join(" "));
+    assert.equal((await one.state()).cursor.nextBlock, 100n);
+    assert.equal((await two.state()).cursor.nextBlock, 100n);
+  },
+});
+
+Deno.test({
+  name: "embedded store: Ctrl-C (SIGINT, SIGTERM to the group) does not end the store process",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    // A terminal's Ctrl-C reaches the whole process group; the indexer, shutting down, still
+    // needs its store, whose process ends when the indexer has (its input ends).
+    await using backend = embeddedBackend();
+    await using store = await open(await backend.fresh());
+    const host = PgliteHost.shared();
+    const pid = host.pid!;
+    const starts = host.starts;
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      Deno.kill(pid, signal);
+      assert.equal((await store.state()).cursor.nextBlock, 100n, `after ${signal}`);
+    }
+    assert.equal(host.pid, pid, "the same store process answered");
+    assert.equal(host.starts, starts);
+    assert.ok(alive(pid));
   },
 });

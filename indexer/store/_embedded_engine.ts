@@ -1,19 +1,21 @@
 /**
- * The worker that runs the embedded stores' PGlite (`_embedded_host.ts` starts one per
- * process). PGlite is PostgreSQL compiled to WebAssembly and runs on the thread that calls it:
- * creating a store costs seconds of CPU (its `initdb`), opening one a fraction of a second once
- * the WebAssembly is compiled and warm, and a large commit or read tens of milliseconds. Here
- * they never block the thread that serves HTTP.
+ * What runs the embedded stores' PGlite, in the store's process (`_embedded_process.ts`, which
+ * `_embedded_host.ts` starts). PGlite is PostgreSQL compiled to WebAssembly and runs on the
+ * thread that calls it: creating a store costs seconds of CPU (its `initdb`), opening one a
+ * fraction of a second once the WebAssembly is compiled and warm, and a large commit or read
+ * tens of milliseconds. In a process of their own they never block the thread that serves
+ * HTTP, and all their memory leaves with that process.
  *
- * It answers the requests of `_embedded_protocol.ts`, each with one reply. Statements and
- * transactions go through each database's own `query` and `transaction`, whose locks keep them
- * from interleaving: a statement outside the open transaction waits for it to end.
+ * {@linkcode handle} answers the requests of `_embedded_protocol.ts`, each with one reply.
+ * Statements and transactions go through each database's own `query` and `transaction`, whose
+ * locks keep them from interleaving: a statement outside the open transaction waits for it to
+ * end.
  *
  * @module
  */
 
 import { PGlite, type Transaction } from "@electric-sql/pglite";
-import { parentPort } from "node:worker_threads";
+import { dirname } from "node:path";
 import {
   type OpenStage,
   toWire,
@@ -86,7 +88,13 @@ interface OpenTransaction {
   ended: Promise<void>;
 }
 
-const databases = new Map<number, PGlite>();
+/** An open database, and the lock that keeps every other store process off its directory. */
+interface OpenDatabase {
+  pglite: PGlite;
+  lock: Deno.FsFile;
+}
+
+const databases = new Map<number, OpenDatabase>();
 const transactions = new Map<number, OpenTransaction>();
 let nextDb = 0;
 let nextTx = 0;
@@ -94,7 +102,25 @@ let nextTx = 0;
 function database(db: number): PGlite {
   const found = databases.get(db);
   if (!found) throw new Error(`the embedded store ${db} is not open`);
-  return found;
+  return found.pglite;
+}
+
+/**
+ * Takes an exclusive `flock` of the data directory itself (the one holding `pgdata/`), waiting
+ * while another store process holds it. The caller's `LOCK` file keeps other indexers off the
+ * directory; this one covers the moment after a caller died (`kill -9`): its store process
+ * finishes the statement in hand and exits when it reads the end of its input, and the next
+ * caller's store process must not start PostgreSQL on the same files before then.
+ */
+async function lockPgdata(pgdata: string): Promise<Deno.FsFile> {
+  const file = await Deno.open(dirname(pgdata), { read: true });
+  try {
+    await file.lock(true);
+    return file;
+  } catch (error) {
+    file.close();
+    throw error;
+  }
 }
 
 async function open(
@@ -107,19 +133,25 @@ async function open(
 ): Promise<WorkerReply> {
   let stage: OpenStage = "create";
   const tail = new Tail();
+  let lock: Deno.FsFile | undefined;
   try {
+    lock = await lockPgdata(pgdata);
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
     if (!(await pathExists(pgdata))) await createPgdata(pgdata, templateDir, tail);
-    if (createOnly) return { id, ok: true };
+    if (createOnly) {
+      lock.close();
+      return { id, ok: true };
+    }
     stage = "start";
     const started = await startPglite(pgdata, tail);
     // Stores made before the memory settings get them (for their next start).
     const [row] = await rows(started, "SHOW shared_buffers", []);
     if (row?.shared_buffers !== "4MB") await setMemory(started);
     const db = as ?? ++nextDb;
-    databases.set(db, started);
+    databases.set(db, { pglite: started, lock });
     return { id, ok: true, db };
   } catch (error) {
+    lock?.close();
     return { id, ok: false, error: toWire(error), stage, reasons: reasonLines(tail.lines) };
   }
 }
@@ -168,7 +200,8 @@ async function finish(id: number, commit: boolean): Promise<void> {
   if (commit) await checkpointIfDue(database(open.db));
 }
 
-async function handle(request: WorkerRequest): Promise<WorkerReply> {
+/** Answers one request (several may run at once; each database's locks order them). */
+export async function handle(request: WorkerRequest): Promise<WorkerReply> {
   const { id } = request;
   try {
     switch (request.op) {
@@ -196,7 +229,11 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
       case "close": {
         const db = databases.get(request.db);
         databases.delete(request.db);
-        await db?.close();
+        try {
+          await db?.pglite.close();
+        } finally {
+          db?.lock.close();
+        }
         return { id, ok: true };
       }
     }
@@ -204,9 +241,3 @@ async function handle(request: WorkerRequest): Promise<WorkerReply> {
     return { id, ok: false, error: toWire(error) };
   }
 }
-
-if (!parentPort) throw new Error("_embedded_worker.ts runs as a worker (see _embedded_host.ts)");
-const port = parentPort;
-port.on("message", (request: WorkerRequest) => {
-  void handle(request).then((reply) => port.postMessage(reply));
-});
