@@ -35,7 +35,8 @@ import { compactHeap } from "../io/heap.ts";
 import type { LogSink } from "../io/log.ts";
 import { SnapshotError } from "./errors.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
-import { scanPass } from "./_history_scan.ts";
+import { scanPass, startEarlyScan } from "./_history_scan.ts";
+import type { ScanPipeline } from "./_history_pipeline.ts";
 import {
   type BlockHash,
   type HistoryStore,
@@ -113,6 +114,15 @@ export interface HistoryOptions {
   confirmations: number;
   /** The store, or how to open it once the chain id is known. */
   store: HistoryStore | StoreOpener;
+  /**
+   * Whether the store the opener opens will be a new one (nothing stored to resume from, e.g.
+   * `!storeMayExist(location)`): the first pass then starts reading the chain from
+   * `scanFromBlock` while the store is being created, and commits what it read once it is
+   * open. Asked once, before the first open.
+   *
+   * @default {() => Promise.resolve(false)}
+   */
+  storeIsNew?: () => Promise<boolean>;
   /** Largest `eth_getLogs` range, blocks. @default {10_000} */
   maxChunkSize?: number;
   /**
@@ -139,6 +149,13 @@ export interface HistoryOptions {
  * refresh of a live chain.
  */
 const COMPACT_AFTER_STEPS = 10;
+
+/**
+ * Steps one commit may merge (`scanPass`'s `commitSteps`): as many as were read while the last
+ * commit ran, or while a new store was being created; what a batch holds is bounded by its
+ * number of sums (`_history_pipeline.ts`), not by its settlements.
+ */
+const COMMIT_STEPS = Infinity;
 
 /** Store failures that no retry fixes: the history stops (and `onFatal` is told). */
 const FATAL: ReadonlySet<string> = new Set([
@@ -176,6 +193,7 @@ export class History {
   readonly #endpoints: RpcEndpoints;
   #store: HistoryStore | undefined;
   #ownStore = false;
+  #storeIsNew: (() => Promise<boolean>) | undefined;
   /** The chain's head when the last scan pass left the store caught up (`scanPass`). */
   #lastHead: BlockHash | undefined;
   /** The cursor the figures were last read at. */
@@ -186,6 +204,10 @@ export class History {
   #fromEpoch: bigint | undefined;
   #inflight: Promise<HistoryState> | undefined;
   #abort = new AbortController();
+  /** The first pass's scan, begun while a new store is being created. */
+  #early: ScanPipeline | undefined;
+  /** A pass scanned many steps and caught up: the heap is compacted once its figures are read. */
+  #compact = false;
   #listeners = new Set<(state: HistoryState) => void>();
 
   /** Creates the history; nothing happens until {@linkcode History.pass}. */
@@ -199,6 +221,7 @@ export class History {
       : new RpcEndpoints(typeof rpc === "string" ? [rpc] : rpc, { clock: options.clock });
     this.#state = initialHistoryState(options.confirmations, options.scanFromBlock);
     if (typeof options.store !== "function") this.#store = options.store;
+    this.#storeIsNew = options.storeIsNew;
   }
 
   /** The current state. */
@@ -290,6 +313,14 @@ export class History {
       this.#set({ failing: false, ...(writer ? {} : { unreadable: null }) });
     } catch (error) {
       if (!signal.aborted) await this.#fail(error);
+    } finally {
+      await this.#early?.cancel();
+      this.#early = undefined;
+    }
+    if (this.#compact) {
+      // After the figures (which the first full answer waits for), not before them.
+      this.#compact = false;
+      compactHeap();
     }
     return this.#state;
   }
@@ -298,11 +329,34 @@ export class History {
     if (this.#store) return this.#store;
     const client = await this.#connect();
     const opener = this.#options.store as StoreOpener;
-    this.#store = await opener({
+    // Asked once: a store reopened later (a lost connection) has what was committed.
+    const isNew = await this.#storeIsNew?.().catch(() => false);
+    this.#storeIsNew = undefined;
+    const opening = opener({
       chainId: client.chain.id,
       escrow: this.#options.escrow.toLowerCase() as `0x${string}`,
       scanFromBlock: this.#options.scanFromBlock,
     });
+    opening.catch(() => {}); // awaited below, after the early scan started
+    if (isNew) {
+      // Creating a store takes a second or more: the scan reads meanwhile (`startEarlyScan`).
+      this.#early = await startEarlyScan(client, {
+        escrow: this.#options.escrow,
+        scanFromBlock: this.#options.scanFromBlock,
+        confirmations: this.#options.confirmations,
+        maxChunkSize: this.#options.maxChunkSize ?? 10_000,
+        maxSettlements: this.#options.maxSettlements,
+        signal: this.#abort.signal,
+        onHead: (head) => this.#set({ headBlock: head }),
+      }).catch(() => undefined);
+      // Read to the head before the store is open: what the reading grew (the heap, tens of
+      // MiB) is given back before the store's creation peaks.
+      const early = this.#early;
+      void early?.read.then(() => {
+        if (this.#early === early && this.#store === undefined) compactHeap();
+      });
+    }
+    this.#store = await opening;
     this.#ownStore = true;
     return this.#store;
   }
@@ -331,6 +385,8 @@ export class History {
     this.#lastHead = undefined;
     let pass;
     let committed = 0;
+    const early = this.#early;
+    this.#early = undefined; // the pass adopts it or cancels it
     try {
       pass = await scanPass(store, client, {
         lastHead,
@@ -338,6 +394,8 @@ export class History {
         confirmations: this.#options.confirmations,
         maxChunkSize: this.#options.maxChunkSize ?? 10_000,
         maxSettlements: this.#options.maxSettlements,
+        commitSteps: COMMIT_STEPS,
+        early,
         signal,
         progress: {
           onHead: (head) => this.#set({ headBlock: head }),
@@ -370,7 +428,7 @@ export class History {
     // A pass that read many steps and caught up (a first scan, a long catch-up) leaves its
     // garbage and a grown heap, tens of MiB: given back now, once, rather than kept while idle.
     const budget = this.#options.maxSettlements ?? DEFAULT_MAX_SETTLEMENTS;
-    if (pass.caughtUp && committed >= COMPACT_AFTER_STEPS * budget) compactHeap();
+    if (pass.caughtUp && committed >= COMPACT_AFTER_STEPS * budget) this.#compact = true;
     return pass.quiet;
   }
 
