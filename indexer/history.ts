@@ -24,16 +24,14 @@ import {
   type ChainClientOptions,
   createChainClient,
   RpcEndpoints,
-  rpcFailureKind,
 } from "../chain/client.ts";
-import { rpcCode } from "./_rpc_codes.ts";
-import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import { ChainConfigError, SettlementScanError } from "../chain/errors.ts";
 import { DEFAULT_MAX_SETTLEMENTS } from "../chain/settlements.ts";
-import { type Address, BaseError } from "viem";
-import { NetError } from "../errors.ts";
+import type { Address } from "viem";
 import { compactHeap } from "../io/heap.ts";
 import type { LogSink } from "../io/log.ts";
-import { SnapshotError } from "./errors.ts";
+import { classifyFailure } from "./_history_failure.ts";
+import { type HistoryState, initialHistoryState } from "./_history_state.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
 import { scanPass, startEarlyScan } from "./_history_scan.ts";
 import type { ScanPipeline } from "./_history_pipeline.ts";
@@ -45,57 +43,6 @@ import {
   StoreError,
   type StoreIdentity,
 } from "./store/mod.ts";
-
-/** A failure of the history loop, as `/health` shows it. */
-export interface HistoryFailure {
-  /**
-   * `store_unavailable`, `store_error`, `chain_unreachable`, `rpc_rate_limited`,
-   * `rpc_range_limited`, `rpc_error`, `chain_error`, `internal`.
-   */
-  code: string;
-  /** What failed, what was found, what was expected. */
-  message: string;
-  /** When. */
-  at: Date;
-}
-
-/** A rescan of the whole history (after a reorg deeper than the confirmation depth). */
-export interface HistoryRescan {
-  /** When. */
-  at: Date;
-  /** Why. */
-  reason: string;
-}
-
-/** The history's state: replaced as a whole whenever something changes. */
-export interface HistoryState {
-  /** The confirmation depth (configuration). */
-  confirmations: number;
-  /** The first block of the scan (configuration). */
-  scanFromBlock: bigint;
-  /** The store, once open: its backend and where it is (a URL without its password). */
-  store: { backend: "embedded" | "postgres"; location: string } | null;
-  /** `writer` (scans and commits), `reader` (another process writes), or `null` (not open). */
-  role: "writer" | "reader" | null;
-  /** The last block whose settlements are counted (the store's confirmed block), or `null`. */
-  confirmed: BlockHash | null;
-  /** The last block scanned, unconfirmed window included, or `null`. */
-  lastBlock: BlockHash | null;
-  /** The chain head the history last measured, or `null`. */
-  headBlock: bigint | null;
-  /** The block the scan waits at because no endpoint answer for it could be read, or `null`. */
-  unreadable: { block: bigint; message: string; since: Date } | null;
-  /** Whether the last pass failed (then {@linkcode lastError} says why). */
-  failing: boolean;
-  /** The most recent failure, kept after later successes, or `null`. */
-  lastError: HistoryFailure | null;
-  /** Stopped for good: the store cannot be used by this process (its message), or `null`. */
-  stopped: string | null;
-  /** Rescans from the first block since start. */
-  rescans: { count: number; last: HistoryRescan | null };
-  /** The figures last read, or `null` before the first read. */
-  figures: HistoryFigures | null;
-}
 
 /** Opens the store once the chain id is known. */
 export type StoreOpener = (identity: StoreIdentity) => Promise<HistoryStore>;
@@ -165,25 +112,6 @@ const FATAL: ReadonlySet<string> = new Set([
   "locked",
   "invalid_input",
 ]);
-
-/** The initial state. */
-export function initialHistoryState(confirmations = 12, scanFromBlock = 0n): HistoryState {
-  return {
-    confirmations,
-    scanFromBlock,
-    store: null,
-    role: null,
-    confirmed: null,
-    lastBlock: null,
-    headBlock: null,
-    unreadable: null,
-    failing: false,
-    lastError: null,
-    stopped: null,
-    rescans: { count: 0, last: null },
-    figures: null,
-  };
-}
 
 /** The settlement history: its store, its writer pass, its figures. */
 export class History {
@@ -462,7 +390,11 @@ export class History {
   }
 
   async #fail(error: unknown): Promise<void> {
-    const failure = this.#classify(error);
+    const failure = classifyFailure(error, {
+      at: this.#clock(),
+      redact: (message) => this.#endpoints.redact(message),
+      log: this.#log,
+    });
     const store = this.#store;
     if (error instanceof StoreError) {
       if (FATAL.has(error.reason)) {
@@ -496,42 +428,12 @@ export class History {
     }
     this.#set({ failing: true, lastError: failure });
   }
-
-  #classify(error: unknown): HistoryFailure {
-    const at = this.#clock();
-    const text = error instanceof NetError
-      ? error.shortMessage
-      : error instanceof Error
-      ? error.message.split("\n")[0]
-      : String(error);
-    const redact = (message: string) => this.#endpoints.redact(message);
-    let code: string;
-    if (error instanceof StoreError) {
-      code = error.reason === "unreachable" || error.reason === "failed"
-        ? "store_unavailable"
-        : "store_error";
-    } else if (error instanceof SettlementScanError && error.reason === "range_limit") {
-      code = "rpc_range_limited";
-    } else if (error instanceof SettlementScanError && error.reason === "rate_limited") {
-      code = "rpc_rate_limited";
-    } else if (
-      (error instanceof ChainConfigError && error.reason === "unreachable") ||
-      ((error instanceof ChainReadError || error instanceof SettlementScanError) &&
-        error.reason === "rpc") ||
-      (error instanceof BaseError)
-    ) {
-      code = rpcCode(rpcFailureKind(error));
-    } else if (
-      error instanceof ChainConfigError || error instanceof ChainReadError ||
-      error instanceof SettlementScanError || error instanceof SnapshotError
-    ) {
-      code = "chain_error";
-    } else {
-      this.#log("indexer: unexpected settlement history failure", { level: "error", error });
-      code = "internal";
-    }
-    return { code, message: redact(text), at };
-  }
 }
 
 export type { HistoryFigures, HistorySync, Volume } from "./_history_data.ts";
+export {
+  type HistoryFailure,
+  type HistoryRescan,
+  type HistoryState,
+  initialHistoryState,
+} from "./_history_state.ts";
