@@ -52,6 +52,8 @@ export interface PipelineOptions {
   maxEntries?: number;
   /** Aborts the reading and the commits. */
   signal: AbortSignal;
+  /** Told after each step read, with the steps read so far. */
+  onRead?: (steps: number) => void;
 }
 
 /** The chain's hashes of `blocks`, `null` for a block it does not have; one JSON-RPC batch. */
@@ -137,6 +139,8 @@ export class ScanPipeline {
   readonly #maxEntries: number;
   readonly #abort = new AbortController();
   readonly #signal: AbortSignal;
+  readonly #onRead: ((steps: number) => void) | undefined;
+  #steps = 0;
   #batch: SettlementBatch | undefined;
   #ended = false;
   #failure: { error: unknown } | undefined;
@@ -151,6 +155,7 @@ export class ScanPipeline {
     this.#commitSteps = options.commitSteps;
     this.#maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
     this.#signal = AbortSignal.any([options.signal, this.#abort.signal]);
+    this.#onRead = options.onRead;
     this.reader = new SettlementLogReader(client, options.escrow, {
       chunkSize: options.chunkSize,
       maxChunkSize: options.maxChunkSize,
@@ -188,6 +193,7 @@ export class ScanPipeline {
         this.#signal.throwIfAborted();
         (this.#batch ??= new SettlementBatch(range.from, this.#safe)).add(range, hashes);
         this.#wake();
+        this.#onRead?.(++this.#steps);
       }
     } catch (error) {
       this.#failure = { error };

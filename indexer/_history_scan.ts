@@ -168,6 +168,8 @@ export interface EarlyScanOptions {
   signal: AbortSignal;
   /** Told the head the scan reads to. */
   onHead(head: bigint): void;
+  /** Told after each step read, with the steps read so far. */
+  onRead?: (steps: number) => void;
 }
 
 /**
@@ -189,6 +191,7 @@ export async function startEarlyScan(
     maxSettlements: options.maxSettlements,
     commitSteps: Infinity,
     signal: options.signal,
+    onRead: options.onRead,
   });
 }
 

@@ -104,6 +104,12 @@ const COMPACT_AFTER_STEPS = 10;
  */
 const COMMIT_STEPS = Infinity;
 
+/**
+ * Steps a new store's early scan reads between two heap compactions while the store is being
+ * created (`compactHeap`: a full collection of a heap of mostly garbage, a few ms).
+ */
+const EARLY_COMPACT_STEPS = 16;
+
 /** Store failures that no retry fixes: the history stops (and `onFatal` is told). */
 const FATAL: ReadonlySet<string> = new Set([
   "corrupt",
@@ -276,9 +282,13 @@ export class History {
         maxSettlements: this.#options.maxSettlements,
         signal: this.#abort.signal,
         onHead: (head) => this.#set({ headBlock: head }),
+        // What the reading grows (the heap, tens of MiB) is given back every few steps while
+        // the store is created, and once the head is reached, so it is small when the
+        // creation peaks.
+        onRead: (steps) => {
+          if (steps % EARLY_COMPACT_STEPS === 0 && this.#store === undefined) compactHeap();
+        },
       }).catch(() => undefined);
-      // Read to the head before the store is open: what the reading grew (the heap, tens of
-      // MiB) is given back before the store's creation peaks.
       const early = this.#early;
       void early?.read.then(() => {
         if (this.#early === early && this.#store === undefined) compactHeap();
