@@ -117,6 +117,30 @@ export function childrenOf(node: DerNode, tag: number, what: string): DerNode[] 
   return children(node);
 }
 
+/** The parts of a signed structure, `SEQUENCE { tbs, signatureAlgorithm, signatureValue, ... }`. */
+export interface SignedNode {
+  /** The signed part (its DER is what the signature covers). */
+  readonly tbs: DerNode;
+  /** The signed part's fields. */
+  readonly fields: DerNode[];
+  /** `signatureAlgorithm`. */
+  readonly algorithm: DerNode;
+  /** `signatureValue`. */
+  readonly signature: DerNode;
+  /** What follows the signature (e.g. an OCSP response's certificates). */
+  readonly more: DerNode[];
+}
+
+/**
+ * Reads a signed structure (a certificate, a CRL, a basic OCSP response): `node` and its signed
+ * part must be SEQUENCEs; `what` and `tbsWhat` name them in errors.
+ */
+export function readSigned(node: DerNode, what: string, tbsWhat: string): SignedNode {
+  const [tbs, algorithm, signature, ...more] = childrenOf(node, TAG.sequence, what);
+  const fields = childrenOf(expectTag(tbs, TAG.sequence, tbsWhat), TAG.sequence, tbsWhat);
+  return { tbs, fields, algorithm, signature, more };
+}
+
 /** Throws unless the node has the tag. */
 export function expectTag(node: DerNode | undefined, tag: number, what: string): DerNode {
   if (!node) throw new DerError(`${what} is missing`);

@@ -9,8 +9,7 @@
 
 import { fromHex } from "../_bytes.ts";
 import { memoKey, memoTable } from "./_memo.ts";
-import type { PublicKey, SignatureAlgorithm } from "./_signature.ts";
-import { type CertExtension, readCertificate, readCrl } from "./_x509_read.ts";
+import { type CertificateFields, type CrlFields, readCertificate, readCrl } from "./_x509_read.ts";
 import { type AttestationCheck, AttestationError } from "./errors.ts";
 
 export type { CertExtension } from "./_x509_read.ts";
@@ -23,58 +22,16 @@ export interface CertContext {
   label: string;
 }
 
-/** A parsed certificate. */
-export interface Certificate {
+/** A parsed certificate: its DER bytes and the fields `_x509_read.ts` reads. */
+export interface Certificate extends CertificateFields {
   /** The certificate's DER bytes. */
   readonly der: Uint8Array;
-  /** The DER bytes of `tbsCertificate`, which the signature covers. */
-  readonly tbs: Uint8Array;
-  /** Serial number, lower-case hex without leading zero bytes. */
-  readonly serial: string;
-  /** Raw DER of the subject name. */
-  readonly subject: Uint8Array;
-  /** Raw DER of the issuer name. */
-  readonly issuer: Uint8Array;
-  /** The subject's common name, or "". */
-  readonly subjectCn: string;
-  /** The issuer's common name, or "". */
-  readonly issuerCn: string;
-  /** Start of validity. */
-  readonly notBefore: Date;
-  /** End of validity (inclusive). */
-  readonly notAfter: Date;
-  /** How the issuer signed it. */
-  readonly signatureAlgorithm: SignatureAlgorithm;
-  /** The signature value. */
-  readonly signature: Uint8Array;
-  /** The subject public key. */
-  readonly publicKey: PublicKey;
-  /** Extensions by OID. */
-  readonly extensions: ReadonlyMap<string, CertExtension>;
-  /** basicConstraints: `null` when absent. */
-  readonly basicConstraints: { readonly ca: boolean; readonly pathLength: number | null } | null;
-  /** keyUsage bits (bit 0 = digitalSignature … bit 5 = keyCertSign, bit 6 = cRLSign), or `null`. */
-  readonly keyUsage: number | null;
 }
 
-/** A parsed certificate revocation list. */
-export interface RevocationList {
-  /** DER bytes of `tbsCertList`, which the signature covers. */
-  readonly tbs: Uint8Array;
-  /** Raw DER of the issuer name. */
-  readonly issuer: Uint8Array;
-  /** The issuer's common name. */
-  readonly issuerCn: string;
-  /** Start of validity. */
-  readonly thisUpdate: Date;
+/** A parsed certificate revocation list (one with a `nextUpdate`). */
+export interface RevocationList extends CrlFields {
   /** End of validity (inclusive). */
   readonly nextUpdate: Date;
-  /** Serial numbers of revoked certificates (hex, no leading zero bytes). */
-  readonly revoked: ReadonlySet<string>;
-  /** How it is signed. */
-  readonly signatureAlgorithm: SignatureAlgorithm;
-  /** The signature value. */
-  readonly signature: Uint8Array;
 }
 
 /** Parsed certificates and CRLs by their DER (parsing is pure; see `_memo.ts`). */

@@ -20,6 +20,7 @@ import {
   readIntegerBytes,
   readOid,
   readRoot,
+  readSigned,
   readSmallInteger,
   readText,
   readTime,
@@ -38,31 +39,53 @@ export interface CertExtension {
 
 /** What {@linkcode readCertificate} reads. */
 export interface CertificateFields {
+  /** The DER bytes of `tbsCertificate`, which the signature covers. */
   readonly tbs: Uint8Array;
+  /** Serial number, lower-case hex without leading zero bytes. */
   readonly serial: string;
+  /** Raw DER of the subject name. */
   readonly subject: Uint8Array;
+  /** Raw DER of the issuer name. */
   readonly issuer: Uint8Array;
+  /** The subject's common name, or "". */
   readonly subjectCn: string;
+  /** The issuer's common name, or "". */
   readonly issuerCn: string;
+  /** Start of validity. */
   readonly notBefore: Date;
+  /** End of validity (inclusive). */
   readonly notAfter: Date;
+  /** How the issuer signed it. */
   readonly signatureAlgorithm: SignatureAlgorithm;
+  /** The signature value. */
   readonly signature: Uint8Array;
+  /** The subject public key. */
   readonly publicKey: PublicKey;
+  /** Extensions by OID. */
   readonly extensions: ReadonlyMap<string, CertExtension>;
+  /** basicConstraints: `null` when absent. */
   readonly basicConstraints: { readonly ca: boolean; readonly pathLength: number | null } | null;
+  /** keyUsage bits (bit 0 = digitalSignature … bit 5 = keyCertSign, bit 6 = cRLSign), or `null`. */
   readonly keyUsage: number | null;
 }
 
 /** What {@linkcode readCrl} reads. */
 export interface CrlFields {
+  /** DER bytes of `tbsCertList`, which the signature covers. */
   readonly tbs: Uint8Array;
+  /** Raw DER of the issuer name. */
   readonly issuer: Uint8Array;
+  /** The issuer's common name. */
   readonly issuerCn: string;
+  /** Start of validity. */
   readonly thisUpdate: Date;
+  /** End of validity (inclusive), or `null` when the CRL has none. */
   readonly nextUpdate: Date | null;
+  /** Serial numbers of revoked certificates (hex, no leading zero bytes). */
   readonly revoked: ReadonlySet<string>;
+  /** How it is signed. */
   readonly signatureAlgorithm: SignatureAlgorithm;
+  /** The signature value. */
   readonly signature: Uint8Array;
 }
 
@@ -90,17 +113,12 @@ const HASHES: Record<string, HashName> = {
 
 /** Reads a certificate: `SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue }`. */
 export function readCertificate(der: Uint8Array): CertificateFields {
-  const [tbsNode, algorithm, signature, ...rest] = childrenOf(
+  const { tbs: tbsNode, fields, algorithm, signature, more } = readSigned(
     readRoot(der),
-    TAG.sequence,
     "the certificate",
-  );
-  if (rest.length) throw new DerError("the certificate has extra fields");
-  const fields = childrenOf(
-    expectTag(tbsNode, TAG.sequence, "tbsCertificate"),
-    TAG.sequence,
     "tbsCertificate",
   );
+  if (more.length) throw new DerError("the certificate has extra fields");
   let at = 0;
   const version = fields[at]?.tag === contextTag(0, true)
     ? readSmallInteger(
@@ -150,17 +168,12 @@ export function readCertificate(der: Uint8Array): CertificateFields {
 
 /** Reads a CRL: `SEQUENCE { tbsCertList, signatureAlgorithm, signatureValue }`. */
 export function readCrl(der: Uint8Array): CrlFields {
-  const [tbsNode, algorithm, signature, ...rest] = childrenOf(
+  const { tbs: tbsNode, fields, algorithm, signature, more } = readSigned(
     readRoot(der),
-    TAG.sequence,
     "the CRL",
-  );
-  if (rest.length) throw new DerError("the CRL has extra fields");
-  const fields = childrenOf(
-    expectTag(tbsNode, TAG.sequence, "tbsCertList"),
-    TAG.sequence,
     "tbsCertList",
   );
+  if (more.length) throw new DerError("the CRL has extra fields");
   let at = 0;
   if (fields[at]?.tag === TAG.integer) {
     if (readSmallInteger(fields[at++], "the CRL version") !== 1) {

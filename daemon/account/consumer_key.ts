@@ -21,7 +21,11 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
-import { removeStaleTemporaryFiles, writeFileAtomic } from "../../io/atomic_write.ts";
+import {
+  readOrCreateSecret,
+  readSecretFile,
+  type SecretFileOptions,
+} from "../../io/secret_file.ts";
 import { SettingError } from "../../settings/mod.ts";
 
 /** The name of the generated key file in the data directory. */
@@ -48,12 +52,7 @@ export interface ConsumerKeySource {
 }
 
 /** Options of {@linkcode resolveConsumerKey}. */
-export interface ResolveConsumerKeyOptions {
-  /** Random source for a generated key. @default {crypto.getRandomValues} */
-  randomBytes?: (length: number) => Uint8Array;
-  /** Receives warnings (a key file others can read). @default {console.warn} */
-  log?: (message: string) => void;
-}
+export type ResolveConsumerKeyOptions = SecretFileOptions;
 
 /**
  * Reads the consumer key from its file, or generates `<dataDir>/consumer-key` when no file is
@@ -66,10 +65,10 @@ export async function resolveConsumerKey(
   source: ConsumerKeySource,
   options: ResolveConsumerKeyOptions = {},
 ): Promise<ConsumerKey> {
-  const log = options.log ?? ((message) => console.warn(message));
   if (source.file) {
+    let text: string;
     try {
-      return { ...(await readKeyFile(source.file, log)), source: source.file, generated: false };
+      text = await readSecretFile(source.file, "consumer key file", options.log);
     } catch (error) {
       if (!(error instanceof Deno.errors.NotFound)) throw error;
       throw new SettingError(
@@ -77,37 +76,18 @@ export async function resolveConsumerKey(
         `Cannot read the consumer key: ${source.file} does not exist`,
       );
     }
+    return { ...parseKey(text, source.file), source: source.file, generated: false };
   }
   const path = join(source.dataDir, CONSUMER_KEY_FILE_NAME);
-  await removeStaleTemporaryFiles(path);
-  try {
-    return { ...(await readKeyFile(path, log)), source: path, generated: false };
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  const random = options.randomBytes ?? ((n) => crypto.getRandomValues(new Uint8Array(n)));
-  let secret = random(32);
-  while (!secp256k1.utils.isValidSecretKey(secret)) secret = random(32);
-  const privateKey = `0x${hex(secret)}` as Hex;
-  await writeFileAtomic(path, `${privateKey}\n`, { mode: 0o600 });
-  return { privateKey, address: addressOf(secret), source: path, generated: true };
+  const { text, generated } = await readOrCreateSecret(path, "consumer key file", (random) => {
+    let secret = random(32);
+    while (!secp256k1.utils.isValidSecretKey(secret)) secret = random(32);
+    return `0x${hex(secret)}`;
+  }, options);
+  return { ...parseKey(text, path), source: path, generated };
 }
 
-async function readKeyFile(
-  path: string,
-  log: (message: string) => void,
-): Promise<{ privateKey: Hex; address: Address }> {
-  const text = (await Deno.readTextFile(path)).trim();
-  if (Deno.build.os !== "windows") {
-    const mode = (await Deno.stat(path)).mode ?? 0;
-    if ((mode & 0o077) !== 0) {
-      log(
-        `daemon: the consumer key file ${path} can be read by other users (mode ${
-          (mode & 0o777).toString(8)
-        }); chmod 600 it`,
-      );
-    }
-  }
+function parseKey(text: string, path: string): { privateKey: Hex; address: Address } {
   const bytes = /^0x[0-9a-fA-F]{64}$/.test(text) ? fromHex(text.slice(2)) : null;
   if (!bytes || !secp256k1.utils.isValidSecretKey(bytes)) {
     throw new SettingError(

@@ -132,28 +132,6 @@ export type DaemonErrorCode =
   | "timeout";
 
 /**
- * Codes whose failure lies in the cryptographic checks. Their client-facing message is fixed
- * per code (see `http_error.ts`): the daemon never tells a client which step failed beyond the
- * code; the full error goes to the daemon's log and the verdict log.
- */
-export const CRYPTO_ERROR_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonErrorCode>([
-  "attestation_failed",
-  "attestation_mock",
-  "attestation_stale",
-  "measurement_not_approved",
-  "key_not_vouched",
-  "tier_mismatch",
-  "attestation_binding_failed",
-  "gpu_not_attested",
-  "gpu_attestation_failed",
-  "gpu_measurement_not_approved",
-  "model_not_attested",
-  "decryption_failed",
-  "stream_truncated",
-  "receipt_invalid",
-]);
-
-/**
  * The refusals of trust: the provider could not be verified, so nothing was sent. They are
  * 403s, because a retry cannot fix them (an SDK does not retry a 403, so the user sees the
  * reason at once).
@@ -170,6 +148,19 @@ export const TRUST_REFUSAL_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonE
   "gpu_attestation_failed",
   "gpu_measurement_not_approved",
   "model_not_attested",
+]);
+
+/**
+ * Codes whose failure lies in the cryptographic checks: the refusals of trust, and the sealed
+ * exchange's own failures. Their client-facing message is fixed per code (see
+ * `http_error.ts`): the daemon never tells a client which step failed beyond the code; the full
+ * error goes to the daemon's log and the verdict log.
+ */
+export const CRYPTO_ERROR_CODES: ReadonlySet<DaemonErrorCode> = new Set<DaemonErrorCode>([
+  ...TRUST_REFUSAL_CODES,
+  "decryption_failed",
+  "stream_truncated",
+  "receipt_invalid",
 ]);
 
 /** Options of {@linkcode DaemonError}. */

@@ -44,7 +44,11 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import type { MiddlewareHandler } from "hono";
 import { join } from "node:path";
-import { removeStaleTemporaryFiles, writeFileAtomic } from "../../io/atomic_write.ts";
+import {
+  readOrCreateSecret,
+  readSecretFile,
+  type SecretFileOptions,
+} from "../../io/secret_file.ts";
 import { SettingError } from "../../settings/mod.ts";
 import { DaemonError, setPayer } from "../core/mod.ts";
 
@@ -110,12 +114,7 @@ export interface ApiKey {
 }
 
 /** Options of {@linkcode resolveApiKey}. */
-export interface ResolveApiKeyOptions {
-  /** Random source for a generated key. @default {crypto.getRandomValues} */
-  randomBytes?: (length: number) => Uint8Array;
-  /** Receives warnings (a key file others can read). @default {console.warn} */
-  log?: (message: string) => void;
-}
+export type ResolveApiKeyOptions = SecretFileOptions;
 
 /**
  * Returns the key clients must present, or `null` when none is required: `NET_DAEMON_API_KEY`,
@@ -138,40 +137,18 @@ export async function resolveApiKey(
       generated: false,
     };
   }
-  const log = options.log ?? ((message) => console.warn(message));
   if (auth.apiKeyFile) {
-    return {
-      key: await readKeyFile(auth.apiKeyFile, log),
-      source: auth.apiKeyFile,
-      generated: false,
-    };
+    const text = await readSecretFile(auth.apiKeyFile, "API key file", options.log);
+    return { key: checkApiKey(text, auth.apiKeyFile), source: auth.apiKeyFile, generated: false };
   }
   const path = join(dataDir, API_KEY_FILE_NAME);
-  await removeStaleTemporaryFiles(path);
-  try {
-    return { key: await readKeyFile(path, log), source: path, generated: false };
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  const random = options.randomBytes ?? ((n) => crypto.getRandomValues(new Uint8Array(n)));
-  const key = `net_${base64url(random(32))}`;
-  await writeFileAtomic(path, `${key}\n`, { mode: 0o600 });
-  return { key, source: path, generated: true };
-}
-
-async function readKeyFile(path: string, log: (message: string) => void): Promise<string> {
-  const text = await Deno.readTextFile(path);
-  if (Deno.build.os !== "windows") {
-    const mode = (await Deno.stat(path)).mode ?? 0;
-    if ((mode & 0o077) !== 0) {
-      log(
-        `daemon: the API key file ${path} can be read by other users (mode ${
-          (mode & 0o777).toString(8)
-        }); chmod 600 it`,
-      );
-    }
-  }
-  return checkApiKey(text.trim(), path);
+  const { text, generated } = await readOrCreateSecret(
+    path,
+    "API key file",
+    (random) => `net_${base64url(random(32))}`,
+    options,
+  );
+  return { key: checkApiKey(text, path), source: path, generated };
 }
 
 function base64url(bytes: Uint8Array): string {

@@ -14,6 +14,7 @@ import {
   type Daemon,
 } from "../../daemon/service/daemon.ts";
 import { serveDaemon } from "../../daemon/service/serve.ts";
+import type { Devnet } from "../../devnet/network.ts";
 import type { Attester } from "../../devnet/provider.ts";
 import { createTestIntelPki, type TestIntelPki } from "../crypto/tee/_synthetic.ts";
 import { buildTdxBundle } from "../crypto/tee/_synthetic_bundle.ts";
@@ -63,6 +64,17 @@ export interface StartDaemonOptions extends Omit<CreateDaemonOptions, "port"> {
   maxQueue?: number;
   /** `--queue-timeout-secs`. @default {120} */
   queueTimeoutSecs?: number;
+}
+
+/** The chain a devnet runs, as {@linkcode StartDaemonOptions.evm} (trust from its Registry). */
+export function devnetEvm(
+  devnet: Pick<Devnet, "rpcUrl" | "contracts">,
+): NonNullable<StartDaemonOptions["evm"]> {
+  return {
+    rpcUrl: devnet.rpcUrl,
+    registry: devnet.contracts.registry,
+    staking: devnet.contracts.staking,
+  };
 }
 
 /** Serves a real daemon on a free loopback port. */

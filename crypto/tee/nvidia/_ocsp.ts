@@ -17,6 +17,7 @@ import {
   expectTag,
   readOid,
   readRoot,
+  readSigned,
   readTime,
   readWholeBitString,
   TAG,
@@ -118,17 +119,13 @@ function parseUncached(der: Uint8Array, label: string): OcspResponse {
     throw new DerError("it is not a basic OCSP response");
   }
   const basic = readRoot(content(expectTag(octets, TAG.octetString, "the basic response")));
-  const [tbs, algorithm, signature, certList, ...extra] = childrenOf(
+  const { tbs, fields, algorithm, signature, more: after } = readSigned(
     basic,
-    TAG.sequence,
     "the basic response",
-  );
-  if (extra.length) throw new DerError("the basic response has extra fields");
-  const fields = childrenOf(
-    expectTag(tbs, TAG.sequence, "the response data"),
-    TAG.sequence,
     "the response data",
   );
+  const [certList, ...extra] = after;
+  if (extra.length) throw new DerError("the basic response has extra fields");
   let at = 0;
   if (fields[at]?.tag === contextTag(0, true)) at++; // version: v1 is the only one
   const responder = fields[at++];

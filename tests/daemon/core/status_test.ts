@@ -19,7 +19,13 @@ import { createGatewayHandler, type DirectoryEntry } from "../../../devnet/gatew
 import { startDevnet } from "../../../devnet/network.ts";
 import { DevnetProvider } from "../../../devnet/provider.ts";
 import { serve, type TestServer } from "../../_http.ts";
-import { maliciousGateway, measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
+import {
+  devnetEvm,
+  maliciousGateway,
+  measurementsFile,
+  startDaemon,
+  syntheticTee,
+} from "../_e2e.ts";
 import { chat, complete } from "../_load.ts";
 
 /** Two providers behind a gateway whose directory the test edits; both can be shut down. */
@@ -186,11 +192,7 @@ Deno.test("every refusal of trust is a 403 with its code and fixed message, in b
     teeProviders: 1,
     attester: () => tee.attester,
   });
-  const evm = {
-    rpcUrl: devnet.rpcUrl,
-    registry: devnet.contracts.registry,
-    staking: devnet.contracts.staking,
-  };
+  const evm = devnetEvm(devnet);
   const real = devnet.gateways[0];
   for (const c of refusalCases()) {
     await t.step(c.code, async () => {

@@ -13,7 +13,7 @@ import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { parseEther } from "viem";
 import { startDevnet } from "../../../devnet/network.ts";
-import { startDaemon } from "../_e2e.ts";
+import { devnetEvm, startDaemon } from "../_e2e.ts";
 import { okJson } from "../../_http.ts";
 
 const MODEL = "net/verified/devnet/echo";
@@ -26,11 +26,7 @@ Deno.test("routing preferences decide who serves, on every surface, through the 
   });
   await using daemon = await startDaemon({
     gateway: devnet.gateways[0],
-    evm: {
-      rpcUrl: devnet.rpcUrl,
-      registry: devnet.contracts.registry,
-      staking: devnet.contracts.staking,
-    },
+    evm: devnetEvm(devnet),
   });
   const [first, second] = devnet.providers.filter((p) => p.tier === "verified").map((p) =>
     p.address.toLowerCase()

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 import { startDevnet } from "../../../devnet/network.ts";
-import { startDaemon } from "../_e2e.ts";
+import { devnetEvm, startDaemon } from "../_e2e.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const MAIN = fileURLToPath(new URL("../../../daemon/main.ts", import.meta.url));
@@ -201,11 +201,7 @@ Deno.test("on loopback no key is needed: openai and ollama get 200 unchanged", a
   });
   await using daemon = await startDaemon({
     gateway: devnet.gateways[0],
-    evm: {
-      rpcUrl: devnet.rpcUrl,
-      registry: devnet.contracts.registry,
-      staking: devnet.contracts.staking,
-    },
+    evm: devnetEvm(devnet),
   });
   const messages = [{ role: "user" as const, content: "hello from this host" }];
   const openai = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused", maxRetries: 0 });

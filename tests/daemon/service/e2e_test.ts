@@ -23,6 +23,7 @@ import { createSigner, devAccounts, sendAndConfirm } from "../../../devnet/signe
 import { okJson, serve } from "../../_http.ts";
 import { containsBytes, tcpProxy } from "../../_tcp_proxy.ts";
 import {
+  devnetEvm,
   editStream,
   maliciousGateway,
   measurementsFile,
@@ -309,11 +310,7 @@ Deno.test("TEE tier: the approved set comes from the Registry, and an explicit f
     teeProviders: 1,
     attester: () => tee.attester,
   });
-  const evm = {
-    rpcUrl: devnet.rpcUrl,
-    registry: devnet.contracts.registry,
-    staking: devnet.contracts.staking,
-  };
+  const evm = devnetEvm(devnet);
   const ask = (url: string) =>
     openai(url).chat.completions.create({
       model: "net/tee/devnet/echo",
@@ -463,11 +460,7 @@ Deno.test("with the chain configured, a gateway forging the ad and its key is re
     verifiedProviders: 1,
     teeProviders: 0,
   });
-  const evm = {
-    rpcUrl: devnet.rpcUrl,
-    registry: devnet.contracts.registry,
-    staking: devnet.contracts.staking,
-  };
+  const evm = devnetEvm(devnet);
 
   // Honest path: the verdict says the trust root was checked on chain.
   await using honest = await startDaemon({ bootstrap: devnet.gateways, evm });

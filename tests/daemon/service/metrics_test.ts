@@ -14,7 +14,7 @@ import { startDevnet } from "../../../devnet/network.ts";
 import { VERSION } from "../../../version.ts";
 import { type Family, parsePrometheusText, sampleValue } from "../../_prometheus.ts";
 import { assertRoutesDocumented } from "../../_routes.ts";
-import { startDaemon } from "../_e2e.ts";
+import { devnetEvm, startDaemon } from "../_e2e.ts";
 import { chat, complete, eventually, startStream, words } from "../_load.ts";
 
 type Families = Map<string, Family>;
@@ -181,11 +181,7 @@ Deno.test("against a real devnet: the counters move with real traffic in both di
   });
   await using daemon = await startDaemon({
     gateway: devnet.gateways[0],
-    evm: {
-      rpcUrl: devnet.rpcUrl,
-      registry: devnet.contracts.registry,
-      staking: devnet.contracts.staking,
-    },
+    evm: devnetEvm(devnet),
   });
   const get = (path: string) => fetch(`${daemon.url}${path}`);
   const start = await scrape(get);

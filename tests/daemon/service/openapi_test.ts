@@ -16,7 +16,7 @@ import { VERSION } from "../../../version.ts";
 import { closedPort, okJson } from "../../_http.ts";
 import { answer, OpenApiChecker } from "../../_openapi.ts";
 import { assertRoutesDocumented } from "../../_routes.ts";
-import { measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
+import { devnetEvm, measurementsFile, startDaemon, syntheticTee } from "../_e2e.ts";
 
 const MODEL = "net/verified/devnet/echo";
 const OPTIONS: DaemonHandlerOptions = {
@@ -66,11 +66,7 @@ Deno.test("real answers of the daemon validate against its OpenAPI document", as
   await using devnet = await startDevnet({ tokenDelayMs: 0, gateways: 1 });
   await using daemon = await startDaemon({
     gateway: devnet.gateways[0],
-    evm: {
-      rpcUrl: devnet.rpcUrl,
-      registry: devnet.contracts.registry,
-      staking: devnet.contracts.staking,
-    },
+    evm: devnetEvm(devnet),
   });
   const served = await okJson(fetch(`${daemon.url}/openapi.json`));
   assert.deepEqual(

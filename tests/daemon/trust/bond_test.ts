@@ -19,7 +19,7 @@ import OpenAI from "openai";
 import { stakingAbi } from "../../../chain/abi.ts";
 import { startDevnet } from "../../../devnet/network.ts";
 import { createSigner, devAccounts, sendAndConfirm } from "../../../devnet/signer.ts";
-import { startDaemon } from "../_e2e.ts";
+import { devnetEvm, startDaemon } from "../_e2e.ts";
 
 Deno.test("a daemon reading the chain does not seal to a provider that is not bonded", async () => {
   await using devnet = await startDevnet({
@@ -38,11 +38,7 @@ Deno.test("a daemon reading the chain does not seal to a provider that is not bo
   });
   await using daemon = await startDaemon({
     bootstrap: devnet.gateways,
-    evm: {
-      rpcUrl: devnet.rpcUrl,
-      registry: devnet.contracts.registry,
-      staking: devnet.contracts.staking,
-    },
+    evm: devnetEvm(devnet),
   });
   const client = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: "unused", maxRetries: 0 });
   const outcome = await client.chat.completions.create({
