@@ -12,7 +12,7 @@ import { BaseError } from "viem";
 import { NetError } from "../errors.ts";
 import type { LogSink } from "../io/log.ts";
 import { SnapshotError } from "./errors.ts";
-import type { HistoryFailure } from "./_history_state.ts";
+import type { HistoryFailure } from "./history_state.ts";
 import { rpcCode } from "./_rpc_codes.ts";
 import { StoreError } from "./store/mod.ts";
 

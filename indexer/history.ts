@@ -31,7 +31,7 @@ import type { Address } from "viem";
 import { compactHeap } from "../io/heap.ts";
 import type { LogSink } from "../io/log.ts";
 import { classifyFailure } from "./_history_failure.ts";
-import { type HistoryState, initialHistoryState } from "./_history_state.ts";
+import { type HistoryState, initialHistoryState } from "./history_state.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
 import { scanPass, startEarlyScan } from "./_history_scan.ts";
 import type { ScanPipeline } from "./_history_pipeline.ts";
@@ -446,4 +446,4 @@ export {
   type HistoryRescan,
   type HistoryState,
   initialHistoryState,
-} from "./_history_state.ts";
+} from "./history_state.ts";

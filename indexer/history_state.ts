@@ -1,6 +1,6 @@
 /**
- * The settlement history's state as `/health` and the views read it (private to `indexer/`;
- * `history.ts` exports it): replaced as a whole whenever something changes.
+ * The settlement history's state as `/health` and the views read it (`history.ts` keeps it and
+ * exports these types): replaced as a whole whenever something changes.
  *
  * @module
  */
