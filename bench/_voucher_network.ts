@@ -8,7 +8,7 @@
  *
  * `deno run -A bench/_voucher_network.ts <rpc URL> <chain id> <escrow>` prints one JSON line,
  * `{"free": Side, "paid": Side}` (each side its gateway's URL and what the Registry records of
- * its provider), then serves until stdin closes.
+ * its provider), then serves until stdin closes or a `SIGTERM`.
  *
  * @module
  */
@@ -136,6 +136,10 @@ if (import.meta.main) {
     escrow: escrow as Address,
   });
   console.log(JSON.stringify({ free: network.free, paid: network.paid }));
+  // Exit on SIGTERM too (a clean exit: `--cpu-prof` writes its profile).
+  Deno.addSignalListener("SIGTERM", () => {
+    network.close().finally(() => Deno.exit(0));
+  });
   // Serve until the bench closes our stdin.
   for await (const _ of Deno.stdin.readable) { /* nothing is sent */ }
   await network.close();

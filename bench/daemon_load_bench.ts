@@ -34,7 +34,8 @@
  * `none` skips the table), `NET_BENCH_LOAD_REQUESTS` (chats per cell with no token delay,
  * default 100), `NET_BENCH_SATURATED_CONCURRENCY` (default `120,240`; `none` skips the saturated
  * case), `NET_BENCH_SOAK_SECONDS` (0 skips the soak), `NET_BENCH_CPU_PROF` (a folder: the daemon
- * and the plaintext relay write their V8 CPU profiles there when they stop).
+ * and the plaintext relay write their V8 CPU profiles there when they stop),
+ * `NET_BENCH_V8_FLAGS` (V8 flags for both the daemon and the plaintext relay).
  *
  * Run: `deno task bench` (or `deno run -A bench/daemon_load_bench.ts`).
  *
@@ -67,10 +68,17 @@ const SOAK_SECONDS = Number(Deno.env.get("NET_BENCH_SOAK_SECONDS") ?? 60);
  * there when they stop (`deno run --cpu-prof`), named after the process.
  */
 const CPU_PROF_DIR = Deno.env.get("NET_BENCH_CPU_PROF");
-const profile = (name: string): string[] =>
-  CPU_PROF_DIR
+/**
+ * `NET_BENCH_V8_FLAGS=<flags>` (e.g. `--max-semi-space-size=64`): V8 flags given to both the
+ * daemon and the plaintext relay (`deno run --v8-flags=…`), so both run under the same runtime.
+ */
+const V8_FLAGS = Deno.env.get("NET_BENCH_V8_FLAGS");
+const profile = (name: string): string[] => [
+  ...(V8_FLAGS ? [`--v8-flags=${V8_FLAGS}`] : []),
+  ...(CPU_PROF_DIR
     ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`]
-    : [];
+    : []),
+];
 const REQUESTS = Number(Deno.env.get("NET_BENCH_LOAD_REQUESTS") ?? 100);
 const PROVIDERS = 10;
 const SLOTS = 4;

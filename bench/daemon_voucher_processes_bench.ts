@@ -15,6 +15,9 @@
  *
  * `daemon_voucher_bench.ts` measures the same with everything in one thread (the worst case).
  *
+ * `NET_BENCH_CPU_PROF=<dir>`: the two daemons and the network each write a V8 CPU profile there
+ * when they stop (`deno run --cpu-prof`), named `daemon-without`, `daemon-with` and `network`.
+ *
  * Run: `deno task bench` (or `deno run -A bench/daemon_voucher_processes_bench.ts`).
  *
  * @module
@@ -39,6 +42,11 @@ const WARMUP = 100;
  */
 const SIZES = [10, 200];
 const ETHER = 10n ** 18n;
+const CPU_PROF_DIR = Deno.env.get("NET_BENCH_CPU_PROF");
+const profile = (name: string): string[] =>
+  CPU_PROF_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`]
+    : [];
 
 const anvil = await startAnvil();
 const children: Child[] = [];
@@ -57,7 +65,13 @@ async function chainAndNetwork(consumer: `0x${string}`) {
     value: 1_000n * ETHER,
   });
   const network = await spawn(
-    ["bench/_voucher_network.ts", anvil.rpcUrl, String(chainId), contracts.escrow],
+    [
+      ...profile("network"),
+      "bench/_voucher_network.ts",
+      anvil.rpcUrl,
+      String(chainId),
+      contracts.escrow,
+    ],
     /^\{"free"/,
   );
   children.push(network);
@@ -86,11 +100,17 @@ async function chainAndNetwork(consumer: `0x${string}`) {
 }
 
 /** `daemon/main.ts` pinned to `gateway`, with `flags` and `env`; its URL and process id. */
-async function daemon(gateway: string, flags: string[], env?: Record<string, string>) {
+async function daemon(
+  name: string,
+  gateway: string,
+  flags: string[],
+  env?: Record<string, string>,
+) {
   const dataDir = await Deno.makeTempDir({ prefix: "net-voucher-processes-" });
   dirs.push(dataDir);
   const child = await spawn(
     [
+      ...profile(name),
       "daemon/main.ts",
       "--bind=127.0.0.1:0",
       `--gateway=${gateway}`,
@@ -113,8 +133,8 @@ try {
   dirs.push(keyDir);
   const keyFile = join(keyDir, "consumer-key");
   await Deno.writeTextFile(keyFile, `${consumerKey}\n`, { mode: 0o600 });
-  const free = await daemon(sides.free.gateway, ["--insecure-gateway-keys"]);
-  const paid = await daemon(sides.paid.gateway, [`--consumer-key-file=${keyFile}`], {
+  const free = await daemon("daemon-without", sides.free.gateway, ["--insecure-gateway-keys"]);
+  const paid = await daemon("daemon-with", sides.paid.gateway, [`--consumer-key-file=${keyFile}`], {
     NET_EVM_RPC_URL: anvil.rpcUrl,
     NET_EVM_REGISTRY: contracts.registry,
     NET_EVM_STAKING: contracts.staking,

@@ -185,7 +185,9 @@ export {
   voucherDomainSeparator,
   type VoucherJson,
   VoucherSigner,
+  type VoucherSignerOptions,
   voucherToJson,
   VoucherVerifier,
   type VoucherVerifierOptions,
 } from "./voucher.ts";
+export { PreparedNonces, type PreparedNoncesOptions } from "./voucher_nonces.ts";

@@ -319,10 +319,15 @@ class ContentDecoder {
         if (next === PIECE || next === false) continue;
         if (next === true) return DONE;
         if (next === READ) {
+          // One promise per read of the input: what it brings is taken, then read on.
           return this.#input.readRaw().then((step) => {
-            this.#received(step);
+            try {
+              this.#received(step);
+            } catch (error) {
+              return this.#fail(error);
+            }
             return this.#read();
-          }).catch((error) => this.#fail(error));
+          }, (error) => this.#fail(error));
         }
         if (next === CLOSE) return this.#close([]);
         return next.then((trailers) => this.#close(trailers)).catch((error) => this.#fail(error));
@@ -357,10 +362,42 @@ class ContentDecoder {
     throw error;
   }
 
-  /** Takes what one read of the input brought into the queue (or notes its end). */
+  /**
+   * Takes what one read of the input brought (or notes its end): between content chunks with
+   * nothing queued, the whole chunks at its start are taken where they lie
+   * ({@linkcode ContentDecoder.#takeInPlace}); the rest is queued for the step by step way.
+   */
   #received(step: ReadableStreamReadResult<Uint8Array>): void {
     this.#input.accept(step);
-    this.#queue.push(this.#input.takePending());
+    const bytes = this.#input.takePending();
+    const at = this.#queue.length === 0 && this.#pieces.length === 0 ? this.#takeInPlace(bytes) : 0;
+    if (at < bytes.length) this.#queue.push(at === 0 ? bytes : bytes.subarray(at));
+  }
+
+  /**
+   * Takes the content chunks at the start of `bytes` (indeterminate-length framing, lengths of
+   * one or two bytes) as views of it, without the queue: a streamed reply brings one chunk a
+   * read. Stops at anything else (a longer length, the content terminator, a length cut by the
+   * read), which the steps then read from the queue; a chunk cut by the read leaves its rest to
+   * them. Returns the offset it stopped at.
+   */
+  #takeInPlace(bytes: Uint8Array): number {
+    let at = 0;
+    while (this.#state === "chunk-length" && at < bytes.length) {
+      const first = bytes[at];
+      const size = varintLength(first);
+      if (size > 2 || at + size > bytes.length) break;
+      const length = size === 1 ? first : ((first & 0x3f) << 8) | bytes[at + 1];
+      if (length === 0) break; // the content terminator: the trailers follow
+      at += size;
+      this.#chunkCount++;
+      const end = Math.min(bytes.length, at + length);
+      if (end > at) this.#pieces.push(bytes.subarray(at, end));
+      this.#left = length - (end - at);
+      if (this.#left > 0) this.#state = "content";
+      at = end;
+    }
+    return at;
   }
 
   /**

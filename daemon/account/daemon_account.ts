@@ -32,6 +32,9 @@ import { DaemonPayments, type SpendCaps } from "./payments.ts";
 import { formatSpendCap, periodOf } from "./spend_cap.ts";
 import { join } from "node:path";
 
+/** Nonces the signer keeps prepared (`chain/voucher_nonces.ts`): more than c=1 ever needs. */
+const PREPARED_NONCES = 8;
+
 /** Options of {@linkcode DaemonAccount}. */
 export interface DaemonAccountOptions {
   /** The data directory (`consumer-key`, `ledger/`). */
@@ -204,10 +207,14 @@ export class DaemonAccount implements AttemptPayments {
     this.#chainId ??= options.chainId ?? (await options.getClient()).chain.id;
     const domain: VoucherDomain = { chainId: this.#chainId, escrow: options.escrow };
     const ledger = await Ledger.open(join(options.dataDir, "ledger"), { clock: this.#clock, log });
+    const caps = await options.caps();
+    // Nonces prepared while the daemon waits: a voucher is signed in microseconds on the path.
+    const signer = new VoucherSigner(key.privateKey, domain, { preparedNonces: PREPARED_NONCES });
+    signer.nonces?.refillLater();
     const payments = new DaemonPayments({
-      signer: new VoucherSigner(key.privateKey, domain),
+      signer,
       ledger,
-      caps: await options.caps(),
+      caps,
       clock: this.#clock,
       lookup: options.lookup,
       log,

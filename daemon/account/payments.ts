@@ -218,8 +218,9 @@ export class DaemonPayments implements AttemptPayments {
     return this.#lookups.size;
   }
 
-  /** Stops the lookups. */
+  /** Stops the lookups and the signer's preparation of nonces. */
   close(): void {
+    this.#options.signer.close();
     this.#abort.abort();
     for (const timer of this.#lookups.values()) clearTimeout(timer);
     this.#lookups.clear();

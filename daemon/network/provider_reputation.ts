@@ -101,8 +101,17 @@ export class ProviderReputation {
 
   /** The provider's score in (0, 1): ½ when unknown, towards 1 when it keeps serving. */
   score(provider: string): number {
-    const { successes, failures } = this.#decayed(provider);
-    return (successes + 1) / (successes + failures + 2);
+    // Called for every comparison of a pick: nothing is allocated for it.
+    const counts = this.#counts.get(provider);
+    if (!counts) return 0.5;
+    const factor = this.#factor(counts);
+    const successes = counts.successes * factor;
+    return (successes + 1) / (successes + counts.failures * factor + 2);
+  }
+
+  /** How much of `counts` is left now (it halves every half-life). */
+  #factor(counts: Counts): number {
+    return 0.5 ** (Math.max(0, this.#clock().getTime() - counts.at) / this.#halfLifeMs);
   }
 
   #decayed(provider: string): Counts {

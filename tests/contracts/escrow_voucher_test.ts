@@ -2,7 +2,7 @@
  * The Escrow's voucher path on a real anvil: a provider is paid only what a consumer signed,
  * each part once; forged, replayed, stale, over-the-signature, other-key and other-provider
  * vouchers revert; the off-chain verifier (`chain/voucher.ts`) accepts exactly what the chain
- * accepts.
+ * accepts; vouchers signed with prepared nonces (`chain/voucher_nonces.ts`) settle.
  */
 
 import assert from "node:assert/strict";
@@ -297,4 +297,24 @@ Deno.test("Escrow vouchers: paid what was signed, once; every forgery refused on
       assert.deepEqual(after.slice(0, 3), [deposit - 2_000n, deposit - 2_000n, 0n]);
     },
   );
+
+  await t.step("vouchers signed with prepared nonces settle as RFC 6979 ones do", async () => {
+    const pooled = new VoucherSigner(CONSUMER_KEY, domain, { preparedNonces: 4 });
+    try {
+      pooled.nonces!.prepare();
+      let settled = await read<bigint>("settledOf", [consumer.address, a]);
+      for (const seq of [10n, 11n, 12n]) {
+        const voucher = pooled.sign({ provider: a, cumulative: settled + 10n, seq });
+        // A fresh random nonce: not the deterministic signature of the same voucher.
+        assert.notEqual(voucher.signature, consumer.sign(voucher).signature);
+        verifier.verify(voucher);
+        await redeem(providerA, [redemption(voucher, settled + 10n)]);
+        settled += 10n;
+        assert.equal(await read("settledOf", [consumer.address, a]), settled);
+      }
+      assert.equal(pooled.nonces!.counts.used, 3);
+    } finally {
+      pooled.close();
+    }
+  });
 });

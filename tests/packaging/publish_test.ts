@@ -26,7 +26,7 @@ const ENTRIES: Record<string, { file: string; symbols?: number }> = {
   "./endorsement": { file: "./crypto/endorsement.ts", symbols: 14 },
   "./receipt": { file: "./crypto/receipt.ts", symbols: 15 },
   "./tee": { file: "./crypto/tee/mod.ts", symbols: 83 },
-  "./chain": { file: "./chain/mod.ts", symbols: 106 },
+  "./chain": { file: "./chain/mod.ts", symbols: 109 },
   "./indexer": { file: "./indexer/mod.ts" },
   "./daemon": { file: "./daemon/mod.ts" },
 };

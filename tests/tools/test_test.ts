@@ -15,6 +15,7 @@ import {
   SLOW_FIRST,
 } from "../../tools/test.ts";
 import { CHROMIUM_ENV } from "../_browser.ts";
+import { CLAUDE_CODE_BIN_ENV } from "../_claude_code.ts";
 import { POSTGRES_BIN_ENV } from "../_postgres.ts";
 
 const RUNNER = fileURLToPath(new URL("../../tools/test.ts", import.meta.url));
@@ -151,5 +152,6 @@ Deno.test("docs/testing.md: its table of variables is the runner's and the fixtu
     [JOBS_ENV, String(DEFAULT_JOBS)],
     [POSTGRES_BIN_ENV, ""],
     [CHROMIUM_ENV, ""],
+    [CLAUDE_CODE_BIN_ENV, ""],
   ]);
 });

@@ -4,7 +4,8 @@
  * a tool round trip, `stop_sequences`, the API key as `x-api-key`), and Claude Code itself
  * (`claude -p`, headless, `ANTHROPIC_BASE_URL` at the daemon) when `NET_CLAUDE_CODE_BIN` names
  * its binary: `npm install @anthropic-ai/claude-code` brings a 370 MB native binary, more than
- * the test dependencies should carry, so it is not installed by the project (it runs offline:
+ * the test dependencies should carry, so `deno task test` skips it without one, and the gate
+ * (`.ci/run`, `CI=true`) installs it and fails when it is missing (it runs offline:
  * `docs/daemon.md`, "Claude Code", says how to run this test).
  */
 
@@ -12,6 +13,7 @@ import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { startDevnet } from "../../../devnet/network.ts";
+import { claudeCodeBin, SKIP_CLAUDE_CODE } from "../../_claude_code.ts";
 import { startDaemon } from "../_e2e.ts";
 
 const MODEL = "net/verified/devnet/echo";
@@ -158,17 +160,16 @@ Deno.test("openai SDK through the sealed path: stream() and runTools({ stream: t
   assert.deepEqual(seen, [{ city: "Lisbon" }]);
 });
 
-const CLAUDE = Deno.env.get("NET_CLAUDE_CODE_BIN");
-
 Deno.test({
   name: "Claude Code (claude -p) is answered through the daemon, sealed, with the daemon's key",
-  ignore: !CLAUDE,
+  ignore: SKIP_CLAUDE_CODE,
   async fn() {
+    const claude = claudeCodeBin();
     await using devnet = await startDevnet({ tokenDelayMs: 0 });
     await using daemon = await startDaemon({ bootstrap: devnet.gateways, apiKey: KEY });
     const home = await Deno.makeTempDir({ prefix: "net-claude-home-" });
     try {
-      const output = await new Deno.Command(CLAUDE!, {
+      const output = await new Deno.Command(claude, {
         args: [
           "-p",
           "hello from Claude Code",
