@@ -290,6 +290,12 @@ export interface LogReaderStats extends SettlementScanStats {
   lastRefusal: LogsRefusal | null;
 }
 
+/** A chunk's request in flight: its last block and its answer (`undefined` when it was split). */
+interface Request {
+  to: bigint;
+  answer: Promise<{ logs: RawLog[]; toHash?: Hex } | undefined>;
+}
+
 /** Longest wait before the next request after a rate limit or an unreachable endpoint, ms. */
 const MAX_BACKOFF_MS = 5_000;
 
@@ -376,10 +382,13 @@ export class SettlementLogReader {
    */
   async *ranges(from: bigint, end: bigint): AsyncGenerator<SettledRange, void, void> {
     let streak = 0;
+    // The next range's request, sent while this one is decoded and its steps are used.
+    let next: Request | undefined;
     while (from <= end) {
       this.#signal?.throwIfAborted();
-      const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
-      const answer = await this.#getLogs(from, to);
+      const { to, answer: asked } = next ?? this.#ask(from, end);
+      next = undefined;
+      const answer = await asked;
       if (answer === undefined) {
         streak = 0;
         continue;
@@ -392,25 +401,43 @@ export class SettlementLogReader {
             "expected an array of logs",
         );
       }
-      const events = decodeSettlementLogs(logs, this.#escrow, from, to);
-      this.stats.logs += events.length;
-      // The next chunk is sized before the steps are yielded (a caller stores it with them).
+      // The next chunk is sized from this answer's settlements (every log that is not a
+      // voucher's redemption; decoding checks each), before the steps are yielded (a caller
+      // stores it with them), and asked for at once.
+      let settled = 0;
+      for (const log of logs) {
+        if (String(log?.topics?.[0]).toLowerCase() !== VOUCHER_REDEEMED_TOPIC) settled++;
+      }
       const span = Number(to - from + 1n);
       if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
-      if (events.length > this.#maxSettlements) {
+      if (settled > this.#maxSettlements) {
         // Too dense: the next request is sized to hold about the budget.
-        this.chunk = Math.max(1, Math.floor(span * this.#maxSettlements / events.length));
+        this.chunk = Math.max(1, Math.floor(span * this.#maxSettlements / settled));
         streak = 0;
-      } else if (++streak >= GROW_AFTER && events.length * 2 <= this.#maxSettlements) {
+      } else if (++streak >= GROW_AFTER && settled * 2 <= this.#maxSettlements) {
         const ceiling = Math.min(this.#maxChunk, this.#limit, this.#tooMuch - 1);
         if (this.chunk < ceiling) {
           this.chunk = Math.min(this.chunk * 2, ceiling);
           streak = 0;
         }
       }
+      if (to < end) next = this.#ask(to + 1n, end);
+      const events = decodeSettlementLogs(logs, this.#escrow, from, to);
+      this.stats.logs += events.length;
       yield* stepsOf({ from, to, events, toHash }, this.#maxSettlements);
       from = to + 1n;
     }
+  }
+
+  /**
+   * Sends the request of the chunk from `from` (at most to `end`); its answer is awaited later
+   * (a failure meanwhile is not an unhandled rejection).
+   */
+  #ask(from: bigint, end: bigint): Request {
+    const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
+    const answer = this.#getLogs(from, to);
+    answer.catch(() => {});
+    return { to, answer };
   }
 
   /** One chunk's logs (and its last block's hash), or `undefined` when it was split. */

@@ -1,17 +1,21 @@
 /**
  * One pass of the history writer: check the stored hashes against the chain (undoing a fork
  * inside the unconfirmed window, starting over after a deeper one), then read the Escrow's
- * `Settled` logs from the store's next block to the chain head and commit each chunk with its
- * block hashes, as it is read.
+ * `Settled` logs from the store's next block to the chain head and commit them with their
+ * block hashes as they are read (`_history_pipeline.ts`: the next range is read while the last
+ * is committed). A first pass on a new store may have begun reading before the store was open
+ * ({@linkcode startEarlyScan}).
  *
  * @module
  */
 
 import type { ChainClient } from "../chain/client.ts";
-import { type SettledRange, SettlementLogReader } from "../chain/settlements.ts";
-import type { Address, Hex } from "viem";
+import type { SettlementLogReader } from "../chain/settlements.ts";
+import type { Address } from "viem";
 import type { BlockHash, HistoryStore, ReconcileResult, StoreCursor } from "./store/mod.ts";
-import { SnapshotError } from "./errors.ts";
+import { canonicalHashes, ScanPipeline } from "./_history_pipeline.ts";
+
+export { canonicalHashes } from "./_history_pipeline.ts";
 
 /** What a pass reports as it goes. */
 export interface ScanProgress {
@@ -38,6 +42,20 @@ export interface ScanPassOptions {
    * @default {DEFAULT_MAX_SETTLEMENTS}
    */
   maxSettlements?: number;
+  /**
+   * The most steps one commit merges (their settlements summed per provider, epoch, consumer
+   * and window block); 1 commits each step alone. Either way the next step is read while the
+   * last one is committed.
+   *
+   * @default {1}
+   */
+  commitSteps?: number;
+  /**
+   * A scan begun before the store was open ({@linkcode startEarlyScan}): the pass scans to its
+   * head, and adopts what it read when the store turns out to start at its first block with
+   * nothing scanned (else it is cancelled, and the pass reads from the store's next block).
+   */
+  early?: ScanPipeline;
   /** Aborts the pass between requests. */
   signal: AbortSignal;
   /** Progress callbacks. */
@@ -61,22 +79,6 @@ export interface ScanPassResult {
   caughtUp?: BlockHash;
 }
 
-/** The chain's hashes of `blocks`, `null` for a block it does not have; one JSON-RPC batch. */
-export async function canonicalHashes(
-  client: ChainClient,
-  blocks: readonly bigint[],
-): Promise<(Hex | null)[]> {
-  return await Promise.all(blocks.map(async (number) => {
-    try {
-      const block = await client.getBlock({ blockNumber: number });
-      return block.hash ? block.hash.toLowerCase() as Hex : null;
-    } catch (error) {
-      if ((error as { name?: string }).name === "BlockNotFoundError") return null;
-      throw error;
-    }
-  }));
-}
-
 /** Why a deep reorg forces a rescan, in words. */
 function deepReorgReason(check: Extract<ReconcileResult, { kind: "deep_reorg" }>): string {
   return check.found === null
@@ -84,15 +86,6 @@ function deepReorgReason(check: Extract<ReconcileResult, { kind: "deep_reorg" }>
       "(its head is below it: a chain started anew, or a node far behind)"
     : `a reorg deeper than the confirmation depth: block ${check.block} is now ${check.found}, ` +
       `the history counted ${check.stored}`;
-}
-
-/** The hashes a chunk commit needs: its window blocks and its last confirmed block. */
-function neededBlocks(range: SettledRange, safe: bigint): bigint[] {
-  const blocks: bigint[] = [];
-  const top = range.to < safe ? range.to : safe;
-  if (top >= range.from) blocks.push(top);
-  for (let b = safe + 1n > range.from ? safe + 1n : range.from; b <= range.to; b++) blocks.push(b);
-  return blocks;
 }
 
 /**
@@ -108,82 +101,107 @@ export async function scanPass(
   client: ChainClient,
   options: ScanPassOptions,
 ): Promise<ScanPassResult> {
-  const head = await client.getBlockNumber({ cacheTime: 0 });
-  options.progress.onHead(head);
-  const last = options.lastHead;
-  if (last !== undefined && last.number === head) {
-    const [hash] = await canonicalHashes(client, [head]);
-    if (hash === last.hash) return { head, quiet: true, caughtUp: last };
-  }
-  const check = await store.reconcile((blocks) => canonicalHashes(client, blocks));
+  const early = options.early;
+  let head: bigint;
   let cursor: StoreCursor;
-  if (check.kind === "deep_reorg") {
-    options.progress.onRescan(deepReorgReason(check));
-    cursor = await store.reset();
-  } else {
-    cursor = check.cursor;
+  try {
+    if (early) {
+      head = early.head;
+    } else {
+      head = await client.getBlockNumber({ cacheTime: 0 });
+      options.progress.onHead(head);
+      const last = options.lastHead;
+      if (last !== undefined && last.number === head) {
+        const [hash] = await canonicalHashes(client, [head]);
+        if (hash === last.hash) return { head, quiet: true, caughtUp: last };
+      }
+    }
+    const check = await store.reconcile((blocks) => canonicalHashes(client, blocks));
+    if (check.kind === "deep_reorg") {
+      options.progress.onRescan(deepReorgReason(check));
+      cursor = await store.reset();
+    } else {
+      cursor = check.cursor;
+    }
+  } catch (error) {
+    await early?.cancel();
+    throw error;
   }
+  // The early scan read from the first block: right only when the store starts there.
+  const adopt = early !== undefined && cursor.lastBlock === null &&
+    cursor.nextBlock === early.from;
+  if (early && !adopt) await early.cancel();
   if (cursor.nextBlock > head) {
-    return { head, quiet: false, caughtUp: await headHash(client, head) };
+    return { head, quiet: false, caughtUp: caughtUpAt(cursor, head) };
   }
-  const safe = head - BigInt(options.confirmations);
-  const reader = new SettlementLogReader(client, options.escrow, {
+  const pipeline = adopt ? early! : new ScanPipeline(client, cursor.nextBlock, head, {
+    escrow: options.escrow,
+    confirmations: options.confirmations,
     chunkSize: cursor.chunkSize,
     maxChunkSize: options.maxChunkSize,
     maxSettlements: options.maxSettlements,
+    commitSteps: options.commitSteps ?? 1,
     signal: options.signal,
-    withBlockHash: true,
   });
-  options.progress.onReader?.(reader);
-  for await (const range of reader.ranges(cursor.nextBlock, head)) {
-    const blocks = neededBlocks(range, safe);
-    // The chunk's last block comes with its logs, from the same endpoint (so an endpoint
-    // behind the others cannot pass off blocks it has not seen as empty).
-    const others = blocks.filter((b) => b !== range.to);
-    const fetched = await canonicalHashes(client, others);
-    const found = blocks.map((b) =>
-      b === range.to && range.toHash !== undefined ? range.toHash : fetched[others.indexOf(b)]
-    );
-    const hashes: BlockHash[] = [];
-    const byBlock = new Map<bigint, Hex>();
-    for (let i = 0; i < blocks.length; i++) {
-      const hash = found[i];
-      if (hash === null) {
-        throw new SnapshotError(
-          "chain_error",
-          `Cannot scan settlements: block ${blocks[i]} disappeared while blocks ` +
-            `${range.from}–${range.to} were read (a reorg); the next pass scans again`,
-        );
-      }
-      hashes.push({ number: blocks[i], hash });
-      byBlock.set(blocks[i], hash);
-    }
-    for (const event of range.events) {
-      const hash = byBlock.get(event.block);
-      if (hash !== undefined && hash !== event.blockHash) {
-        throw new SnapshotError(
-          "chain_error",
-          `Cannot scan settlements: block ${event.block} is ${hash}, its logs came from ` +
-            `${event.blockHash} (a reorg while the range was read); the next pass scans again`,
-        );
-      }
-    }
-    options.signal.throwIfAborted();
-    const result = await store.commitChunk({
-      from: range.from,
-      to: range.to,
-      head,
-      settlements: range.events,
-      hashes,
-      chunkSize: reader.chunk,
-    });
-    options.progress.onCommit(result.cursor, range.events.length);
-  }
-  return { head, quiet: false, caughtUp: await headHash(client, head) };
+  options.progress.onReader?.(pipeline.reader);
+  let last = cursor;
+  await pipeline.commitTo(store, (committed, settlements) => {
+    last = committed;
+    options.progress.onCommit(committed, settlements);
+  });
+  return { head, quiet: false, caughtUp: caughtUpAt(last, head) };
 }
 
-/** The head's number and hash, or undefined when the chain no longer has it (a reorg). */
-async function headHash(client: ChainClient, head: bigint): Promise<BlockHash | undefined> {
-  const [hash] = await canonicalHashes(client, [head]);
-  return hash === null ? undefined : { number: head, hash };
+/** Options of {@linkcode startEarlyScan}. */
+export interface EarlyScanOptions {
+  /** The Escrow. */
+  escrow: Address;
+  /** The first block of the scan (a new store's next block). */
+  scanFromBlock: bigint;
+  /** The confirmation depth. */
+  confirmations: number;
+  /** Largest `eth_getLogs` range, blocks. */
+  maxChunkSize: number;
+  /** Settlements per step. @default {DEFAULT_MAX_SETTLEMENTS} */
+  maxSettlements?: number;
+  /** Aborts the reading. */
+  signal: AbortSignal;
+  /** Told the head the scan reads to. */
+  onHead(head: bigint): void;
+  /** Told after each step read, with the steps read so far. */
+  onRead?: (steps: number) => void;
+}
+
+/**
+ * Starts reading a new store's history — from the first block to the head — before the store
+ * is open (creating one takes a second or more), summing what it reads until
+ * {@linkcode scanPass} is given it as `early` with the open store.
+ */
+export async function startEarlyScan(
+  client: ChainClient,
+  options: EarlyScanOptions,
+): Promise<ScanPipeline> {
+  const head = await client.getBlockNumber({ cacheTime: 0 });
+  options.onHead(head);
+  return new ScanPipeline(client, options.scanFromBlock, head, {
+    escrow: options.escrow,
+    confirmations: options.confirmations,
+    chunkSize: 2_000,
+    maxChunkSize: options.maxChunkSize,
+    maxSettlements: options.maxSettlements,
+    commitSteps: Infinity,
+    signal: options.signal,
+    onRead: options.onRead,
+  });
+}
+
+/**
+ * The head as the store has it, when the store's last scanned block is the head: the hash that
+ * was committed with the head's logs, not the chain's now — a reorg while the pass read ahead
+ * leaves the two different, and the next pass then reconciles instead of finding the chain
+ * unchanged.
+ */
+function caughtUpAt(cursor: StoreCursor, head: bigint): BlockHash | undefined {
+  const last = cursor.lastBlock;
+  return last !== null && last.number === head ? last : undefined;
 }

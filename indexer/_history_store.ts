@@ -12,6 +12,7 @@ import {
   openStore,
   type RebuildPolicy,
   type StoreLocation,
+  storeMayExist,
 } from "./store/mod.ts";
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
@@ -72,4 +73,22 @@ export function storeOpener(
   }
   if (where) return where as HistoryStore;
   return (identity) => temporaryStore(identity, options.confirmations);
+}
+
+/**
+ * Whether the store of the refresher's `history` option will be a new one when opened (a
+ * location with no store yet, or one rebuilt at start; a temporary store): the history then
+ * scans while it is created. `undefined` for an open store or an opener (not known).
+ */
+export function storeIsNew(
+  where: HistoryStore | StoreLocation | StoreOpener | undefined,
+  rebuild: RebuildPolicy | undefined,
+): (() => Promise<boolean>) | undefined {
+  if (typeof where === "function") return undefined;
+  if (where && ("dataDir" in where || "databaseUrl" in where)) {
+    if (rebuild === "always") return () => Promise.resolve(true);
+    return async () => !(await storeMayExist(where));
+  }
+  if (where) return undefined;
+  return () => Promise.resolve(true);
 }

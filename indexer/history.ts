@@ -24,18 +24,17 @@ import {
   type ChainClientOptions,
   createChainClient,
   RpcEndpoints,
-  rpcFailureKind,
 } from "../chain/client.ts";
-import { rpcCode } from "./_rpc_codes.ts";
-import { ChainConfigError, ChainReadError, SettlementScanError } from "../chain/errors.ts";
+import { ChainConfigError, SettlementScanError } from "../chain/errors.ts";
 import { DEFAULT_MAX_SETTLEMENTS } from "../chain/settlements.ts";
-import { type Address, BaseError } from "viem";
-import { NetError } from "../errors.ts";
+import type { Address } from "viem";
 import { compactHeap } from "../io/heap.ts";
 import type { LogSink } from "../io/log.ts";
-import { SnapshotError } from "./errors.ts";
+import { classifyFailure } from "./_history_failure.ts";
+import { type HistoryState, initialHistoryState } from "./history_state.ts";
 import { type HistoryFigures, readFigures, readProviderBuckets } from "./_history_data.ts";
-import { scanPass } from "./_history_scan.ts";
+import { scanPass, startEarlyScan } from "./_history_scan.ts";
+import type { ScanPipeline } from "./_history_pipeline.ts";
 import {
   type BlockHash,
   type HistoryStore,
@@ -44,57 +43,6 @@ import {
   StoreError,
   type StoreIdentity,
 } from "./store/mod.ts";
-
-/** A failure of the history loop, as `/health` shows it. */
-export interface HistoryFailure {
-  /**
-   * `store_unavailable`, `store_error`, `chain_unreachable`, `rpc_rate_limited`,
-   * `rpc_range_limited`, `rpc_error`, `chain_error`, `internal`.
-   */
-  code: string;
-  /** What failed, what was found, what was expected. */
-  message: string;
-  /** When. */
-  at: Date;
-}
-
-/** A rescan of the whole history (after a reorg deeper than the confirmation depth). */
-export interface HistoryRescan {
-  /** When. */
-  at: Date;
-  /** Why. */
-  reason: string;
-}
-
-/** The history's state: replaced as a whole whenever something changes. */
-export interface HistoryState {
-  /** The confirmation depth (configuration). */
-  confirmations: number;
-  /** The first block of the scan (configuration). */
-  scanFromBlock: bigint;
-  /** The store, once open: its backend and where it is (a URL without its password). */
-  store: { backend: "embedded" | "postgres"; location: string } | null;
-  /** `writer` (scans and commits), `reader` (another process writes), or `null` (not open). */
-  role: "writer" | "reader" | null;
-  /** The last block whose settlements are counted (the store's confirmed block), or `null`. */
-  confirmed: BlockHash | null;
-  /** The last block scanned, unconfirmed window included, or `null`. */
-  lastBlock: BlockHash | null;
-  /** The chain head the history last measured, or `null`. */
-  headBlock: bigint | null;
-  /** The block the scan waits at because no endpoint answer for it could be read, or `null`. */
-  unreadable: { block: bigint; message: string; since: Date } | null;
-  /** Whether the last pass failed (then {@linkcode lastError} says why). */
-  failing: boolean;
-  /** The most recent failure, kept after later successes, or `null`. */
-  lastError: HistoryFailure | null;
-  /** Stopped for good: the store cannot be used by this process (its message), or `null`. */
-  stopped: string | null;
-  /** Rescans from the first block since start. */
-  rescans: { count: number; last: HistoryRescan | null };
-  /** The figures last read, or `null` before the first read. */
-  figures: HistoryFigures | null;
-}
 
 /** Opens the store once the chain id is known. */
 export type StoreOpener = (identity: StoreIdentity) => Promise<HistoryStore>;
@@ -113,6 +61,15 @@ export interface HistoryOptions {
   confirmations: number;
   /** The store, or how to open it once the chain id is known. */
   store: HistoryStore | StoreOpener;
+  /**
+   * Whether the store the opener opens will be a new one (nothing stored to resume from, e.g.
+   * `!storeMayExist(location)`): the first pass then starts reading the chain from
+   * `scanFromBlock` while the store is being created, and commits what it read once it is
+   * open. Asked once, before the first open.
+   *
+   * @default {() => Promise.resolve(false)}
+   */
+  storeIsNew?: () => Promise<boolean>;
   /** Largest `eth_getLogs` range, blocks. @default {10_000} */
   maxChunkSize?: number;
   /**
@@ -140,6 +97,19 @@ export interface HistoryOptions {
  */
 const COMPACT_AFTER_STEPS = 10;
 
+/**
+ * Steps one commit may merge (`scanPass`'s `commitSteps`): as many as were read while the last
+ * commit ran, or while a new store was being created; what a batch holds is bounded by its
+ * number of sums (`_history_pipeline.ts`), not by its settlements.
+ */
+const COMMIT_STEPS = Infinity;
+
+/**
+ * Steps a new store's early scan reads between two heap compactions while the store is being
+ * created (`compactHeap`: a full collection of a heap of mostly garbage, a few ms).
+ */
+const EARLY_COMPACT_STEPS = 16;
+
 /** Store failures that no retry fixes: the history stops (and `onFatal` is told). */
 const FATAL: ReadonlySet<string> = new Set([
   "corrupt",
@@ -149,25 +119,6 @@ const FATAL: ReadonlySet<string> = new Set([
   "invalid_input",
 ]);
 
-/** The initial state. */
-export function initialHistoryState(confirmations = 12, scanFromBlock = 0n): HistoryState {
-  return {
-    confirmations,
-    scanFromBlock,
-    store: null,
-    role: null,
-    confirmed: null,
-    lastBlock: null,
-    headBlock: null,
-    unreadable: null,
-    failing: false,
-    lastError: null,
-    stopped: null,
-    rescans: { count: 0, last: null },
-    figures: null,
-  };
-}
-
 /** The settlement history: its store, its writer pass, its figures. */
 export class History {
   readonly #options: HistoryOptions;
@@ -176,6 +127,7 @@ export class History {
   readonly #endpoints: RpcEndpoints;
   #store: HistoryStore | undefined;
   #ownStore = false;
+  #storeIsNew: (() => Promise<boolean>) | undefined;
   /** The chain's head when the last scan pass left the store caught up (`scanPass`). */
   #lastHead: BlockHash | undefined;
   /** The cursor the figures were last read at. */
@@ -186,6 +138,10 @@ export class History {
   #fromEpoch: bigint | undefined;
   #inflight: Promise<HistoryState> | undefined;
   #abort = new AbortController();
+  /** The first pass's scan, begun while a new store is being created. */
+  #early: ScanPipeline | undefined;
+  /** A pass scanned many steps and caught up: the heap is compacted once its figures are read. */
+  #compact = false;
   #listeners = new Set<(state: HistoryState) => void>();
 
   /** Creates the history; nothing happens until {@linkcode History.pass}. */
@@ -199,6 +155,7 @@ export class History {
       : new RpcEndpoints(typeof rpc === "string" ? [rpc] : rpc, { clock: options.clock });
     this.#state = initialHistoryState(options.confirmations, options.scanFromBlock);
     if (typeof options.store !== "function") this.#store = options.store;
+    this.#storeIsNew = options.storeIsNew;
   }
 
   /** The current state. */
@@ -290,6 +247,14 @@ export class History {
       this.#set({ failing: false, ...(writer ? {} : { unreadable: null }) });
     } catch (error) {
       if (!signal.aborted) await this.#fail(error);
+    } finally {
+      await this.#early?.cancel();
+      this.#early = undefined;
+    }
+    if (this.#compact) {
+      // After the figures (which the first full answer waits for), not before them.
+      this.#compact = false;
+      compactHeap();
     }
     return this.#state;
   }
@@ -298,11 +263,38 @@ export class History {
     if (this.#store) return this.#store;
     const client = await this.#connect();
     const opener = this.#options.store as StoreOpener;
-    this.#store = await opener({
+    // Asked once: a store reopened later (a lost connection) has what was committed.
+    const isNew = await this.#storeIsNew?.().catch(() => false);
+    this.#storeIsNew = undefined;
+    const opening = opener({
       chainId: client.chain.id,
       escrow: this.#options.escrow.toLowerCase() as `0x${string}`,
       scanFromBlock: this.#options.scanFromBlock,
     });
+    opening.catch(() => {}); // awaited below, after the early scan started
+    if (isNew) {
+      // Creating a store takes a second or more: the scan reads meanwhile (`startEarlyScan`).
+      this.#early = await startEarlyScan(client, {
+        escrow: this.#options.escrow,
+        scanFromBlock: this.#options.scanFromBlock,
+        confirmations: this.#options.confirmations,
+        maxChunkSize: this.#options.maxChunkSize ?? 10_000,
+        maxSettlements: this.#options.maxSettlements,
+        signal: this.#abort.signal,
+        onHead: (head) => this.#set({ headBlock: head }),
+        // What the reading grows (the heap, tens of MiB) is given back every few steps while
+        // the store is created, and once the head is reached, so it is small when the
+        // creation peaks.
+        onRead: (steps) => {
+          if (steps % EARLY_COMPACT_STEPS === 0 && this.#store === undefined) compactHeap();
+        },
+      }).catch(() => undefined);
+      const early = this.#early;
+      void early?.read.then(() => {
+        if (this.#early === early && this.#store === undefined) compactHeap();
+      });
+    }
+    this.#store = await opening;
     this.#ownStore = true;
     return this.#store;
   }
@@ -331,6 +323,8 @@ export class History {
     this.#lastHead = undefined;
     let pass;
     let committed = 0;
+    const early = this.#early;
+    this.#early = undefined; // the pass adopts it or cancels it
     try {
       pass = await scanPass(store, client, {
         lastHead,
@@ -338,6 +332,8 @@ export class History {
         confirmations: this.#options.confirmations,
         maxChunkSize: this.#options.maxChunkSize ?? 10_000,
         maxSettlements: this.#options.maxSettlements,
+        commitSteps: COMMIT_STEPS,
+        early,
         signal,
         progress: {
           onHead: (head) => this.#set({ headBlock: head }),
@@ -370,7 +366,7 @@ export class History {
     // A pass that read many steps and caught up (a first scan, a long catch-up) leaves its
     // garbage and a grown heap, tens of MiB: given back now, once, rather than kept while idle.
     const budget = this.#options.maxSettlements ?? DEFAULT_MAX_SETTLEMENTS;
-    if (pass.caughtUp && committed >= COMPACT_AFTER_STEPS * budget) compactHeap();
+    if (pass.caughtUp && committed >= COMPACT_AFTER_STEPS * budget) this.#compact = true;
     return pass.quiet;
   }
 
@@ -404,7 +400,11 @@ export class History {
   }
 
   async #fail(error: unknown): Promise<void> {
-    const failure = this.#classify(error);
+    const failure = classifyFailure(error, {
+      at: this.#clock(),
+      redact: (message) => this.#endpoints.redact(message),
+      log: this.#log,
+    });
     const store = this.#store;
     if (error instanceof StoreError) {
       if (FATAL.has(error.reason)) {
@@ -438,42 +438,12 @@ export class History {
     }
     this.#set({ failing: true, lastError: failure });
   }
-
-  #classify(error: unknown): HistoryFailure {
-    const at = this.#clock();
-    const text = error instanceof NetError
-      ? error.shortMessage
-      : error instanceof Error
-      ? error.message.split("\n")[0]
-      : String(error);
-    const redact = (message: string) => this.#endpoints.redact(message);
-    let code: string;
-    if (error instanceof StoreError) {
-      code = error.reason === "unreachable" || error.reason === "failed"
-        ? "store_unavailable"
-        : "store_error";
-    } else if (error instanceof SettlementScanError && error.reason === "range_limit") {
-      code = "rpc_range_limited";
-    } else if (error instanceof SettlementScanError && error.reason === "rate_limited") {
-      code = "rpc_rate_limited";
-    } else if (
-      (error instanceof ChainConfigError && error.reason === "unreachable") ||
-      ((error instanceof ChainReadError || error instanceof SettlementScanError) &&
-        error.reason === "rpc") ||
-      (error instanceof BaseError)
-    ) {
-      code = rpcCode(rpcFailureKind(error));
-    } else if (
-      error instanceof ChainConfigError || error instanceof ChainReadError ||
-      error instanceof SettlementScanError || error instanceof SnapshotError
-    ) {
-      code = "chain_error";
-    } else {
-      this.#log("indexer: unexpected settlement history failure", { level: "error", error });
-      code = "internal";
-    }
-    return { code, message: redact(text), at };
-  }
 }
 
 export type { HistoryFigures, HistorySync, Volume } from "./_history_data.ts";
+export {
+  type HistoryFailure,
+  type HistoryRescan,
+  type HistoryState,
+  initialHistoryState,
+} from "./history_state.ts";

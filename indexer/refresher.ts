@@ -61,7 +61,7 @@ import { History, type HistoryState } from "./history.ts";
 import { fetchRouterAds, MAX_ROUTER_BODY_BYTES } from "./router_ads.ts";
 import { buildSnapshot, type RouterAnswer, type Snapshot } from "./snapshot.ts";
 import { type IndexerState, initialState } from "./state.ts";
-import { sleep, storeOpener } from "./_history_store.ts";
+import { sleep, storeIsNew, storeOpener } from "./_history_store.ts";
 import { checkNumber, type RefresherOptions } from "./refresher_options.ts";
 import { AdCache } from "./verify_entry.ts";
 import { firstEpochNeeded } from "./views.ts";
@@ -168,6 +168,7 @@ export class Refresher implements AsyncDisposable {
         rebuild: options.rebuildHistory,
         log: (line) => this.#log(`indexer: ${line}`, { level: "info" }),
       }),
+      storeIsNew: storeIsNew(options.history, options.rebuildHistory),
       clock: options.clock,
       log: (line, entry) => this.#log(this.#redact(line), entry),
       onFatal: options.onHistoryFatal,

@@ -152,6 +152,7 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
   const signed = new Map<string, Sum>();
   const signedWindow = new Map<bigint, Map<string, Sum>>();
   let confirmedCount = 0;
+  let windowCount = 0;
   chunk.settlements.forEach((s, i) => {
     const block = checkBig(OP, `settlements[${i}].block`, s?.block, BLOCK_LIMIT);
     if (block < range.from || block > range.to) {
@@ -162,22 +163,27 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
     }
     const provider = checkAddress(OP, `settlements[${i}].provider`, s.provider);
     const epoch = checkBig(OP, `settlements[${i}].epoch`, s.epoch, U256_LIMIT);
+    const count = s.count ?? 1;
+    if (!Number.isSafeInteger(count) || count < 1) {
+      invalid(OP, `settlements[${i}].count is ${count}, expected a whole number of at least 1`);
+    }
     const sum = {
       amount: checkBig(OP, `settlements[${i}].amount`, s.amount, U256_LIMIT),
       tokens: checkBig(OP, `settlements[${i}].tokens`, s.tokens, U256_LIMIT),
-      settlements: 1,
+      settlements: count,
     };
     const key = `${provider}|${epoch}`;
     // Paid by a consumer's voucher: also counted per (consumer, epoch).
     const consumer = s.consumer === undefined || s.consumer === null
       ? null
       : checkAddress(OP, `settlements[${i}].consumer`, s.consumer);
-    const paid = { amount: sum.amount, tokens: 0n, settlements: 1 };
+    const paid = { amount: sum.amount, tokens: 0n, settlements: count };
     if (block <= safe) {
       add(confirmed, key, sum);
       if (consumer) add(signed, `${consumer}|${epoch}`, paid);
-      confirmedCount++;
+      confirmedCount += count;
     } else {
+      windowCount += count;
       let deltas = window.get(block);
       if (!deltas) window.set(block, deltas = new Map());
       add(deltas, key, sum);
@@ -195,7 +201,7 @@ export function planChunk(chunk: ChunkCommit, confirmations: number): Plan {
     confirmed,
     confirmedCount,
     window,
-    windowCount: chunk.settlements.length - confirmedCount,
+    windowCount,
     signed,
     signedWindow,
     hashes,

@@ -32,6 +32,7 @@ export {
   type OpenStoreOptions,
   type RebuildPolicy,
   type StoreLocation,
+  storeMayExist,
 } from "./store.ts";
 export type {
   BlockHash,

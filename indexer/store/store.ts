@@ -34,6 +34,7 @@ import { SCHEMA_VERSION } from "./schema.ts";
 import { BLOCK_LIMIT, checkAddress, checkBig, invalid } from "./_codec.ts";
 import { lockCursor, planChunk, writeChunk } from "./_commit.ts";
 import { openEmbedded } from "./_embedded.ts";
+import { pathExists } from "./_path_exists.ts";
 import { prepareSchema, type RebuildPolicy, WRITER_LOCK_CLASS } from "./_migrate.ts";
 import {
   readBuckets,
@@ -194,6 +195,17 @@ async function openBackend(
     };
   }
   return invalid("open the history store", "the location must be {dataDir} or {databaseUrl}");
+}
+
+/**
+ * Whether a store may already be at `location`, found without opening it: an embedded one
+ * when its data directory holds PostgreSQL's files (`pgdata/`); on a server it cannot be known
+ * without connecting (`true`). `false` means that opening it creates a new, empty store (the
+ * indexer then starts its first scan while the store is being created).
+ */
+export async function storeMayExist(location: StoreLocation): Promise<boolean> {
+  if ("databaseUrl" in location) return true;
+  return await pathExists(resolve(location.dataDir, "pgdata")).catch(() => true);
 }
 
 /**

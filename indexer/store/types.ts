@@ -46,6 +46,14 @@ export interface Settlement {
    * by a trusted settler.
    */
   consumer?: Hex | null;
+  /**
+   * How many settlements this entry stands for, when a scan summed several of the same
+   * provider, epoch and consumer (and window block) into one: `amount` and `tokens` are then
+   * their sums. A whole number from 1 to 2^53 − 1.
+   *
+   * @default {1}
+   */
+  count?: number;
 }
 
 /** One scanned range, committed by {@linkcode HistoryStore.commitChunk} in one transaction. */

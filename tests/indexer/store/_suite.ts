@@ -209,6 +209,12 @@ async function inputCases(t: Deno.TestContext, backend: SuiteBackend): Promise<v
       }, /hashes\[0\]\.hash is 0x1234/],
       ["duplicate hash", { hashes: [good.hashes[0], ...good.hashes] }, /lists block 117 twice/],
       ["chunk size 0", { chunkSize: 0 }, /chunkSize is 0/],
+      ["count 0", {
+        settlements: [{ block: 101n, provider: p, epoch: 1n, amount: 1n, tokens: 1n, count: 0 }],
+      }, /settlements\[0\]\.count is 0, expected a whole number of at least 1/],
+      ["fractional count", {
+        settlements: [{ block: 101n, provider: p, epoch: 1n, amount: 1n, tokens: 1n, count: 1.5 }],
+      }, /settlements\[0\]\.count is 1\.5/],
     ];
     for (const [name, change, pattern] of cases) {
       await rejectsWith(store.commitChunk({ ...good, ...change }), "invalid_input", pattern).catch(
@@ -219,6 +225,24 @@ async function inputCases(t: Deno.TestContext, backend: SuiteBackend): Promise<v
     }
     assert.equal((await store.state()).cursor.nextBlock, 100n);
     await store.commitChunk(good);
+  });
+
+  await t.step("an entry that sums several settlements counts each of them", async () => {
+    await using store = await open(await backend.fresh());
+    const p = providerAddress(2);
+    const one = { provider: p, epoch: 4n, amount: 10n, tokens: 2n };
+    const result = await store.commitChunk({
+      from: 100n,
+      to: 110n,
+      head: 200n,
+      settlements: [
+        { ...one, block: 104n, amount: 30n, tokens: 6n, count: 3 },
+        { ...one, block: 109n },
+      ],
+      hashes: [{ number: 110n, hash: chain.hash(110n) }],
+    });
+    assert.equal(result.confirmed, 4);
+    await assertConfirmed(store, [104n, 105n, 106n, 109n].map((block) => ({ ...one, block })));
   });
 
   await t.step(
