@@ -59,8 +59,24 @@ function pgliteDir(): string | undefined {
   return url.startsWith("file:") ? dirname(dirname(fromFileUrl(url))) : undefined;
 }
 
-/** The project's root (where `deno.json` is): the child's working directory. */
-const ROOT = fromFileUrl(new URL("../../", import.meta.url));
+/**
+ * The command that starts the store process from the module at `base` (this one's URL): the
+ * script's path, and the project's root (where `deno.json` is) as its working directory. Only a
+ * local copy of the package can start it (`deno run` of a file it reads with the caller's
+ * configuration); from a remote one (a `jsr:` import) this says so, instead of failing on import.
+ */
+export function storeProcessCommand(
+  base: string = import.meta.url,
+): { script: string; cwd: string } {
+  const script = new URL("./_embedded_process.ts", base);
+  if (script.protocol !== "file:") {
+    throw new Error(
+      `Cannot start the embedded store's process from ${script.href}: expected a local copy of ` +
+        "the package (a checkout, or the image); with a remote import, use PostgreSQL (`databaseUrl`, --database-url)",
+    );
+  }
+  return { script: fromFileUrl(script), cwd: fromFileUrl(new URL("../../", base)) };
+}
 
 /** A running store process. */
 export class StoreChild {
@@ -79,6 +95,7 @@ export class StoreChild {
     onReply: (reply: WorkerReply) => void,
     onStray: (line: string) => void = (line) => console.error(line),
   ) {
+    const { script, cwd } = storeProcessCommand();
     const readable = [...dirs, pgliteDir()].filter((dir): dir is string => dir !== undefined);
     const args = [
       "run",
@@ -86,11 +103,11 @@ export class StoreChild {
       "--no-prompt",
       `--allow-read=${readable.join(",")}`,
       `--allow-write=${dirs.join(",")}`,
-      fromFileUrl(new URL("./_embedded_process.ts", import.meta.url)),
+      script,
     ];
     this.#child = new Deno.Command(Deno.execPath(), {
       args,
-      cwd: ROOT,
+      cwd,
       stdin: "piped",
       stdout: "piped",
       stderr: "inherit",

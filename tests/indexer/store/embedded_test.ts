@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { embeddedBackend } from "./_embedded.ts";
 import { open, storeSuite } from "./_suite.ts";
 import { alive, cpuTicks, storeProcesses } from "./_store_process.ts";
+import { storeProcessCommand } from "../../../indexer/store/_embedded_child.ts";
 import { PgliteHost } from "../../../indexer/store/_embedded_host.ts";
 
 Deno.test("embedded store: the shared store suite", async (t) => {
@@ -126,5 +127,20 @@ Deno.test({
     assert.equal(host.pid, pid, "the same store process answered");
     assert.equal(host.starts, starts);
     assert.ok(alive(pid));
+  },
+});
+
+Deno.test({
+  name: "embedded store: its process starts from a local copy only, and says so otherwise",
+  ignore: Deno.build.os === "windows",
+  fn: () => {
+    const local = storeProcessCommand("file:///opt/net/indexer/store/_embedded_child.ts");
+    assert.equal(local.script, "/opt/net/indexer/store/_embedded_process.ts");
+    assert.equal(local.cwd, "/opt/net/");
+    assert.throws(
+      () =>
+        storeProcessCommand("https://jsr.io/@net/consumer/0.1.0/indexer/store/_embedded_child.ts"),
+      /Cannot start the embedded store's process from https:\/\/jsr\.io\/.*_embedded_process\.ts: expected a local copy/,
+    );
   },
 });
