@@ -22,6 +22,7 @@ import { startChainFixture } from "../_chain_fixture.ts";
 import { waitFor } from "../_wait.ts";
 import { assertConfirmed } from "./store/_helpers.ts";
 import { startRpcProxy } from "./_rpc_proxy.ts";
+import { settledHistory } from "./_settled_history.ts";
 import { settledEvents, settleMany } from "./_settlements.ts";
 import { freshDataDir } from "./_stores.ts";
 
@@ -35,18 +36,8 @@ const progress = (onCommit: ScanProgress["onCommit"], onRescan?: (r: string) => 
 
 Deno.test("merged commits: a crash after each commit resumes at the next block, exactly", async () => {
   await using chain = await startChainFixture({ providers: 6 });
-  const providers = chain.expected.state.providers.map((p) => p.address);
   // 30 blocks of 20 settlements: steps of 2 blocks (40) under a budget of 50.
-  await settleMany(chain, { count: 600, perTx: 20, providers, secondsBetween: 600 });
-  const truth = await settledEvents(chain);
-  const client = await createChainClient(chain.anvil.rpcUrl, { retryCount: 0 });
-  const identity = {
-    chainId: chain.anvil.chainId,
-    escrow: chain.contracts.escrow,
-    scanFromBlock: chain.deployment.fromBlock,
-    confirmations: 0,
-    log: () => {},
-  };
+  const { truth, client, identity } = await settledHistory(chain);
   const options = {
     escrow: chain.contracts.escrow,
     confirmations: 0,
@@ -128,10 +119,7 @@ function historyOf(
 
 Deno.test("a new store: the scan reads while the store is created, then commits what it read", async () => {
   await using chain = await startChainFixture({ providers: 6 });
-  const providers = chain.expected.state.providers.map((p) => p.address);
-  await settleMany(chain, { count: 600, perTx: 20, providers, secondsBetween: 600 });
-  const truth = await settledEvents(chain);
-  const head = await chain.client.getBlockNumber();
+  const { truth, head } = await settledHistory(chain);
   await using proxy = startRpcProxy(chain.anvil.rpcUrl);
   const dataDir = await freshDataDir();
   let store: HistoryStore | undefined;
@@ -167,19 +155,8 @@ Deno.test("a new store: the scan reads while the store is created, then commits 
 
 Deno.test("a store said to be new that holds history: the early scan is dropped, nothing counted twice", async () => {
   await using chain = await startChainFixture({ providers: 6 });
-  const providers = chain.expected.state.providers.map((p) => p.address);
-  await settleMany(chain, { count: 600, perTx: 20, providers, secondsBetween: 600 });
-  const truth = await settledEvents(chain);
-  const head = await chain.client.getBlockNumber();
-  const client = await createChainClient(chain.anvil.rpcUrl, { retryCount: 0 });
+  const { truth, head, client, identity } = await settledHistory(chain);
   const dataDir = await freshDataDir();
-  const identity = {
-    chainId: chain.anvil.chainId,
-    escrow: chain.contracts.escrow,
-    scanFromBlock: chain.deployment.fromBlock,
-    confirmations: 0,
-    log: () => {},
-  };
   // Half the history committed, then a crash.
   const crash = new AbortController();
   let kept: StoreCursor | undefined;

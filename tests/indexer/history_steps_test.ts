@@ -7,32 +7,20 @@
  */
 
 import assert from "node:assert/strict";
-import { createChainClient } from "../../chain/client.ts";
 import { scanPass, type ScanProgress } from "../../indexer/_history_scan.ts";
 import { openStore, type StoreCursor } from "../../indexer/store/mod.ts";
 import { startChainFixture } from "../_chain_fixture.ts";
 import { assertConfirmed } from "./store/_helpers.ts";
-import { settledEvents, settleMany } from "./_settlements.ts";
+import { settledHistory } from "./_settled_history.ts";
 import { freshDataDir } from "./_stores.ts";
 
 const BUDGET = 50;
 
 Deno.test("a range over the settlement budget is committed in steps; a crash between steps resumes", async () => {
   await using chain = await startChainFixture({ providers: 6 });
-  const providers = chain.expected.state.providers.map((p) => p.address);
   // 30 blocks of 20 settlements: steps of 2 blocks (40) under a budget of 50.
-  await settleMany(chain, { count: 600, perTx: 20, providers, secondsBetween: 600 });
-  const truth = await settledEvents(chain);
-  const head = await chain.client.getBlockNumber();
-  const client = await createChainClient(chain.anvil.rpcUrl, { retryCount: 0 });
+  const { truth, head, client, identity } = await settledHistory(chain);
   const dataDir = await freshDataDir();
-  const identity = {
-    chainId: chain.anvil.chainId,
-    escrow: chain.contracts.escrow,
-    scanFromBlock: chain.deployment.fromBlock,
-    confirmations: 0,
-    log: () => {},
-  };
   const commits: { cursor: StoreCursor; settlements: number }[] = [];
   const progress = (onCommit: ScanProgress["onCommit"]): ScanProgress => ({
     onHead: () => {},
