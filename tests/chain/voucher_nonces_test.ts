@@ -11,24 +11,15 @@ import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import { type Hex, recoverTypedDataAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
-  VOUCHER_DOMAIN_NAME,
-  VOUCHER_DOMAIN_VERSION,
   VOUCHER_TYPES,
   voucherDigest,
   VoucherSigner,
   VoucherVerifier,
 } from "../../chain/voucher.ts";
+import { domain, provider, typedDomain } from "./_voucher_domain.ts";
 import { PreparedNonces } from "../../chain/voucher_nonces.ts";
 
-const domain = { chainId: 31337, escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9" } as const;
-const provider = "0x5b38da6a701c568545dcfcb03fcb875f56beddc4" as const;
 const N = secp256k1.Point.Fn.ORDER;
-const typedDomain = {
-  name: VOUCHER_DOMAIN_NAME,
-  version: VOUCHER_DOMAIN_VERSION,
-  chainId: domain.chainId,
-  verifyingContract: domain.escrow,
-} as const;
 
 function randomDigest(): Uint8Array {
   return crypto.getRandomValues(new Uint8Array(32));

@@ -4,23 +4,13 @@ import { privateKeyToAccount } from "viem/accounts";
 import { VoucherError } from "../../chain/errors.ts";
 import {
   parseVoucher,
-  VOUCHER_DOMAIN_NAME,
-  VOUCHER_DOMAIN_VERSION,
   VOUCHER_TYPES,
   voucherDigest,
   VoucherSigner,
   voucherToJson,
   VoucherVerifier,
 } from "../../chain/voucher.ts";
-
-const domain = { chainId: 31337, escrow: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9" } as const;
-const provider = "0x5b38da6a701c568545dcfcb03fcb875f56beddc4" as const;
-const typedDomain = {
-  name: VOUCHER_DOMAIN_NAME,
-  version: VOUCHER_DOMAIN_VERSION,
-  chainId: domain.chainId,
-  verifyingContract: domain.escrow,
-} as const;
+import { domain, provider, typedDomain } from "./_voucher_domain.ts";
 
 Deno.test("VoucherSigner: the signature a wallet gives for the same typed data (viem oracle)", async () => {
   for (const key of [`0x${"01".repeat(32)}`, `0x${"fe".repeat(31)}01`] as Hex[]) {
