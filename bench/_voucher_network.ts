@@ -21,7 +21,7 @@ import type { VoucherDomain } from "../chain/mod.ts";
 import { createGatewayKey, generateKeyPair } from "../crypto/mod.ts";
 import { GatewaySet } from "../daemon/gateway/gateway_set.ts";
 import { EchoEngine } from "../devnet/engine.ts";
-import { createGatewayHandler } from "../devnet/gateway.ts";
+import { createGatewayHandler, oneProviderDirectory } from "../devnet/gateway.ts";
 import { DevnetProvider } from "../devnet/provider.ts";
 import type { ConsumerAccountReading } from "../devnet/provider_payments.ts";
 
@@ -99,15 +99,7 @@ export async function startVoucherNetwork(
     let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
     const gateway = listen((req) => gatewayHandler(req));
     gatewayHandler = createGatewayHandler({
-      directory: {
-        entries: () => [{
-          provider: provider.ad.provider,
-          tier: "verified",
-          ad: provider.ad,
-          capacity: { max_concurrency: 64, available_concurrency: 64 },
-          metrics: { tokens_per_sec: 0 },
-        }],
-      },
+      directory: oneProviderDirectory(provider.ad, 64),
       peers: new GatewaySet(),
       self: gateway,
       log: () => {},

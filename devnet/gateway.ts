@@ -69,6 +69,24 @@ export interface ProviderDirectory {
   entries(): readonly DirectoryEntry[];
 }
 
+/**
+ * A directory of one provider, always listed with `slots` free (for a gateway in front of one
+ * known provider: benchmarks, tests). `ad.provider` and `ad.tier` name it.
+ */
+export function oneProviderDirectory(
+  ad: DirectoryEntry["ad"] & { readonly provider: string; readonly tier: DirectoryEntry["tier"] },
+  slots: number,
+): ProviderDirectory {
+  const entry: DirectoryEntry = {
+    provider: ad.provider,
+    tier: ad.tier,
+    ad,
+    capacity: { max_concurrency: slots, available_concurrency: slots },
+    metrics: { tokens_per_sec: 0 },
+  };
+  return { entries: () => [entry] };
+}
+
 /** Options of {@linkcode createGatewayService}. */
 export interface GatewayOptions {
   /** The providers this gateway can reach. */

@@ -15,7 +15,7 @@ import { ProviderReputation } from "../../../daemon/network/provider_reputation.
 import { ProviderScheduler } from "../../../daemon/network/scheduler.ts";
 import { VerdictLog } from "../../../daemon/trust/verdict_log.ts";
 import { type ChatBody, type ChatChunk, ECHO_MODEL, EchoEngine } from "../../../devnet/engine.ts";
-import { createGatewayHandler } from "../../../devnet/gateway.ts";
+import { createGatewayHandler, oneProviderDirectory } from "../../../devnet/gateway.ts";
 import { DevnetProvider } from "../../../devnet/provider.ts";
 import { serve } from "../../_http.ts";
 
@@ -56,15 +56,7 @@ Deno.test("metrics: a reply whose usage comes in every chunk is counted once, fr
   let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
   await using gateway = serve((req) => gatewayHandler(req));
   gatewayHandler = createGatewayHandler({
-    directory: {
-      entries: () => [{
-        provider: p.ad.provider,
-        tier: p.ad.tier,
-        ad: p.ad,
-        capacity: { max_concurrency: 4, available_concurrency: 4 },
-        metrics: { tokens_per_sec: 0 },
-      }],
-    },
+    directory: oneProviderDirectory(p.ad, 4),
     peers: new GatewaySet(),
     self: gateway.url,
   });

@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createGatewayKey, generateKeyPair } from "../../../crypto/mod.ts";
 import { GatewaySet } from "../../../daemon/gateway/gateway_set.ts";
 import { EchoEngine } from "../../../devnet/engine.ts";
-import { createGatewayHandler } from "../../../devnet/gateway.ts";
+import { createGatewayHandler, oneProviderDirectory } from "../../../devnet/gateway.ts";
 import { DevnetProvider } from "../../../devnet/provider.ts";
 import { serve } from "../../_http.ts";
 import { containsBytes, tcpProxy } from "../../_tcp_proxy.ts";
@@ -38,15 +38,7 @@ Deno.test("neither leg of the relay carries the prompt or the reply in the clear
   let gatewayHandler: (req: Request) => Promise<Response> = () => Promise.resolve(new Response());
   await using gatewayServer = serve((req) => gatewayHandler(req));
   gatewayHandler = createGatewayHandler({
-    directory: {
-      entries: () => [{
-        provider: provider.ad.provider,
-        tier: "verified",
-        ad: provider.ad,
-        capacity: { max_concurrency: 4, available_concurrency: 4 },
-        metrics: { tokens_per_sec: 0 },
-      }],
-    },
+    directory: oneProviderDirectory(provider.ad, 4),
     peers: new GatewaySet(),
     self: gatewayServer.url,
   });
