@@ -1,6 +1,6 @@
 /**
- * Signing a voucher off the request's path (`docs/decisions.md`, "The voucher's cost at c=1,
- * second pass"): an ECDSA signature's costly part — the nonce `k`, the point `R = k·G` and
+ * Signing a voucher off the request's path (`docs/decisions.md`, "The consumer's money", its part
+ * "The voucher's cost at c=1"): an ECDSA signature's costly part — the nonce `k`, the point `R = k·G` and
  * `k⁻¹ mod n` — does not depend on the message, so {@linkcode PreparedNonces} makes a few ahead,
  * while the daemon is otherwise waiting, and a signature on the path is then
  * `s = k⁻¹·(z + r·d) mod n`: two multiplications.
