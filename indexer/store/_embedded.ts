@@ -27,7 +27,7 @@ import { join } from "node:path";
 import { StoreError } from "./errors.ts";
 import { PgliteHost } from "./_embedded_host.ts";
 import { pathExists } from "./_path_exists.ts";
-import { defaultTemplateDir } from "./_template_dir.ts";
+import { defaultTemplateDir, templateFile } from "./_template_dir.ts";
 import { fromWire, toWire, type WorkerReply } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlQuery, SqlSession } from "./_sql.ts";
 
@@ -139,6 +139,15 @@ function session(host: PgliteHost, db: number): SqlSession {
   };
 }
 
+/**
+ * Whether a template is cached in `templateDir`: its file is there (whether it is usable is found
+ * by using it); a cache that cannot be looked into has none.
+ */
+async function templateCached(templateDir: string | undefined): Promise<boolean> {
+  if (templateDir === undefined) return false;
+  return await pathExists(await templateFile(templateDir)).catch(() => false);
+}
+
 /** Why the store process could not open the store: `corrupt` when PGlite cannot start on the files. */
 function openFailure(dataDir: string, pgdata: string, reply: WorkerReply): StoreError {
   const cause = reply.ok ? new Error("the store process named no database") : fromWire(reply.error);
@@ -215,12 +224,13 @@ export async function openEmbedded(
   const templateDir = options.templateDir === false
     ? undefined
     : options.templateDir ?? defaultTemplateDir((name) => Deno.env.get(name));
-  // A new store is created in a process of its own, which then ends: PGlite's memory grows
-  // and never shrinks, and creating a store (unpacking the template, or PostgreSQL's initdb
-  // when there is none yet) takes more of it than any later work; in the shared process it
-  // would stay resident (measured with threads: 450 MiB peak there, 407 MiB apart).
-  const creating = wipe || !(await pathExists(pgdata));
-  if (creating) {
+  // A new store is unpacked from the cached template by the store process itself, which then
+  // starts PostgreSQL on it once. With no template cached yet, the template is made (`initdb`)
+  // and the store created in a process of its own, which then ends: PGlite's memory grows and
+  // never shrinks, and `initdb` takes more of it than any later work (measured with threads:
+  // 450 MiB peak in the shared one, 407 MiB apart).
+  let creating = wipe || !(await pathExists(pgdata));
+  if (creating && !(await templateCached(templateDir))) {
     const creator = PgliteHost.once();
     const created = await creator.request({
       op: "open",
@@ -234,12 +244,13 @@ export async function openEmbedded(
       await release();
       throw openFailure(dataDir, pgdata, created);
     }
+    creating = false;
   }
   const host = PgliteHost.shared(options.idleMs);
   const opened = await host.request({
     op: "open",
     pgdata,
-    wipe: false,
+    wipe: creating && wipe,
     templateDir,
   }).catch(failed);
   if (!opened.ok || opened.db === undefined) {

@@ -24,7 +24,7 @@ import {
 } from "./_embedded_protocol.ts";
 import type { SqlParam, SqlRow } from "./_sql.ts";
 import { pathExists } from "./_path_exists.ts";
-import { createFromTemplate, MEMORY_SETTINGS } from "./_template.ts";
+import { createFromTemplate, type Made, MEMORY_SETTINGS } from "./_template.ts";
 
 /**
  * WAL written since the last checkpoint after which the store runs one. PGlite is a single
@@ -61,17 +61,40 @@ function startPglite(pgdata: string, tail: Tail): Promise<PGlite> {
 
 /**
  * Creates a new PGlite data directory atomically: built aside (from the cached template,
- * `_template.ts`), then renamed into place.
+ * `_template.ts`, or that template made again when `remake`), then renamed into place.
  */
 async function createPgdata(
   pgdata: string,
   templateDir: string | undefined,
   tail: Tail,
-): Promise<void> {
+  remake = false,
+): Promise<Made> {
   const building = `${pgdata}.new`;
   await Deno.remove(building, { recursive: true }).catch(() => {});
-  await createFromTemplate(building, templateDir, tail.keep);
+  const made = await createFromTemplate(building, templateDir, tail.keep, remake);
   await Deno.rename(building, pgdata);
+  return made;
+}
+
+/**
+ * Starts PGlite on `pgdata`. A store just unpacked from the cached template that PostgreSQL
+ * cannot start on (a template made by another PostgreSQL, or damaged inside its files) is made
+ * again, from a template made again, and started once more.
+ */
+async function startOrRemake(
+  pgdata: string,
+  made: Made | undefined,
+  templateDir: string | undefined,
+  tail: Tail,
+): Promise<PGlite> {
+  try {
+    return await startPglite(pgdata, tail);
+  } catch (error) {
+    if (made !== "from the cached template") throw error;
+  }
+  await Deno.remove(pgdata, { recursive: true });
+  await createPgdata(pgdata, templateDir, tail, true);
+  return await startPglite(pgdata, tail);
 }
 
 /** Applies the memory settings (from the next start on) to a store made before them. */
@@ -137,13 +160,16 @@ async function open(
   try {
     lock = await lockPgdata(pgdata);
     if (wipe) await Deno.remove(pgdata, { recursive: true }).catch(() => {});
-    if (!(await pathExists(pgdata))) await createPgdata(pgdata, templateDir, tail);
+    const made = await pathExists(pgdata)
+      ? undefined
+      : await createPgdata(pgdata, templateDir, tail);
     if (createOnly) {
       lock.close();
       return { id, ok: true };
     }
-    stage = "start";
-    const started = await startPglite(pgdata, tail);
+    // A store just made that does not start is this process's failure, not the files'.
+    if (made === undefined) stage = "start";
+    const started = await startOrRemake(pgdata, made, templateDir, tail);
     // Stores made before the memory settings get them (for their next start).
     const [row] = await rows(started, "SHOW shared_buffers", []);
     if (row?.shared_buffers !== "4MB") await setMemory(started);

@@ -16,10 +16,11 @@ import type { SqlParam, SqlRow } from "./_sql.ts";
 export type WorkerRequest =
   /**
    * Start PGlite on `pgdata` (created first when missing, as `pgdata.new` renamed into place;
-   * deleted first when `wipe`). With `createOnly`, only create it: creating (PostgreSQL's
-   * `initdb`) touches hundreds of MiB of WebAssembly memory that no later work needs, so it runs
-   * in a process of its own that ends afterwards. A new data directory is unpacked from the
-   * template cached in `templateDir` (`_template.ts`; none: `initdb` every time).
+   * deleted first when `wipe`). A new data directory is unpacked from the template cached in
+   * `templateDir` (`_template.ts`; none: `initdb` every time). With `createOnly`, only create
+   * it: when no template is cached yet, making one (PostgreSQL's `initdb`) touches hundreds of
+   * MiB of WebAssembly memory that no later work needs, so it runs in a process of its own that
+   * ends afterwards.
    */
   | {
     id: number;

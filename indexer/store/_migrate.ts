@@ -41,12 +41,28 @@ interface Context {
   where: string;
 }
 
+/**
+ * The schema an embedded store's template holds (`_template.ts`): every table of
+ * {@linkcode SCHEMA_VERSION}, empty, without its `meta` and `cursor` rows. A new store renames it
+ * to its own (one catalog update instead of the migrations' DDL: measured 0.3 s on a new
+ * embedded store). Named by the version, so a template of another version is never taken for
+ * this one's. Not a name a store may be given (`store.ts`).
+ */
+export const TEMPLATE_SCHEMA = `net_template_v${SCHEMA_VERSION}`;
+
+/** The statements that make schema `schema` at {@linkcode SCHEMA_VERSION}, its tables empty. */
+export function schemaStatements(schema: string): string[] {
+  return [`CREATE SCHEMA ${schema}`, ...MIGRATIONS.flatMap((m) => m.statements(schema))];
+}
+
 async function create(query: SqlQuery, ctx: Context): Promise<void> {
   const s = ctx.schema;
-  await query(`CREATE SCHEMA ${s}`);
-  for (const migration of MIGRATIONS) {
-    for (const statement of migration.statements(s)) await query(statement);
-  }
+  const template = await query(
+    `SELECT count(*)::text AS n FROM pg_namespace WHERE nspname = $1`,
+    [TEMPLATE_SCHEMA],
+  );
+  if (template[0].n === "1") await query(`ALTER SCHEMA ${TEMPLATE_SCHEMA} RENAME TO ${s}`);
+  else for (const statement of schemaStatements(s)) await query(statement);
   await query(
     `INSERT INTO ${s}.meta (schema_version, chain_id, escrow, scan_from_block) VALUES ($1, $2, $3, $4)`,
     [

@@ -1,15 +1,20 @@
 /**
- * The template of a new embedded store: an empty PGlite data directory (PostgreSQL's `initdb`
- * and the store's settings), made once per PGlite version and kept as a tarball in a cache
- * directory, then unpacked into each new store (PGlite's `loadDataDir`).
+ * The template of a new embedded store: a PGlite data directory holding the store's settings and
+ * its empty schema (`TEMPLATE_SCHEMA`, renamed to the store's own when it is opened,
+ * `_migrate.ts`), made once per PGlite version, recipe and schema version and kept as a tarball
+ * in a cache directory, then unpacked into each new store (`_untar.ts`).
  *
  * `initdb` inside PGlite is seconds of CPU and hundreds of MiB of WebAssembly memory (measured:
  * 6.7 s and 766 MiB peak on a data directory on disk, 3.9 s and 682 MiB in memory); unpacking
- * the template is about a second and 309 MiB (through PGlite's `loadDataDir`; written by
- * `_untar.ts` now, less). A first-ever run makes the template (`initdb` in
- * memory, then the settings), saves it, and unpacks it like any later run; a template that is
- * missing, unreadable, corrupt or made by another PostgreSQL is made again, and a cache
- * directory that cannot be written only costs the next run its `initdb` again.
+ * the template takes tens of milliseconds. A first-ever run makes the template (`initdb` in
+ * memory, then the settings and the schema), saves it, and unpacks it like any later run; a
+ * template that is missing, unreadable or corrupt is made again, one that PostgreSQL cannot start
+ * on is made again by the caller (`_embedded_engine.ts`), and a cache directory that cannot be
+ * written only costs the next run its `initdb` again.
+ *
+ * The template is kept small, since every new store writes all of it (measured: 39 MiB in 972
+ * files took 0.3–0.6 s to write, 12 MiB in 375 files 0.08 s): {@linkcode INITDB_ARGS}, and the
+ * two template databases dropped (a store never runs `CREATE DATABASE`, the only user of them).
  *
  * Runs in the store's process (`_embedded_engine.ts`, `_embedded_process.ts`).
  *
@@ -18,8 +23,17 @@
 
 import { PGlite } from "@electric-sql/pglite";
 import { join } from "node:path";
+import { schemaStatements, TEMPLATE_SCHEMA } from "./_migrate.ts";
 import { templateFile } from "./_template_dir.ts";
 import { untar } from "./_untar.ts";
+
+/**
+ * `initdb`'s arguments: WAL segments of 1 MiB instead of 16 (each new store writes the current
+ * one, and a checkpoint keeps the ones `initdb` preallocated), and while `initdb` runs, at most
+ * 2–4 MiB of WAL kept (it preallocates none beyond that); the store's own WAL sizes
+ * ({@linkcode SETTINGS}) override these from its first start on.
+ */
+const INITDB_ARGS = ["--wal-segsize=1", "-c", "min_wal_size=2MB", "-c", "max_wal_size=4MB"];
 
 /**
  * The store's settings, applied once in the template (PostgreSQL reads them at each start).
@@ -45,11 +59,31 @@ export const MEMORY_SETTINGS: readonly string[] = [
   "ALTER SYSTEM SET wal_buffers = '256kB'",
 ];
 
-/** Makes a template in memory: `initdb`, the settings, a checkpoint, the tarball. */
+/** The two template databases' drop (PGlite opens `postgres`; a store creates no database). */
+const DROP_TEMPLATE_DATABASES = [
+  "ALTER DATABASE template0 IS_TEMPLATE false",
+  "ALTER DATABASE template1 IS_TEMPLATE false",
+  "DROP DATABASE template0",
+  "DROP DATABASE template1",
+];
+
+/**
+ * Makes a template in memory: `initdb`, the settings, the template databases dropped, the
+ * store's schema, a checkpoint, the tarball.
+ */
 async function makeTemplate(onOutput: (text: string) => boolean): Promise<Blob> {
-  const db = await PGlite.create({ onStderr: onOutput, onStdout: onOutput });
+  const db = await PGlite.create({
+    initDbStartParams: INITDB_ARGS,
+    onStderr: onOutput,
+    onStdout: onOutput,
+  });
   try {
-    for (const statement of [...SETTINGS, ...MEMORY_SETTINGS]) await db.query(statement);
+    for (const statement of [...SETTINGS, ...MEMORY_SETTINGS, ...DROP_TEMPLATE_DATABASES]) {
+      await db.query(statement);
+    }
+    await db.transaction(async (tx) => {
+      for (const statement of schemaStatements(TEMPLATE_SCHEMA)) await tx.query(statement);
+    });
     await db.exec("CHECKPOINT");
     return await db.dumpDataDir("gzip");
   } finally {
@@ -72,26 +106,14 @@ async function saveTemplate(file: string, template: Blob): Promise<void> {
 }
 
 /**
- * Unpacks the tarball `tar` into the new data directory `pgdata` and checks PostgreSQL starts on
- * it. Written by `_untar.ts`, not PGlite's `loadDataDir`, which copies the whole tarball into its
- * WebAssembly memory (the creating process peaked at 325 MiB; `docs/decisions.md`).
+ * Unpacks the tarball `tar` into the new data directory `pgdata`. Written by `_untar.ts`, not
+ * PGlite's `loadDataDir`, which copies the whole tarball into its WebAssembly memory (the
+ * creating process peaked at 325 MiB; `docs/decisions.md`). Whether PostgreSQL starts on it is
+ * found by starting it (`_embedded_engine.ts`).
  */
-async function unpack(
-  pgdata: string,
-  tar: Uint8Array,
-  onOutput: (text: string) => boolean,
-): Promise<void> {
+async function unpack(pgdata: string, tar: Uint8Array): Promise<void> {
   await Deno.mkdir(pgdata, { recursive: true, mode: 0o700 });
   await untar(tar, pgdata);
-  const db = await PGlite.create(pgdata, { onStderr: onOutput, onStdout: onOutput });
-  try {
-    const { rows } = await db.query<{ shared_buffers: string }>("SHOW shared_buffers");
-    if (rows[0]?.shared_buffers !== "4MB") {
-      throw new Error(`the template's shared_buffers is ${rows[0]?.shared_buffers}, expected 4MB`);
-    }
-  } finally {
-    await db.close();
-  }
 }
 
 /** The tarball inside a gzip file; throws when the gzip stream is damaged or not a tarball. */
@@ -109,25 +131,26 @@ export type Made = "from the cached template" | "initdb";
 
 /**
  * Makes the new data directory `pgdata` (which must not exist) from the template in
- * `templateDir`, making and saving the template first when it is missing or unusable.
- * `templateDir` undefined: no cache, `initdb` every time.
+ * `templateDir`, making and saving the template first when it is missing or unusable, or when
+ * `remake` (PostgreSQL could not start on a store unpacked from it). `templateDir` undefined:
+ * no cache, `initdb` every time.
  */
 export async function createFromTemplate(
   pgdata: string,
   templateDir: string | undefined,
   onOutput: (text: string) => boolean,
+  remake = false,
 ): Promise<Made> {
   const file = templateDir === undefined ? undefined : await templateFile(templateDir);
-  if (file !== undefined) {
+  if (file !== undefined && remake) await Deno.remove(file).catch(() => {});
+  if (file !== undefined && !remake) {
     const bytes = await Deno.readFile(file).catch(() => undefined);
     if (bytes !== undefined) {
       try {
-        // Unzipped here: a damaged gzip stream fails inside PGlite's untar as a rejection
-        // nothing catches, which ends the process.
-        await unpack(pgdata, await gunzip(bytes), onOutput);
+        await unpack(pgdata, await gunzip(bytes));
         return "from the cached template";
       } catch {
-        // Corrupt, truncated or made by another PostgreSQL: made again below.
+        // Corrupt or truncated: made again below.
         await Deno.remove(pgdata, { recursive: true }).catch(() => {});
         await Deno.remove(file).catch(() => {});
       }
@@ -136,6 +159,6 @@ export async function createFromTemplate(
   const template = await makeTemplate(onOutput);
   // A cache that cannot be written costs the next new store its initdb, nothing else.
   if (file !== undefined) await saveTemplate(file, template).catch(() => {});
-  await unpack(pgdata, await gunzip(new Uint8Array(await template.arrayBuffer())), onOutput);
+  await unpack(pgdata, await gunzip(new Uint8Array(await template.arrayBuffer())));
   return "initdb";
 }

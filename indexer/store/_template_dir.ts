@@ -7,6 +7,7 @@
  */
 
 import { isAbsolute, join } from "node:path";
+import { SCHEMA_VERSION } from "./schema.ts";
 
 /**
  * The per-user cache directory of templates: `$XDG_CACHE_HOME/net/pglite` (when absolute; else
@@ -27,10 +28,11 @@ export function defaultTemplateDir(env: (name: string) => string | undefined): s
 }
 
 /**
- * The recipe of the template: the settings `_template.ts` applies. Bumped when they change, it
- * names the cached template (an older one is then never read).
+ * The recipe of the template: `initdb`'s arguments and the settings `_template.ts` applies.
+ * Bumped when they change, it names the cached template (an older one is then never read), as
+ * the schema version does (the template holds the schema).
  */
-export const TEMPLATE_RECIPE = 1;
+export const TEMPLATE_RECIPE = 2;
 
 /** The PGlite version this process runs (its package's `version`), or "unknown". */
 async function pgliteVersion(): Promise<string> {
@@ -50,7 +52,10 @@ async function pgliteVersion(): Promise<string> {
   return "unknown";
 }
 
-/** The template's file in `dir`, named by the PGlite version and the recipe. */
+/** The template's file in `dir`, named by the PGlite version, the recipe and the schema version. */
 export async function templateFile(dir: string): Promise<string> {
-  return join(dir, `pgdata-${await pgliteVersion()}-r${TEMPLATE_RECIPE}.tgz`);
+  return join(
+    dir,
+    `pgdata-${await pgliteVersion()}-r${TEMPLATE_RECIPE}-s${SCHEMA_VERSION}.tgz`,
+  );
 }

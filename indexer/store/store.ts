@@ -35,7 +35,12 @@ import { BLOCK_LIMIT, checkAddress, checkBig, invalid } from "./_codec.ts";
 import { lockCursor, planChunk, writeChunk } from "./_commit.ts";
 import { openEmbedded } from "./_embedded.ts";
 import { pathExists } from "./_path_exists.ts";
-import { prepareSchema, type RebuildPolicy, WRITER_LOCK_CLASS } from "./_migrate.ts";
+import {
+  prepareSchema,
+  type RebuildPolicy,
+  TEMPLATE_SCHEMA,
+  WRITER_LOCK_CLASS,
+} from "./_migrate.ts";
 import {
   readBuckets,
   readEpochs,
@@ -141,13 +146,13 @@ function checkOptions(
   const schema = options.schema ?? DEFAULT_SCHEMA;
   if (
     typeof schema !== "string" || !/^[a-z_][a-z0-9_]{0,62}$/.test(schema) ||
-    schema.startsWith("pg_")
+    schema.startsWith("pg_") || schema.startsWith("net_template_")
   ) {
     invalid(
       op,
       `schema is ${
         abbreviate(JSON.stringify(schema) ?? "", 40)
-      }, expected lower-case letters, digits and _`,
+      }, expected lower-case letters, digits and _, not starting with pg_ or net_template_ (the embedded store's template, \`${TEMPLATE_SCHEMA}\`)`,
     );
   }
   return {

@@ -6,8 +6,15 @@
 
 import assert from "node:assert/strict";
 import { openEmbedded } from "../../../indexer/store/_embedded.ts";
-import { defaultTemplateDir, templateFile } from "../../../indexer/store/_template_dir.ts";
-import { open } from "./_suite.ts";
+import {
+  defaultTemplateDir,
+  TEMPLATE_RECIPE,
+  templateFile,
+} from "../../../indexer/store/_template_dir.ts";
+import { SCHEMA_VERSION } from "../../../indexer/store/schema.ts";
+import { schemaStatements, TEMPLATE_SCHEMA } from "../../../indexer/store/_migrate.ts";
+import type { SqlQuery } from "../../../indexer/store/_sql.ts";
+import { open, rejectsWith } from "./_suite.ts";
 
 /** The PGlite version `deno.json` pins. */
 async function pinnedVersion(): Promise<string> {
@@ -66,7 +73,10 @@ Deno.test("embedded template: made once per PGlite version, then every new store
   try {
     const templates = `${root}/cache`;
     const file = await templateFile(templates);
-    assert.equal(file, `${templates}/pgdata-${await pinnedVersion()}-r1.tgz`);
+    assert.equal(
+      file,
+      `${templates}/pgdata-${await pinnedVersion()}-r${TEMPLATE_RECIPE}-s${SCHEMA_VERSION}.tgz`,
+    );
     await create(`${root}/a`, templates);
     const made = await identity(file);
     await create(`${root}/b`, templates);
@@ -154,4 +164,71 @@ Deno.test({
       assert.equal(defaultTemplateDir(env(vars)), expected, JSON.stringify(vars));
     }
   },
+});
+
+/** Schema `schema`'s tables, columns, constraints and indexes, its name taken out. */
+async function catalog(query: SqlQuery, schema: string): Promise<string[]> {
+  const rows = await query(
+    `SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' ||
+        is_nullable || ' ' || coalesce(column_default, '-') AS line
+       FROM information_schema.columns WHERE table_schema = $1
+     UNION ALL
+     SELECT 'constraint ' || c.conrelid::regclass::text || ' ' || c.conname || ' ' ||
+        pg_get_constraintdef(c.oid)
+       FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1
+     UNION ALL
+     SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1
+`,
+    [schema],
+  );
+  return rows.map((row) => String(row.line).replaceAll(`${schema}.`, "S.")).sort();
+}
+
+Deno.test("embedded template: a new store's schema is the template's, renamed, the same as the migrations make", async () => {
+  const root = await Deno.makeTempDir({ prefix: "net-store-template-" });
+  try {
+    const templates = `${root}/cache`;
+    await create(`${root}/a`, templates);
+    const unopened = await openEmbedded(`${root}/a`, { templateDir: templates });
+    const before = await unopened.session.query(
+      "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'net\\_%'",
+    ).finally(() => unopened.close());
+    assert.deepEqual(before, [{ nspname: TEMPLATE_SCHEMA }], "the template holds the schema");
+    // Opened as a store: the template's schema becomes the store's own.
+    await (await open({ dataDir: `${root}/a` })).close();
+    const backend = await openEmbedded(`${root}/a`, { templateDir: templates });
+    try {
+      const { query } = backend.session;
+      const schemas = await query(
+        "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'net\\_%' ORDER BY nspname",
+      );
+      assert.deepEqual(schemas, [{ nspname: "net_history" }]);
+      await backend.session.transaction(async (tx) => {
+        for (const statement of schemaStatements("net_fresh")) await tx(statement);
+      });
+      const made = await catalog(query, "net_fresh");
+      assert.ok(made.length > 40, `the migrations made ${made.length} catalog lines`);
+      assert.deepEqual(await catalog(query, "net_history"), made);
+      // Kept small: one database, WAL segments of 1 MiB.
+      assert.deepEqual(await query("SELECT datname FROM pg_database"), [{ datname: "postgres" }]);
+      assert.deepEqual(await query("SHOW wal_segment_size"), [{ wal_segment_size: "1MB" }]);
+    } finally {
+      await backend.close();
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("embedded template: a store may not be given the template's schema name", async () => {
+  const root = await Deno.makeTempDir({ prefix: "net-store-template-" });
+  try {
+    await rejectsWith(
+      open({ dataDir: `${root}/a` }, { schema: TEMPLATE_SCHEMA }),
+      "invalid_input",
+      /schema is "net_template_v\d+", expected .* not starting with pg_ or net_template_/,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
