@@ -41,9 +41,12 @@ export interface RpcPool {
   /**
    * Sends `calls` to one endpoint (in one HTTP request, a JSON-RPC batch, when batching is on)
    * and returns their results in order: answers that must agree on the chain they were read
-   * from (a log range and the hash of its last block). Fails over like any call.
+   * from (a log range and the hash of its last block). Fails over like any call. `alone`: each
+   * call in an HTTP request of its own, never batched with others sent in the same turn — for
+   * large answers (a log range's MiB), which a batch would make every call of it wait for, and
+   * answer all at once.
    */
-  onOne(calls: readonly RpcCall[], signal?: AbortSignal): Promise<unknown[]>;
+  onOne(calls: readonly RpcCall[], signal?: AbortSignal, alone?: boolean): Promise<unknown[]>;
   /**
    * Checks the chain id of every endpoint not checked yet (an endpoint is never used before
    * its chain id is checked; one serving another chain is never used at all) and returns what
@@ -89,15 +92,15 @@ export function poolTransport(
   options: PoolTransportOptions,
 ): Transport<"rpc-pool", { pool: RpcPool }> {
   return () => {
-    const senders = new Map(endpoints.list.map((endpoint) => [
-      endpoint,
-      http(endpoint.url, {
-        batch: options.batchSize > 0 ? { batchSize: options.batchSize, wait: 0 } : false,
+    const sender = (url: string, batch: boolean) =>
+      http(url, {
+        batch: batch && options.batchSize > 0 ? { batchSize: options.batchSize, wait: 0 } : false,
         timeout: options.timeoutMs,
         retryCount: 0,
         fetchFn: options.fetch,
-      })({ retryCount: 0 }),
-    ]));
+      })({ retryCount: 0 });
+    const senders = new Map(endpoints.list.map((e) => [e, sender(e.url, true)]));
+    const unbatched = new Map(endpoints.list.map((e) => [e, sender(e.url, false)]));
 
     const pick = (excluded: ReadonlySet<RpcEndpoint>): RpcEndpoint | undefined => {
       const now = performance.now();
@@ -147,8 +150,9 @@ export function poolTransport(
       endpoint: RpcEndpoint,
       calls: readonly RpcCall[],
       signal?: AbortSignal,
+      alone = false,
     ): Promise<unknown[]> => {
-      const sender = senders.get(endpoint)!;
+      const sender = (alone ? unbatched : senders).get(endpoint)!;
       if (!endpoint.checked) {
         await check(endpoint);
         if (endpoint.refused !== undefined) throw new WrongChainError(endpoint.refused);
@@ -170,7 +174,11 @@ export function poolTransport(
       }
     };
 
-    const run = async (calls: readonly RpcCall[], signal?: AbortSignal): Promise<unknown[]> => {
+    const run = async (
+      calls: readonly RpcCall[],
+      signal?: AbortSignal,
+      alone = false,
+    ): Promise<unknown[]> => {
       const started = performance.now();
       const excluded = new Set<RpcEndpoint>();
       const rateTries = new Map<RpcEndpoint, number>();
@@ -197,7 +205,7 @@ export function poolTransport(
         const now = performance.now();
         for (let i = 0; i < calls.length; i++) endpoint.take(now);
         try {
-          return await send(endpoint, calls, signal);
+          return await send(endpoint, calls, signal, alone);
         } catch (error) {
           if (signal?.aborted) throw error;
           if (error instanceof WrongChainError) {

@@ -5,12 +5,14 @@
  */
 
 import assert from "node:assert/strict";
-import type { Address } from "viem";
+import { type Address, decodeEventLog } from "viem";
+import type { ChainClient } from "../../chain/client.ts";
 import { generatePrivateKey, mnemonicToAccount } from "viem/accounts";
 import { escrowAbi } from "../../chain/abi.ts";
 import { SettlementScanError } from "../../chain/errors.ts";
 import {
   decodeSettlementLogs,
+  SETTLED_TOPIC,
   SettlementLogReader,
   VOUCHER_REDEEMED_TOPIC,
 } from "../../chain/_settlement_logs.ts";
@@ -97,4 +99,89 @@ Deno.test("settlement logs: voucher settlements carry their consumer, trusted on
       e instanceof SettlementScanError && e.reason === "invalid_log" &&
       /does not follow/.test(e.message),
   );
+  await checkDecoding(chain.client, escrow);
 });
+
+/** A log as `eth_getLogs` returns it (the fields the decoder reads). */
+type Log = Record<string, unknown> & { topics: string[]; data: string };
+
+/**
+ * The decoder against viem's `decodeEventLog` on the chain's own logs, the same logs in upper
+ * case, and each field of the last `Settled` log broken in turn: the logs before it share its
+ * block, hash, provider and epoch, which the decoder checks once per answer and must not take
+ * on trust for a log whose field differs; the first has nothing before it.
+ */
+async function checkDecoding(client: ChainClient, escrow: Address): Promise<void> {
+  const logs = await client.request({
+    method: "eth_getLogs",
+    params: [{
+      address: escrow,
+      fromBlock: "0x0",
+      toBlock: "latest",
+      topics: [[SETTLED_TOPIC, VOUCHER_REDEEMED_TOPIC]],
+    }],
+  }) as unknown as Log[];
+  assert.ok(logs.length >= 7, `${logs.length} logs`);
+  const decode = (given: Log[]) =>
+    decodeSettlementLogs(given as never, escrow.toLowerCase() as Address, 0n, 10_000n);
+  const events = decode(logs);
+  const oracle = logs.flatMap((log) => {
+    const event = decodeEventLog({ abi: escrowAbi, ...log } as never) as {
+      eventName: string;
+      args: { provider: Address; epoch: bigint; amount: bigint; tokens: bigint };
+    };
+    if (event.eventName !== "Settled") return [];
+    const { provider, epoch, amount, tokens } = event.args;
+    return [[
+      BigInt(log.blockNumber as string),
+      log.blockHash,
+      provider.toLowerCase(),
+      epoch,
+      amount,
+      tokens,
+    ]];
+  });
+  assert.deepEqual(
+    events.map((e) => [e.block, e.blockHash, e.provider, e.epoch, e.amount, e.tokens]),
+    oracle,
+  );
+  const upper = (log: Log): Log => ({
+    ...log,
+    address: String(log.address).toUpperCase().replace("0X", "0x"),
+    blockHash: String(log.blockHash).toUpperCase().replace("0X", "0x"),
+    topics: log.topics.map((t) => t.toUpperCase().replace("0X", "0x")),
+  });
+  assert.deepEqual(decode(logs.map(upper)), events);
+  const settled = (l: Log) => l.topics[0] !== VOUCHER_REDEEMED_TOPIC;
+  // The first Settled log (nothing checked before it) and the last (its fields seen before).
+  const places = [logs.findIndex(settled), logs.findLastIndex(settled)];
+  const broken: [string, (log: Log) => Log][] = [
+    ["another address", (l) => ({ ...l, address: `0x${"12".repeat(20)}` })],
+    ["an empty address", (l) => ({ ...l, address: "" })],
+    ["an empty block number", (l) => ({ ...l, blockNumber: "" })],
+    ["a block number that is not hex", (l) => ({ ...l, blockNumber: "0xzz" })],
+    ["a block past the range", (l) => ({ ...l, blockNumber: "0x2711" })],
+    ["an empty block hash", (l) => ({ ...l, blockHash: "" })],
+    ["a short block hash", (l) => ({ ...l, blockHash: String(l.blockHash).slice(0, 65) })],
+    ["an empty provider topic", (l) => ({ ...l, topics: [l.topics[0], "", l.topics[2]] })],
+    ["a provider topic that is not an address", (l) => ({
+      ...l,
+      topics: [l.topics[0], `0x${"ff".repeat(32)}`, l.topics[2]],
+    })],
+    ["an empty epoch topic", (l) => ({ ...l, topics: [l.topics[0], l.topics[1], ""] })],
+    ["a short epoch topic", (l) => ({ ...l, topics: [l.topics[0], l.topics[1], "0x1"] })],
+    ["a fourth topic", (l) => ({ ...l, topics: [...l.topics, l.topics[2]] })],
+    ["short data", (l) => ({ ...l, data: l.data.slice(0, 129) })],
+    ["removed", (l) => ({ ...l, removed: true })],
+  ];
+  for (const [what, breakIt] of broken) {
+    for (const place of places) {
+      const given = logs.map((log, i) => (i === place ? breakIt(log) : log));
+      assert.throws(
+        () => decode(given),
+        (e) => e instanceof SettlementScanError && e.reason === "invalid_log",
+        `a Settled log (${place}) with ${what} is refused`,
+      );
+    }
+  }
+}
