@@ -25,7 +25,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { join } from "node:path";
 import { schemaStatements, TEMPLATE_SCHEMA } from "./_migrate.ts";
 import { templateFile } from "./_template_dir.ts";
-import { untar } from "./_untar.ts";
+import { untarStream } from "./_untar.ts";
 
 /**
  * `initdb`'s arguments: WAL segments of 1 MiB instead of 16 (each new store writes the current
@@ -106,24 +106,17 @@ async function saveTemplate(file: string, template: Blob): Promise<void> {
 }
 
 /**
- * Unpacks the tarball `tar` into the new data directory `pgdata`. Written by `_untar.ts`, not
- * PGlite's `loadDataDir`, which copies the whole tarball into its WebAssembly memory (the
- * creating process peaked at 325 MiB; `docs/decisions.md`). Whether PostgreSQL starts on it is
- * found by starting it (`_embedded_engine.ts`).
+ * Unpacks the gzipped tarball `gz` into the new data directory `pgdata`, as it is unzipped: never
+ * more than a chunk held (the whole 12 MiB tarball at once stayed in the store process's
+ * allocator). Written by `_untar.ts`, not PGlite's `loadDataDir`, which copies the whole tarball
+ * into its WebAssembly memory (the creating process peaked at 325 MiB; `docs/decisions.md`).
+ * Whether PostgreSQL starts on it is found by starting it (`_embedded_engine.ts`).
+ *
+ * @throws when the stream is not gzip, is damaged or cut, or is not a ustar archive.
  */
-async function unpack(pgdata: string, tar: Uint8Array): Promise<void> {
+async function unpack(pgdata: string, gz: ReadableStream<BufferSource>): Promise<void> {
   await Deno.mkdir(pgdata, { recursive: true, mode: 0o700 });
-  await untar(tar, pgdata);
-}
-
-/** The tarball inside a gzip file; throws when the gzip stream is damaged or not a tarball. */
-async function gunzip(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const tar = new Uint8Array(await new Response(stream).arrayBuffer());
-  if (tar.length === 0 || tar.length % 512 !== 0) {
-    throw new Error(`the template holds ${tar.length} bytes, expected a tarball`);
-  }
-  return tar;
+  await untarStream(gz.pipeThrough(new DecompressionStream("gzip")), pgdata);
 }
 
 /** How a new data directory was made. */
@@ -144,10 +137,10 @@ export async function createFromTemplate(
   const file = templateDir === undefined ? undefined : await templateFile(templateDir);
   if (file !== undefined && remake) await Deno.remove(file).catch(() => {});
   if (file !== undefined && !remake) {
-    const bytes = await Deno.readFile(file).catch(() => undefined);
-    if (bytes !== undefined) {
+    const cached = await Deno.open(file).catch(() => undefined);
+    if (cached !== undefined) {
       try {
-        await unpack(pgdata, await gunzip(bytes));
+        await unpack(pgdata, cached.readable);
         return "from the cached template";
       } catch {
         // Corrupt or truncated: made again below.
@@ -159,6 +152,6 @@ export async function createFromTemplate(
   const template = await makeTemplate(onOutput);
   // A cache that cannot be written costs the next new store its initdb, nothing else.
   if (file !== undefined) await saveTemplate(file, template).catch(() => {});
-  await unpack(pgdata, await gunzip(new Uint8Array(await template.arrayBuffer())));
+  await unpack(pgdata, template.stream());
   return "initdb";
 }

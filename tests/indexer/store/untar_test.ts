@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { untar } from "../../../indexer/store/_untar.ts";
+import { untar, untarStream } from "../../../indexer/store/_untar.ts";
 
 /** One ustar header block (`type` "0" file, "5" directory, others as given). */
 function header(name: string, size: number, type: string, damage = false): Uint8Array {
@@ -76,4 +76,24 @@ Deno.test("untar: refuses a path out of the directory, a bad checksum, a link, a
     // Nothing was written out of the directories given.
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["f"]);
   });
+});
+
+Deno.test("untar: a stream in chunks of any size writes the same files", async () => {
+  const whole = archive(
+    ["/base", null],
+    ["/base/big", "y".repeat(3000)],
+    ["/base/empty", ""],
+    ["/PG_VERSION", "18\n"],
+  );
+  for (const size of [1, 7, 511, 512, 513, 4096]) {
+    await inTemp(async (dir) => {
+      const chunks = async function* () {
+        for (let at = 0; at < whole.length; at += size) yield whole.slice(at, at + size);
+      };
+      await untarStream(chunks(), dir);
+      assert.equal(await Deno.readTextFile(`${dir}/base/big`), "y".repeat(3000), `${size}`);
+      assert.equal(await Deno.readTextFile(`${dir}/base/empty`), "");
+      assert.equal(await Deno.readTextFile(`${dir}/PG_VERSION`), "18\n");
+    });
+  }
 });
