@@ -25,7 +25,7 @@
  *
  * Run: `deno bench -A bench/indexer_ponder_bench.ts` (the first run installs Ponder with npm;
  * over an hour at the default scale on a loaded 2-core machine). `NET_BENCH_ROUNDS` sets the rounds
- * (default 2); `NET_BENCH_ONLY=ours` runs our indexer alone. `docs/indexer.md` gives a run at `NET_BENCH_SETTLEMENTS=50000` (about 25 minutes).
+ * (default 2); `NET_BENCH_ONLY=ours` runs our indexer alone. `docs/indexer.md` gives runs at the default (about 25 minutes on a quiet machine) and at `NET_BENCH_SETTLEMENTS=50000` (about 12).
  *
  * @module
  */
