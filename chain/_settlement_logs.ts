@@ -529,7 +529,7 @@ export class SettlementLogReader {
       // stores it with them), and asked for at once.
       let settled = 0;
       for (const log of logs) {
-        if (String(log?.topics?.[0]).toLowerCase() !== VOUCHER_REDEEMED_TOPIC) settled++;
+        if (!isTopic(log?.topics?.[0], VOUCHER_REDEEMED_TOPIC)) settled++;
       }
       const span = Number(to - from + 1n);
       if (++this.#sinceTooMuch >= RETRY_TOO_MUCH_AFTER) this.#tooMuch = Infinity;
@@ -575,9 +575,10 @@ export class SettlementLogReader {
    */
   #ask(from: bigint, end: bigint, turns = 0): Request {
     const to = from + BigInt(this.chunk) - 1n < end ? from + BigInt(this.chunk) - 1n : end;
-    let turn = Promise.resolve();
-    for (let i = 0; i < turns; i++) turn = turn.then(() => sleep(0));
-    const answer = turns === 0 ? this.#getLogs(from, to) : turn.then(() => this.#getLogs(from, to));
+    const answer = (async () => {
+      for (let turn = 0; turn < turns; turn++) await sleep(0);
+      return await this.#getLogs(from, to);
+    })();
     answer.catch(() => {});
     return { to, answer };
   }
