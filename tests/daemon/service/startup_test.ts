@@ -27,13 +27,13 @@ import { createDaemon } from "../../../daemon/service/daemon.ts";
 for (const bind of ["0.0.0.0:11435", "[::]:11435"]) {
   Deno.test(`the daemon starts with --bind ${bind} (the documented Docker setup)`, async () => {
     const dataDir = await Deno.makeTempDir({ prefix: "net-review-" });
+    let daemon: ReturnType<typeof createDaemon> | undefined;
     try {
       const parsed = parseDaemonConfig(
         ["--bind", bind, "--allowed-hosts", "host.docker.internal", "--data-dir", dataDir],
         {},
       );
       assert.ok(!parsed.help);
-      let daemon;
       try {
         daemon = createDaemon(parsed.config, { port: 11435, bootstrap: [], log: () => {} });
       } catch (error) {
@@ -45,6 +45,10 @@ for (const bind of ["0.0.0.0:11435", "[::]:11435"]) {
       assert.equal(response.status, 200);
       await response.body?.cancel();
     } finally {
+      // The daemon writes its API key into the data directory in the background: waited for
+      // before the directory is removed (else the removal can meet a file being created).
+      await daemon?.apiKey.catch(() => {});
+      await daemon?.close();
       await Deno.remove(dataDir, { recursive: true });
     }
   });
