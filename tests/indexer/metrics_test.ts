@@ -240,7 +240,7 @@ Deno.test("against a real devnet: counters move with traffic and with an outage 
       code: "chain_unreachable",
     });
     return failed && sampleValue(families, "net_indexer_serving") === 0 ? families : undefined;
-  });
+  }, { failed: indexer.failure });
   assert.ok(
     (sampleValue(down, "net_indexer_rpc_errors_total", { client: "snapshot", reason: "network" }) ??
       0) >= 1,
@@ -251,7 +251,7 @@ Deno.test("against a real devnet: counters move with traffic and with an outage 
   await until("serving again", async () => {
     const families = await scrape(get);
     return sampleValue(families, "net_indexer_serving") === 1 ? true : undefined;
-  });
+  }, { failed: indexer.failure });
 
   // --log-format json: every line on stderr is one JSON object; the outage was a warning.
   const lines = indexer.stderr().split("\n").filter((line) => line !== "");
